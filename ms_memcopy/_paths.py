@@ -1,0 +1,67 @@
+"""Where the package's built libraries, headers and configs are.
+
+A wheel carries them inside the package (``_lib``, ``include``, ``configs``);
+an editable install of a source checkout builds ``_lib`` in place and reads the
+headers and configs from the checkout. When the build used CANN (no host
+runtime was built), the ACL headers and library are CANN's own.
+"""
+import os
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+SOURCE_ROOT = PACKAGE_DIR.parent
+LIB_DIR = PACKAGE_DIR / "_lib"
+HOST_ACL_LIBRARY = LIB_DIR / "libascendcl.so"
+KERNELS_LIBRARY = LIB_DIR / "libms_memcopy_kernels.so"
+
+
+def _first_existing(*candidates):
+    for path in candidates:
+        if path.exists():
+            return path
+    return None
+
+
+def cann_home():
+    """The CANN installation named by ASCEND_HOME_PATH/ASCEND_TOOLKIT_HOME, or None."""
+    for var in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"):
+        path = os.environ.get(var)
+        if path and (Path(path) / "include" / "acl" / "acl.h").exists():
+            return Path(path)
+    return None
+
+
+def uses_host_runtime():
+    """True when this build ships the host ACL runtime (no CANN at build time)."""
+    return HOST_ACL_LIBRARY.exists()
+
+
+def configs_dir():
+    found = _first_existing(PACKAGE_DIR / "configs", SOURCE_ROOT / "configs")
+    if found is None:
+        raise FileNotFoundError("ms_memcopy configs not found: the installation is incomplete")
+    return found
+
+
+def get_include():
+    """Directory to add with -I so that ``#include "acl/acl.h"`` declares the ACL API in use."""
+    if not uses_host_runtime():
+        cann = cann_home()
+        if cann is not None:
+            return str(cann / "include")
+    found = _first_existing(PACKAGE_DIR / "include", SOURCE_ROOT / "ops_impl" / "acl_host" / "include")
+    if found is None:
+        raise FileNotFoundError("ms_memcopy ACL headers not found: the installation is incomplete")
+    return str(found)
+
+
+def get_acl_library():
+    """Path of the shared library implementing the ACL API: the host runtime or CANN's libascendcl.so."""
+    if uses_host_runtime():
+        return str(HOST_ACL_LIBRARY)
+    cann = cann_home()
+    if cann is not None:
+        return str(cann / "lib64" / "libascendcl.so")
+    raise FileNotFoundError(
+        f"{HOST_ACL_LIBRARY} is missing and no CANN installation is set (ASCEND_HOME_PATH): "
+        "reinstall ms_memcopy with `pip install .`")

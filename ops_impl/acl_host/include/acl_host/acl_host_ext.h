@@ -1,0 +1,50 @@
+/*
+ * ms_memcopy host ACL runtime: calls outside the ACL names.
+ *
+ * These exist only in the host runtime (never in CANN). Kernels use them
+ * under `#ifdef ACL_HOST_RUNTIME` so that the same source builds against
+ * real CANN headers, where the macro is not defined.
+ */
+#ifndef MS_MEMCOPY_ACL_HOST_EXT_H_
+#define MS_MEMCOPY_ACL_HOST_EXT_H_
+
+#include "acl/acl_base.h"
+
+#define ACL_HOST_RUNTIME 1
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Declares [ptr, ptr + size) as device memory of the calling thread's current
+ * device until aclhostUnregisterDeviceMemory(ptr). Used by kernels for memory
+ * the framework owns (MindSpore CPU tensors), so that ACL direction checks
+ * treat it as the device side of a copy.
+ *
+ * Registering exactly the same range again counts a reference. A range that
+ * partly overlaps any other allocation or registration returns 107000.
+ * size 0 or ptr NULL returns 100000.
+ */
+ACL_FUNC_VISIBILITY aclError aclhostRegisterDeviceMemory(void *ptr, size_t size);
+
+/* Drops one reference of a registration made at ptr. Unknown ptr: 107000. */
+ACL_FUNC_VISIBILITY aclError aclhostUnregisterDeviceMemory(void *ptr);
+
+/*
+ * Location of ptr as the runtime sees it: *type is an aclrtMemLocationType
+ * (HOST for aclrtMallocHost memory, DEVICE for aclrtMalloc or registered
+ * memory, UNREGISTERED otherwise), *deviceId the device for DEVICE memory.
+ * base/size (optional, may be NULL) receive the allocation that holds ptr.
+ */
+ACL_FUNC_VISIBILITY aclError aclhostGetMemLocation(const void *ptr, int32_t *type, int32_t *deviceId,
+                                                   void **base, size_t *size);
+
+/* The emulated SoC profile name (MS_MEMCOPY_SOC, default Ascend910B). */
+ACL_FUNC_VISIBILITY const char *aclhostGetSocProfile(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // MS_MEMCOPY_ACL_HOST_EXT_H_

@@ -1,0 +1,155 @@
+"""Build of ms_memcopy's C++ parts.
+
+Two shared libraries are built into ms_memcopy/_lib with g++:
+
+- libascendcl.so: the host ACL runtime (ops_impl/acl_host), a drop-in subset of
+  CANN's libascendcl. Built only when CANN is absent.
+- libms_memcopy_kernels.so: the copy kernels (ops_impl/kernels), linked against
+  the host runtime, or against CANN's libascendcl when ASCEND_HOME_PATH or
+  ASCEND_TOOLKIT_HOME names a CANN installation.
+
+For wheels, the public headers and the configs are copied into the package
+(ms_memcopy/include, ms_memcopy/configs); a source checkout reads them in place.
+"""
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
+
+ROOT = Path(__file__).resolve().parent
+HOST_INCLUDE = ROOT / "ops_impl" / "acl_host" / "include"
+HOST_SOURCES = ROOT / "ops_impl" / "acl_host" / "src"
+KERNEL_SOURCES = ROOT / "ops_impl" / "kernels"
+sys.path.insert(0, str(ROOT / "ops_impl" / "tools"))
+from gen_soc_table import generate as generate_soc_table  # noqa: E402
+
+CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-pthread", "-fvisibility=hidden", "-Wall", "-Wextra"]
+# MindSpore 2.10 wheels use the pre-C++11 std::string ABI; the kernels read MindSpore attributes.
+KERNEL_ABI = ["-D_GLIBCXX_USE_CXX11_ABI=0"]
+
+
+def cann_home():
+    """The CANN installation to build against, or None for the host runtime."""
+    for var in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"):
+        path = os.environ.get(var)
+        if path and (Path(path) / "include" / "acl" / "acl.h").exists():
+            return Path(path)
+    return None
+
+
+def cxx():
+    return os.environ.get("CXX", "g++")
+
+
+def newer_than(target, sources):
+    if not target.exists():
+        return True
+    mtime = target.stat().st_mtime
+    return any(s.stat().st_mtime > mtime for s in sources)
+
+
+class BuildSharedLibs(build_ext):
+    """Builds plain shared libraries (no Python ABI suffix) with g++."""
+
+    def get_ext_filename(self, fullname):
+        return os.path.join(*fullname.split(".")) + ".so"
+
+    def copy_extensions_to_source(self):
+        for ext in self.extensions:
+            (ROOT / os.path.dirname(self.get_ext_filename(ext.name))).mkdir(parents=True, exist_ok=True)
+        super().copy_extensions_to_source()
+
+    def build_extension(self, ext):
+        out = Path(self.get_ext_fullpath(ext.name))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(self.build_temp) / ext.name
+        tmp.mkdir(parents=True, exist_ok=True)
+        if ext.name.endswith("libascendcl"):
+            self._build_host_runtime(out, tmp)
+        else:
+            self._build_kernels(out, tmp)
+
+    def _compile_and_link(self, sources, out, tmp, flags, link_args, deps):
+        headers = [p for d in deps for p in Path(d).rglob("*.h")]
+        objects = []
+        jobs = []
+        for src in sources:
+            obj = tmp / (src.stem + ".o")
+            objects.append(obj)
+            if newer_than(obj, [src, *headers]):
+                jobs.append([cxx(), *CXXFLAGS, *flags, "-c", str(src), "-o", str(obj)])
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            for cmd, result in zip(jobs, pool.map(self._run, jobs)):
+                if result.returncode != 0:
+                    sys.stderr.write(result.stdout + result.stderr)
+                    raise RuntimeError("compilation failed: " + " ".join(cmd))
+                if result.stderr:
+                    sys.stderr.write(result.stderr)
+        if newer_than(out, objects) or jobs:
+            cmd = [cxx(), "-shared", "-pthread", *map(str, objects), "-o", str(out), *link_args]
+            result = self._run(cmd)
+            if result.returncode != 0:
+                sys.stderr.write(result.stdout + result.stderr)
+                raise RuntimeError("link failed: " + " ".join(cmd))
+
+    @staticmethod
+    def _run(cmd):
+        print(" ".join(cmd))
+        return subprocess.run(cmd, capture_output=True, text=True)
+
+    def _build_host_runtime(self, out, tmp):
+        gen = tmp / "generated"
+        gen.mkdir(exist_ok=True)
+        generate_soc_table(ROOT / "configs" / "soc_profiles.yaml", gen / "soc_profiles.inc")
+        sources = sorted(HOST_SOURCES.glob("*.cpp"))
+        flags = [f"-I{HOST_INCLUDE}", f"-I{gen}", f"-I{HOST_SOURCES}"]
+        self._compile_and_link(sources, out, tmp, flags, ["-Wl,-soname,libascendcl.so"],
+                               [HOST_INCLUDE, HOST_SOURCES, gen])
+
+    def _build_kernels(self, out, tmp):
+        sources = sorted(KERNEL_SOURCES.rglob("*.cpp"))
+        cann = cann_home()
+        if cann:
+            include, libdir = cann / "include", cann / "lib64"
+            flags = [f"-I{include}"]
+        else:
+            include, libdir = HOST_INCLUDE, out.parent
+            flags = [f"-I{include}", "-DMS_MEMCOPY_HOST_ACL=1"]
+        flags += [f"-I{KERNEL_SOURCES}", *KERNEL_ABI]
+        link = [f"-L{libdir}", "-lascendcl", f"-Wl,-rpath,{'$ORIGIN' if not cann else libdir}"]
+        self._compile_and_link(sources, out, tmp, flags, link, [include, KERNEL_SOURCES])
+
+
+class BuildPyWithData(build_py):
+    """Copies the public headers and configs into the package of a wheel."""
+
+    def run(self):
+        super().run()
+        if getattr(self, "editable_mode", False):
+            return
+        pkg = Path(self.build_lib) / "ms_memcopy"
+        for src, dst in ((HOST_INCLUDE, pkg / "include"), (ROOT / "configs", pkg / "configs")):
+            if dst.exists():
+                shutil.rmtree(dst)
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def extensions():
+    exts = []
+    if cann_home() is None:
+        exts.append(Extension("ms_memcopy._lib.libascendcl", sources=[]))
+    if any(KERNEL_SOURCES.rglob("*.cpp")):
+        exts.append(Extension("ms_memcopy._lib.libms_memcopy_kernels", sources=[]))
+    return exts
+
+
+setup(
+    ext_modules=extensions(),
+    cmdclass={"build_ext": BuildSharedLibs, "build_py": BuildPyWithData},
+)
