@@ -1,0 +1,95 @@
+// The launch functions: one per kind of copy, independent of MindSpore's entry conventions.
+// They take pointers, sizes and a stream, own the copy plan (chunking what ACL limits, coalescing,
+// falling back where the SoC lacks a call), move data only through ACL calls, and throw
+// InputError / AclCallError (kernel_error.h). The caller synchronizes the stream when it needs to.
+#ifndef MS_MEMCOPY_KERNELS_COPY_LAUNCH_H_
+#define MS_MEMCOPY_KERNELS_COPY_LAUNCH_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "acl/acl.h"
+
+namespace msmc {
+
+// ACL limits the plans respect.
+constexpr size_t kMaxBatchItems = 4096;          // aclrtMemcpyBatch per call
+constexpr size_t kMax2DHeight = 5242880;         // aclrtMemcpy2d(Async) rows per call
+constexpr size_t kMax2DWidth = 5000000;          // aclrtMemcpy2d(Async) bytes per row
+
+struct BatchItem {
+  void *dst;
+  const void *src;
+  size_t size;
+};
+
+// Batched host<->device copies through aclrtMemcpyBatchAsync, reusable across launches (it keeps
+// its planning buffers, so a launch allocates nothing per item once warmed up).
+class BatchCopier {
+ public:
+  // Copies items[i] for every i. direction is ACL_MEMCPY_DEVICE_TO_HOST or ACL_MEMCPY_HOST_TO_DEVICE;
+  // device is the device of the device-side buffers. Zero-size items are dropped, items adjacent on
+  // both sides are merged, chunks hold at most kMaxBatchItems items. When overlap_argument is not
+  // NULL, destination ranges that overlap raise InputError naming it, before any copy. A failing
+  // item is reported by its index in `items`. Without the batch call on this SoC, copies item by
+  // item with aclrtMemcpyAsync.
+  void Run(const BatchItem *items, size_t count, aclrtMemcpyKind direction, int32_t device,
+           const char *overlap_argument, aclrtStream stream);
+
+ private:
+  void CheckOverlap(const BatchItem *items, size_t count, const char *argument);
+  void RunChunk(size_t begin, size_t end, const aclrtMemcpyBatchAttr &attr, aclrtStream stream);
+  void RunItemByItem(aclrtMemcpyKind direction, aclrtStream stream);
+
+  std::vector<void *> dsts_;
+  std::vector<void *> srcs_;
+  std::vector<size_t> sizes_;
+  std::vector<size_t> first_index_;  // caller's index of each planned item
+  std::vector<size_t> order_;
+};
+
+// A pitched copy: height rows of width bytes, row r from src + r*spitch to dst + r*dpitch.
+struct PitchedCopy {
+  void *dst;
+  size_t dpitch;
+  const void *src;
+  size_t spitch;
+  size_t width;
+  size_t height;
+  aclrtMemcpyKind kind;
+};
+
+// Copies through aclrtMemcpy2dAsync, split into calls within the height and width limits; on a SoC
+// without device-to-device 2D copies, falls back to aclrtMemcpyAsync (one call when the rows are
+// contiguous, else one per row).
+void Copy2D(const PitchedCopy &copy, aclrtStream stream);
+
+// Device-to-device copies through a memory-copy descriptor in device memory, allocated on first use
+// and kept for the life of the object (one per kernel instance). On a SoC without descriptors,
+// copies with aclrtMemcpyAsync.
+class DescCopier {
+ public:
+  DescCopier() = default;
+  ~DescCopier();
+  DescCopier(const DescCopier &) = delete;
+  DescCopier &operator=(const DescCopier &) = delete;
+
+  void Copy(void *dst, const void *src, size_t count, aclrtStream stream);
+
+ private:
+  void *DescriptorFor(size_t chunk);
+
+  std::vector<void *> descriptors_;
+  size_t desc_size_ = 0;
+  int supported_ = -1;  // -1 unknown, 0 no, 1 yes
+};
+
+// aclrtMemcpyAsyncWithCondition (aclrtMemcpyAsync when the runtime no longer has the symbol):
+// synchronous when an endpoint is pageable host memory, asynchronous otherwise.
+void CopyWithCondition(void *dst, size_t dest_max, const void *src, size_t count, aclrtMemcpyKind kind,
+                       aclrtStream stream);
+
+}  // namespace msmc
+
+#endif  // MS_MEMCOPY_KERNELS_COPY_LAUNCH_H_

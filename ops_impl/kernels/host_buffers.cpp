@@ -1,0 +1,181 @@
+#include "host_buffers.h"
+
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "kernel_error.h"
+
+namespace msmc {
+namespace {
+
+struct Entry {
+  uint8_t *data = nullptr;
+  size_t nbytes = 0;
+  bool pinned = false;
+  bool closing = false;
+  int leases = 0;
+  std::set<aclrtStream> inflight;
+};
+
+class HostBufferTable {
+ public:
+  int64_t Open(void *ptr, size_t nbytes, bool pinned) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t id = next_id_++;
+    Entry &e = entries_[id];
+    e.data = static_cast<uint8_t *>(ptr);
+    e.nbytes = nbytes;
+    e.pinned = pinned;
+    return id;
+  }
+
+  int32_t Close(int64_t id) {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) {
+      return -1;
+    }
+    it->second.closing = true;
+    idle_.wait(lock, [&] { return it->second.leases == 0; });
+    const int32_t ret = WaitLocked(lock, id);
+    entries_.erase(id);
+    return ret;
+  }
+
+  int32_t Wait(int64_t id) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (entries_.find(id) == entries_.end()) {
+      return -1;
+    }
+    return WaitLocked(lock, id);
+  }
+
+  int32_t NoteStream(int64_t id, aclrtStream stream) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) {
+      return -1;
+    }
+    it->second.inflight.insert(stream);
+    return 0;
+  }
+
+  int32_t Inflight(int64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(id);
+    return it == entries_.end() ? -1 : static_cast<int32_t>(it->second.inflight.size());
+  }
+
+  struct Leased {
+    uint8_t *data;
+    size_t nbytes;
+    bool pinned;
+  };
+
+  Leased Lease(int64_t id, const char *argument) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end() || it->second.closing) {
+      throw InputError(argument, "the HostBuffer is closed (id " + std::to_string(id) + ")");
+    }
+    ++it->second.leases;
+    return Leased{it->second.data, it->second.nbytes, it->second.pinned};
+  }
+
+  void Release(int64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(id);
+    if (it != entries_.end() && --it->second.leases == 0) {
+      idle_.notify_all();
+    }
+  }
+
+ private:
+  // Synchronizes the streams outside the lock: a copy on them may need to lease another buffer.
+  int32_t WaitLocked(std::unique_lock<std::mutex> &lock, int64_t id) {
+    std::set<aclrtStream> streams;
+    streams.swap(entries_[id].inflight);
+    lock.unlock();
+    int32_t ret = ACL_SUCCESS;
+    for (aclrtStream s : streams) {
+      const aclError r = aclrtSynchronizeStream(s);
+      if (r != ACL_SUCCESS && ret == ACL_SUCCESS) {
+        ret = r;
+      }
+    }
+    lock.lock();
+    return ret;
+  }
+
+  std::mutex mu_;
+  std::condition_variable idle_;
+  std::unordered_map<int64_t, Entry> entries_;
+  int64_t next_id_ = 1;
+};
+
+HostBufferTable &Table() {
+  // Never destroyed: kernels may still run while the process exits.
+  static HostBufferTable *table = new HostBufferTable();
+  return *table;
+}
+
+}  // namespace
+
+HostBufferLease::HostBufferLease(int64_t id, const char *argument) : id_(id) {
+  const auto e = Table().Lease(id, argument);
+  data_ = e.data;
+  nbytes_ = e.nbytes;
+  pinned_ = e.pinned;
+}
+
+HostBufferLease::~HostBufferLease() { Table().Release(id_); }
+
+void HostBufferLease::NoteInFlight(aclrtStream stream) const { Table().NoteStream(id_, stream); }
+
+}  // namespace msmc
+
+int64_t msmc_hostbuffer_open(void *ptr, uint64_t nbytes, int32_t pinned) {
+  if (ptr == nullptr && nbytes > 0) {
+    return -1;
+  }
+  try {
+    return msmc::Table().Open(ptr, nbytes, pinned != 0);
+  } catch (...) {
+    return -1;
+  }
+}
+
+int32_t msmc_hostbuffer_close(int64_t id) {
+  try {
+    return msmc::Table().Close(id);
+  } catch (...) {
+    return -1;
+  }
+}
+
+int32_t msmc_hostbuffer_wait(int64_t id) {
+  try {
+    return msmc::Table().Wait(id);
+  } catch (...) {
+    return -1;
+  }
+}
+
+int32_t msmc_hostbuffer_note_stream(int64_t id, void *stream) {
+  try {
+    return msmc::Table().NoteStream(id, stream);
+  } catch (...) {
+    return -1;
+  }
+}
+
+int32_t msmc_hostbuffer_inflight(int64_t id) {
+  try {
+    return msmc::Table().Inflight(id);
+  } catch (...) {
+    return -1;
+  }
+}

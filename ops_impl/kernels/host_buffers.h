@@ -1,0 +1,55 @@
+// The table of HostBuffers the kernels may read or write.
+//
+// Python registers each ms_memcopy.HostBuffer here (msmc_hostbuffer_open) and passes its id to the
+// primitives as an attribute, so a kernel never trusts a raw address: it leases the buffer for the
+// launch (failing cleanly if it was closed), and closing waits for every lease and for the streams
+// that still have copies touching the buffer in flight.
+#ifndef MS_MEMCOPY_KERNELS_HOST_BUFFERS_H_
+#define MS_MEMCOPY_KERNELS_HOST_BUFFERS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "acl/acl.h"
+
+#define MSMC_EXPORT extern "C" __attribute__((visibility("default")))
+
+// Registers [ptr, ptr + nbytes) and returns its id (> 0), or -1 when ptr is NULL with nbytes > 0.
+MSMC_EXPORT int64_t msmc_hostbuffer_open(void *ptr, uint64_t nbytes, int32_t pinned);
+// Waits for the launches using the buffer and for its in-flight copies, then forgets it.
+// Returns ACL_SUCCESS, the failing aclrtSynchronizeStream code, or -1 for an unknown id.
+MSMC_EXPORT int32_t msmc_hostbuffer_close(int64_t id);
+// Waits for the in-flight copies touching the buffer (synchronizes the streams that carry them).
+MSMC_EXPORT int32_t msmc_hostbuffer_wait(int64_t id);
+// Records that a copy touching the buffer was enqueued on stream and may still be running.
+MSMC_EXPORT int32_t msmc_hostbuffer_note_stream(int64_t id, void *stream);
+// The number of streams with copies in flight that touch the buffer (-1 for an unknown id).
+MSMC_EXPORT int32_t msmc_hostbuffer_inflight(int64_t id);
+
+namespace msmc {
+
+// A HostBuffer held open for the duration of one launch.
+class HostBufferLease {
+ public:
+  // Throws InputError naming `argument` when id is unknown or the buffer is closed.
+  HostBufferLease(int64_t id, const char *argument);
+  ~HostBufferLease();
+  HostBufferLease(const HostBufferLease &) = delete;
+  HostBufferLease &operator=(const HostBufferLease &) = delete;
+
+  uint8_t *data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  bool pinned() const { return pinned_; }
+  // Call when the launch returns before its copies complete (asynchronous streams).
+  void NoteInFlight(aclrtStream stream) const;
+
+ private:
+  int64_t id_;
+  uint8_t *data_;
+  size_t nbytes_;
+  bool pinned_;
+};
+
+}  // namespace msmc
+
+#endif  // MS_MEMCOPY_KERNELS_HOST_BUFFERS_H_

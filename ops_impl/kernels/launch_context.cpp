@@ -1,0 +1,79 @@
+#include "launch_context.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include "kernel_error.h"
+#ifdef MS_MEMCOPY_HOST_ACL
+#include "acl_host/acl_host_ext.h"
+#endif
+
+namespace msmc {
+
+void EnsureDevice() {
+  static std::once_flag init_once;
+  static aclError init_ret = ACL_SUCCESS;
+  std::call_once(init_once, [] {
+    const aclError ret = aclInit(nullptr);
+    init_ret = (ret == ACL_ERROR_REPEAT_INITIALIZE) ? ACL_SUCCESS : ret;
+  });
+  CheckAcl(init_ret, "aclInit");
+  thread_local bool device_set = false;
+  if (!device_set) {
+    CheckAcl(aclrtSetDevice(kHostTargetDevice), "aclrtSetDevice");
+    device_set = true;
+  }
+}
+
+aclrtStream ThreadStream() {
+  // Not destroyed at thread exit: MindSpore's runtime threads may end after the ACL runtime has
+  // been torn down at process exit; the runtime releases its streams when the process ends.
+  thread_local aclrtStream stream = nullptr;
+  if (stream == nullptr) {
+    EnsureDevice();
+    CheckAcl(aclrtCreateStream(&stream), "aclrtCreateStream");
+  }
+  return stream;
+}
+
+DeviceMemoryScope::~DeviceMemoryScope() {
+#ifdef MS_MEMCOPY_HOST_ACL
+  for (void *ptr : registered_) {
+    (void)aclhostUnregisterDeviceMemory(ptr);
+  }
+#endif
+}
+
+void DeviceMemoryScope::Add(const void *ptr, size_t nbytes) {
+  if (ptr != nullptr && nbytes > 0) {
+    ranges_.emplace_back(static_cast<char *>(const_cast<void *>(ptr)), nbytes);
+  }
+}
+
+void DeviceMemoryScope::Register() {
+#ifdef MS_MEMCOPY_HOST_ACL
+  std::sort(ranges_.begin(), ranges_.end());
+  size_t merged = 0;
+  for (size_t i = 0; i < ranges_.size(); ++i) {
+    if (merged > 0) {
+      auto &last = ranges_[merged - 1];
+      char *last_end = last.first + last.second;
+      if (ranges_[i].first <= last_end) {
+        last.second = std::max(last_end, ranges_[i].first + ranges_[i].second) - last.first;
+        continue;
+      }
+    }
+    ranges_[merged++] = ranges_[i];
+  }
+  ranges_.resize(merged);
+  registered_.reserve(merged);
+  for (const auto &range : ranges_) {
+    CheckAcl(aclhostRegisterDeviceMemory(range.first, range.second), "aclhostRegisterDeviceMemory");
+    registered_.push_back(range.first);
+  }
+#endif
+}
+
+void Synchronize(aclrtStream stream) { CheckAcl(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream"); }
+
+}  // namespace msmc

@@ -1,0 +1,48 @@
+// What a launch needs from the ACL runtime on the CPU target: an initialized runtime with a device
+// current on the launching thread, a stream for that thread, and the framework's tensors declared as
+// device memory for the duration of the launch.
+#ifndef MS_MEMCOPY_KERNELS_LAUNCH_CONTEXT_H_
+#define MS_MEMCOPY_KERNELS_LAUNCH_CONTEXT_H_
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "acl/acl.h"
+
+namespace msmc {
+
+// The device the CPU target's kernels use.
+constexpr int32_t kHostTargetDevice = 0;
+
+// aclInit once per process, aclrtSetDevice once per thread; throws AclCallError on failure.
+void EnsureDevice();
+
+// A stream owned by the calling thread, created on first use and kept for the life of the process.
+aclrtStream ThreadStream();
+
+// Declares framework-owned buffers as device memory until destroyed (host ACL runtime only; with
+// CANN the tensors already are device memory and this does nothing). Overlapping and adjacent ranges
+// are merged before registration, so aliasing inputs are fine.
+class DeviceMemoryScope {
+ public:
+  DeviceMemoryScope() = default;
+  ~DeviceMemoryScope();
+  DeviceMemoryScope(const DeviceMemoryScope &) = delete;
+  DeviceMemoryScope &operator=(const DeviceMemoryScope &) = delete;
+
+  void Add(const void *ptr, size_t nbytes);
+  // Registers what was added; throws AclCallError if the runtime refuses a range.
+  void Register();
+
+ private:
+  std::vector<std::pair<char *, size_t>> ranges_;
+  std::vector<void *> registered_;
+};
+
+// Synchronizes stream; throws AclCallError on failure.
+void Synchronize(aclrtStream stream);
+
+}  // namespace msmc
+
+#endif  // MS_MEMCOPY_KERNELS_LAUNCH_CONTEXT_H_

@@ -1,0 +1,274 @@
+#include "op_bodies.h"
+
+#include <cstring>
+#include <string>
+
+#include "host_buffers.h"
+#include "kernel_error.h"
+
+namespace msmc {
+
+size_t ItemSize(const char *dtype, const char *argument) {
+  struct Entry {
+    const char *name;
+    size_t size;
+  };
+  static const Entry kSizes[] = {
+      {"float16", 2}, {"bfloat16", 2}, {"float32", 4}, {"float64", 8},    {"int8", 1},       {"uint8", 1},
+      {"int16", 2},   {"uint16", 2},   {"int32", 4},   {"uint32", 4},     {"int64", 8},      {"uint64", 8},
+      {"bool", 1},    {"complex64", 8}, {"complex128", 16},
+  };
+  for (const Entry &e : kSizes) {
+    if (std::strcmp(dtype, e.name) == 0) {
+      return e.size;
+    }
+  }
+  throw InputError(argument, std::string("unsupported dtype ") + dtype);
+}
+
+size_t NumElements(const TensorArg &t, const char *argument) {
+  size_t n = 1;
+  for (int d = 0; d < t.ndim; ++d) {
+    if (t.shape[d] < 0) {
+      throw InputError(argument, "has an unknown dimension at run time");
+    }
+    n = CheckedMul(n, static_cast<size_t>(t.shape[d]), argument);
+  }
+  return n;
+}
+
+size_t NumBytes(const TensorArg &t, const char *argument) {
+  return CheckedMul(NumElements(t, argument), ItemSize(t.dtype, argument), argument);
+}
+
+namespace {
+
+// The 2-D view every primitive uses: rows = all leading dimensions, columns = the last one.
+struct Matrix {
+  size_t rows;
+  size_t cols;
+  size_t itemsize;
+  size_t row_bytes() const { return cols * itemsize; }
+};
+
+Matrix AsMatrix(const TensorArg &t, const char *argument) {
+  const size_t itemsize = ItemSize(t.dtype, argument);
+  const size_t numel = NumElements(t, argument);
+  const size_t cols = t.ndim == 0 ? 1 : static_cast<size_t>(t.shape[t.ndim - 1]);
+  const size_t rows = cols == 0 ? NumElements(TensorArg{t.data, t.shape, t.ndim - 1, t.dtype}, argument)
+                                : numel / cols;
+  return Matrix{rows, cols, itemsize};
+}
+
+// Copies an int64 input to the host (it is device memory on every target) and checks its length.
+const int64_t *ReadInt64(KernelState &s, const TensorArg &t, const char *argument, size_t expected) {
+  if (std::strcmp(t.dtype, "int64") != 0) {
+    throw InputError(argument, std::string("must be an int64 tensor, got ") + t.dtype);
+  }
+  const size_t n = NumElements(t, argument);
+  if (n != expected) {
+    throw InputError(argument, "has " + std::to_string(n) + " values, expected " + std::to_string(expected));
+  }
+  s.host_values.resize(n);
+  if (n > 0) {
+    CheckAcl(aclrtMemcpy(s.host_values.data(), n * sizeof(int64_t), t.data, n * sizeof(int64_t),
+                         ACL_MEMCPY_DEVICE_TO_HOST),
+             "aclrtMemcpy");
+  }
+  return s.host_values.data();
+}
+
+// Writes host_results into an int64 output tensor.
+void WriteResults(KernelState &s, const TensorArg &out, aclrtStream stream) {
+  const size_t bytes = s.host_results.size() * sizeof(int64_t);
+  if (NumBytes(out, "output") != bytes) {
+    throw InputError("output", "has " + std::to_string(NumBytes(out, "output")) + " bytes, expected " +
+                                   std::to_string(bytes));
+  }
+  if (bytes > 0) {
+    CheckAcl(aclrtMemcpyAsync(out.data, bytes, s.host_results.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE, stream),
+             "aclrtMemcpyAsync");
+  }
+}
+
+// Checks that [offset, offset + span) lies within a HostBuffer of `capacity` bytes.
+size_t CheckHostRange(int64_t offset, size_t span, size_t capacity, const std::string &argument,
+                      const std::string &what) {
+  if (offset < 0) {
+    throw InputError(argument, "is negative (" + std::to_string(offset) + ")");
+  }
+  const size_t begin = static_cast<size_t>(offset);
+  if (begin > capacity || span > capacity - begin) {
+    throw InputError(argument, "= " + std::to_string(offset) + ": " + what + " (" + std::to_string(span) +
+                                   " bytes) would end at byte " + std::to_string(begin + span) +
+                                   ", past the end of the HostBuffer (" + std::to_string(capacity) +
+                                   " bytes); nothing was copied");
+  }
+  return begin;
+}
+
+void CheckSameBytes(const TensorArg &a, const TensorArg &b, const char *argument) {
+  const size_t na = NumBytes(a, argument);
+  const size_t nb = NumBytes(b, "output");
+  if (na != nb) {
+    throw InputError(argument, "has " + std::to_string(na) + " bytes but the output has " + std::to_string(nb));
+  }
+}
+
+size_t CheckRegion(int64_t start, size_t extent, size_t limit, const char *argument, const char *dimension) {
+  if (start < 0 || static_cast<size_t>(start) > limit || extent > limit - static_cast<size_t>(start)) {
+    throw InputError(argument, "= " + std::to_string(start) + ": the region [" + std::to_string(start) + ", " +
+                                   std::to_string(start) + " + " + std::to_string(extent) + ") leaves the " +
+                                   std::to_string(limit) + " " + dimension + " of the tensor; nothing was copied");
+  }
+  return static_cast<size_t>(start);
+}
+
+}  // namespace
+
+void BatchD2H(KernelState &s, const TensorArg *tensors, size_t k, const TensorArg &offsets, const TensorArg &out,
+              aclrtStream stream) {
+  HostBufferLease buffer(s.buffer_id, "host_buffer");
+  const int64_t *offs = ReadInt64(s, offsets, "offsets", k);
+  s.items.resize(k);
+  s.host_results.resize(k);
+  for (size_t i = 0; i < k; ++i) {
+    const size_t n = NumBytes(tensors[i], "tensors");
+    const size_t begin = CheckHostRange(offs[i], n, buffer.nbytes(), "offsets[" + std::to_string(i) + "]",
+                                        "tensor " + std::to_string(i));
+    s.items[i] = BatchItem{buffer.data() + begin, tensors[i].data, n};
+    s.host_results[i] = static_cast<int64_t>(n);
+  }
+  s.batch.Run(s.items.data(), k, ACL_MEMCPY_DEVICE_TO_HOST, s.device, "offsets", stream);
+  buffer.NoteInFlight(stream);
+  WriteResults(s, out, stream);
+}
+
+void BatchH2D(KernelState &s, const TensorArg &offsets, const TensorArg *outputs, size_t k, aclrtStream stream) {
+  HostBufferLease buffer(s.buffer_id, "host_buffer");
+  const int64_t *offs = ReadInt64(s, offsets, "offsets", k);
+  s.items.resize(k);
+  for (size_t i = 0; i < k; ++i) {
+    const size_t n = NumBytes(outputs[i], "outputs");
+    const size_t begin = CheckHostRange(offs[i], n, buffer.nbytes(), "offsets[" + std::to_string(i) + "]",
+                                        "output " + std::to_string(i));
+    s.items[i] = BatchItem{outputs[i].data, buffer.data() + begin, n};
+  }
+  s.batch.Run(s.items.data(), k, ACL_MEMCPY_HOST_TO_DEVICE, s.device, nullptr, stream);
+  buffer.NoteInFlight(stream);
+}
+
+void Extract2D(KernelState &s, const TensorArg &x, const TensorArg &row, const TensorArg &col, const TensorArg &y,
+               aclrtStream stream) {
+  const Matrix m = AsMatrix(x, "x");
+  const size_t h = static_cast<size_t>(s.height);
+  const size_t w = static_cast<size_t>(s.width);
+  const size_t r = CheckRegion(ReadInt64(s, row, "row", 1)[0], h, m.rows, "row", "rows");
+  const size_t c = CheckRegion(ReadInt64(s, col, "col", 1)[0], w, m.cols, "col", "columns");
+  if (NumBytes(y, "output") != CheckedMul(CheckedMul(h, w, "height"), m.itemsize, "width")) {
+    throw InputError("output", "does not hold height x width elements");
+  }
+  const auto *src = static_cast<const char *>(x.data) + (r * m.cols + c) * m.itemsize;
+  Copy2D(PitchedCopy{y.data, w * m.itemsize, src, m.row_bytes(), w * m.itemsize, h, ACL_MEMCPY_DEVICE_TO_DEVICE},
+         stream);
+}
+
+void Insert2D(KernelState &s, const TensorArg &dst, const TensorArg &src, const TensorArg &row, const TensorArg &col,
+              const TensorArg &y, aclrtStream stream) {
+  const Matrix md = AsMatrix(dst, "dst");
+  const Matrix ms = AsMatrix(src, "src");
+  if (std::strcmp(dst.dtype, src.dtype) != 0) {
+    throw InputError("src", std::string("has dtype ") + src.dtype + " but dst has " + dst.dtype);
+  }
+  const size_t r = CheckRegion(ReadInt64(s, row, "row", 1)[0], ms.rows, md.rows, "row", "rows");
+  const size_t c = CheckRegion(ReadInt64(s, col, "col", 1)[0], ms.cols, md.cols, "col", "columns");
+  CheckSameBytes(dst, y, "dst");
+  const size_t total = NumBytes(dst, "dst");
+  if (total > 0) {
+    CheckAcl(aclrtMemcpyAsync(y.data, total, dst.data, total, ACL_MEMCPY_DEVICE_TO_DEVICE, stream),
+             "aclrtMemcpyAsync");
+  }
+  auto *out = static_cast<char *>(y.data) + (r * md.cols + c) * md.itemsize;
+  Copy2D(PitchedCopy{out, md.row_bytes(), src.data, ms.row_bytes(), ms.row_bytes(), ms.rows,
+                     ACL_MEMCPY_DEVICE_TO_DEVICE},
+         stream);
+}
+
+void D2H2D(KernelState &s, const TensorArg &x, const TensorArg &offset, const TensorArg &out, aclrtStream stream) {
+  HostBufferLease buffer(s.buffer_id, "host_buffer");
+  const Matrix m = AsMatrix(x, "x");
+  const size_t pitch = static_cast<size_t>(s.pitch);
+  if (m.row_bytes() > pitch) {
+    throw InputError("pitch", std::to_string(pitch) + " is smaller than a row of x (" +
+                                  std::to_string(m.row_bytes()) + " bytes)");
+  }
+  const int64_t off = ReadInt64(s, offset, "offset", 1)[0];
+  const size_t span = m.rows == 0 ? 0 : CheckedAdd(CheckedMul(m.rows - 1, pitch, "x"), m.row_bytes(), "x");
+  const size_t begin = CheckHostRange(off, span, buffer.nbytes(), "offset", "the pitched rows of x");
+  Copy2D(PitchedCopy{buffer.data() + begin, pitch, x.data, m.row_bytes(), m.row_bytes(), m.rows,
+                     ACL_MEMCPY_DEVICE_TO_HOST},
+         stream);
+  buffer.NoteInFlight(stream);
+  s.host_results.assign(1, static_cast<int64_t>(m.rows * m.row_bytes()));
+  WriteResults(s, out, stream);
+}
+
+void H2D2D(KernelState &s, const TensorArg &offset, const TensorArg &y, aclrtStream stream) {
+  HostBufferLease buffer(s.buffer_id, "host_buffer");
+  const Matrix m = AsMatrix(y, "output");
+  const size_t pitch = static_cast<size_t>(s.pitch);
+  if (m.row_bytes() > pitch) {
+    throw InputError("pitch", std::to_string(pitch) + " is smaller than a row of the output (" +
+                                  std::to_string(m.row_bytes()) + " bytes)");
+  }
+  const int64_t off = ReadInt64(s, offset, "offset", 1)[0];
+  const size_t span = m.rows == 0 ? 0 : CheckedAdd(CheckedMul(m.rows - 1, pitch, "shape"), m.row_bytes(), "shape");
+  const size_t begin = CheckHostRange(off, span, buffer.nbytes(), "offset", "the pitched rows of the output");
+  Copy2D(PitchedCopy{y.data, m.row_bytes(), buffer.data() + begin, pitch, m.row_bytes(), m.rows,
+                     ACL_MEMCPY_HOST_TO_DEVICE},
+         stream);
+  buffer.NoteInFlight(stream);
+}
+
+void DescCopy(KernelState &s, const TensorArg &x, const TensorArg &y, aclrtStream stream) {
+  CheckSameBytes(x, y, "x");
+  s.desc.Copy(y.data, x.data, NumBytes(x, "x"), stream);
+}
+
+void DescWindow(KernelState &s, const TensorArg &x, const TensorArg &start, const TensorArg &y, aclrtStream stream) {
+  const size_t itemsize = ItemSize(x.dtype, "x");
+  const size_t count = static_cast<size_t>(s.count);
+  const size_t first = CheckRegion(ReadInt64(s, start, "start", 1)[0], count, NumElements(x, "x"), "start",
+                                   "elements");
+  if (NumBytes(y, "output") != count * itemsize) {
+    throw InputError("output", "does not hold count elements");
+  }
+  s.desc.Copy(y.data, static_cast<const char *>(x.data) + first * itemsize, count * itemsize, stream);
+}
+
+void CondD2D(KernelState &, const TensorArg &x, const TensorArg &y, aclrtStream stream) {
+  CheckSameBytes(x, y, "x");
+  const size_t n = NumBytes(x, "x");
+  CopyWithCondition(y.data, n, x.data, n, ACL_MEMCPY_DEVICE_TO_DEVICE, stream);
+}
+
+void CondD2H(KernelState &s, const TensorArg &x, const TensorArg &offset, const TensorArg &out, aclrtStream stream) {
+  HostBufferLease buffer(s.buffer_id, "host_buffer");
+  const size_t n = NumBytes(x, "x");
+  const size_t begin = CheckHostRange(ReadInt64(s, offset, "offset", 1)[0], n, buffer.nbytes(), "offset", "x");
+  CopyWithCondition(buffer.data() + begin, buffer.nbytes() - begin, x.data, n, ACL_MEMCPY_DEVICE_TO_HOST, stream);
+  buffer.NoteInFlight(stream);
+  s.host_results.assign(1, static_cast<int64_t>(n));
+  WriteResults(s, out, stream);
+}
+
+void CondH2D(KernelState &s, const TensorArg &offset, const TensorArg &y, aclrtStream stream) {
+  HostBufferLease buffer(s.buffer_id, "host_buffer");
+  const size_t n = NumBytes(y, "output");
+  const size_t begin =
+      CheckHostRange(ReadInt64(s, offset, "offset", 1)[0], n, buffer.nbytes(), "offset", "the output");
+  CopyWithCondition(y.data, n, buffer.data() + begin, n, ACL_MEMCPY_HOST_TO_DEVICE, stream);
+  buffer.NoteInFlight(stream);
+}
+
+}  // namespace msmc

@@ -1,0 +1,73 @@
+// The body of each primitive's kernel, shared by the entry layers: the CPU aot entry
+// (aot_entry.cpp) and the CustomOpBuilder entry of the Ascend route. A body validates its inputs
+// (InputError before any byte moves), plans the copy and launches it on `stream` through
+// copy_launch.h. It does not synchronize: the entry decides (the CPU target must, since MindSpore
+// reuses tensor memory as soon as the kernel returns; on Ascend the stream orders everything).
+#ifndef MS_MEMCOPY_KERNELS_OP_BODIES_H_
+#define MS_MEMCOPY_KERNELS_OP_BODIES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "acl/acl.h"
+#include "copy_launch.h"
+
+namespace msmc {
+
+// A tensor as the framework hands it to a kernel.
+struct TensorArg {
+  void *data;
+  const int64_t *shape;
+  int ndim;
+  const char *dtype;
+};
+
+// Bytes per element of a MindSpore dtype name; throws InputError naming `argument` for others.
+size_t ItemSize(const char *dtype, const char *argument);
+size_t NumElements(const TensorArg &t, const char *argument);
+size_t NumBytes(const TensorArg &t, const char *argument);
+
+// Per kernel instance: the primitive's attributes, and buffers reused across launches.
+struct KernelState {
+  int64_t buffer_id = 0;
+  int64_t height = 0;
+  int64_t width = 0;
+  int64_t pitch = 0;
+  int64_t count = 0;
+  int32_t device = 0;
+  BatchCopier batch;
+  DescCopier desc;
+  std::vector<BatchItem> items;
+  std::vector<int64_t> host_values;   // int64 inputs read back to the host for planning
+  std::vector<int64_t> host_results;  // int64 outputs staged on the host
+  std::vector<size_t> nbytes;
+};
+
+// MemcpyBatch d2h: tensors[i] -> HostBuffer[offsets[i]:], out[i] = bytes of tensors[i].
+void BatchD2H(KernelState &s, const TensorArg *tensors, size_t k, const TensorArg &offsets, const TensorArg &out,
+              aclrtStream stream);
+// MemcpyBatch h2d: HostBuffer[offsets[i]:] -> outputs[i].
+void BatchH2D(KernelState &s, const TensorArg &offsets, const TensorArg *outputs, size_t k, aclrtStream stream);
+// Memcpy2D extract: y = x[row:row+height, col:col+width] on the 2-D view of x.
+void Extract2D(KernelState &s, const TensorArg &x, const TensorArg &row, const TensorArg &col, const TensorArg &y,
+               aclrtStream stream);
+// Memcpy2D insert: y = dst with y[row:row+h, col:col+w] = src (h, w from the 2-D view of src).
+void Insert2D(KernelState &s, const TensorArg &dst, const TensorArg &src, const TensorArg &row, const TensorArg &col,
+              const TensorArg &y, aclrtStream stream);
+// Memcpy2D d2h: rows of x -> HostBuffer[offset + r*pitch:], out[0] = bytes written.
+void D2H2D(KernelState &s, const TensorArg &x, const TensorArg &offset, const TensorArg &out, aclrtStream stream);
+// Memcpy2D h2d: HostBuffer[offset + r*pitch:] -> rows of y.
+void H2D2D(KernelState &s, const TensorArg &offset, const TensorArg &y, aclrtStream stream);
+// MemcpyWithDesc: y = x.
+void DescCopy(KernelState &s, const TensorArg &x, const TensorArg &y, aclrtStream stream);
+// MemcpyWithDesc window: y = x.flat[start:start+count].
+void DescWindow(KernelState &s, const TensorArg &x, const TensorArg &start, const TensorArg &y, aclrtStream stream);
+// MemcpyWithCondition: y = x; x -> HostBuffer[offset:] (out[0] = bytes); HostBuffer[offset:] -> y.
+void CondD2D(KernelState &s, const TensorArg &x, const TensorArg &y, aclrtStream stream);
+void CondD2H(KernelState &s, const TensorArg &x, const TensorArg &offset, const TensorArg &out, aclrtStream stream);
+void CondH2D(KernelState &s, const TensorArg &offset, const TensorArg &y, aclrtStream stream);
+
+}  // namespace msmc
+
+#endif  // MS_MEMCOPY_KERNELS_OP_BODIES_H_
