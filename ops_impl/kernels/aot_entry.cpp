@@ -161,6 +161,17 @@ MSMC_AOT std::vector<int64_t> MsMemcopy2DExtractInferShape(int *, int64_t **, Ao
   return {extra->GetAttrInt("height"), extra->GetAttrInt("width")};
 }
 
+MSMC_AOT_INIT(MsMemcopy2DExtractLike, "Memcpy2D(extract, gradient)")
+MSMC_AOT int MsMemcopy2DExtractLike(MSMC_AOT_ARGS) {
+  return msmc::RunAot("Memcpy2D(extract, gradient)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a,
+                                                                          aclrtStream st) {
+    msmc::ExtractLike2D(s, a[0], a[1], a[2], a[3], a[4], st);
+  });
+}
+MSMC_AOT std::vector<int64_t> MsMemcopy2DExtractLikeInferShape(int *ndims, int64_t **shapes, AotExtra *) {
+  return msmc::ShapeOf(ndims[1], shapes[1]);
+}
+
 MSMC_AOT_INIT(MsMemcopy2DInsert, "Memcpy2D(insert)")
 MSMC_AOT int MsMemcopy2DInsert(MSMC_AOT_ARGS) {
   return msmc::RunAot("Memcpy2D(insert)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {

@@ -32,6 +32,7 @@ const char *AclErrorName(aclError code) {
     case 100000: return "ACL_ERROR_INVALID_PARAM";
     case 100001: return "ACL_ERROR_UNINITIALIZE";
     case 100002: return "ACL_ERROR_REPEAT_INITIALIZE";
+    case 100003: return "ACL_ERROR_INVALID_FILE";
     case 100037: return "ACL_ERROR_REPEAT_FINALIZE";
     case 200000: return "ACL_ERROR_BAD_ALLOC";
     case 200001: return "ACL_ERROR_API_NOT_SUPPORT";

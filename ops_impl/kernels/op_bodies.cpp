@@ -158,11 +158,11 @@ void BatchH2D(KernelState &s, const TensorArg &offsets, const TensorArg *outputs
   buffer.NoteInFlight(stream);
 }
 
-void Extract2D(KernelState &s, const TensorArg &x, const TensorArg &row, const TensorArg &col, const TensorArg &y,
-               aclrtStream stream) {
+namespace {
+
+void ExtractRegion(KernelState &s, const TensorArg &x, size_t h, size_t w, const TensorArg &row, const TensorArg &col,
+                   const TensorArg &y, aclrtStream stream) {
   const Matrix m = AsMatrix(x, "x");
-  const size_t h = static_cast<size_t>(s.height);
-  const size_t w = static_cast<size_t>(s.width);
   const size_t r = CheckRegion(ReadInt64(s, row, "row", 1)[0], h, m.rows, "row", "rows");
   const size_t c = CheckRegion(ReadInt64(s, col, "col", 1)[0], w, m.cols, "col", "columns");
   if (NumBytes(y, "output") != CheckedMul(CheckedMul(h, w, "height"), m.itemsize, "width")) {
@@ -171,6 +171,22 @@ void Extract2D(KernelState &s, const TensorArg &x, const TensorArg &row, const T
   const auto *src = static_cast<const char *>(x.data) + (r * m.cols + c) * m.itemsize;
   Copy2D(PitchedCopy{y.data, w * m.itemsize, src, m.row_bytes(), w * m.itemsize, h, ACL_MEMCPY_DEVICE_TO_DEVICE},
          stream);
+}
+
+}  // namespace
+
+void Extract2D(KernelState &s, const TensorArg &x, const TensorArg &row, const TensorArg &col, const TensorArg &y,
+               aclrtStream stream) {
+  ExtractRegion(s, x, static_cast<size_t>(s.height), static_cast<size_t>(s.width), row, col, y, stream);
+}
+
+void ExtractLike2D(KernelState &s, const TensorArg &x, const TensorArg &like, const TensorArg &row,
+                   const TensorArg &col, const TensorArg &y, aclrtStream stream) {
+  if (std::strcmp(x.dtype, like.dtype) != 0) {
+    throw InputError("like", std::string("has dtype ") + like.dtype + " but x has " + x.dtype);
+  }
+  const Matrix ml = AsMatrix(like, "like");
+  ExtractRegion(s, x, ml.rows, ml.cols, row, col, y, stream);
 }
 
 void Insert2D(KernelState &s, const TensorArg &dst, const TensorArg &src, const TensorArg &row, const TensorArg &col,

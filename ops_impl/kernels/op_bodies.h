@@ -52,6 +52,9 @@ void BatchH2D(KernelState &s, const TensorArg &offsets, const TensorArg *outputs
 // Memcpy2D extract: y = x[row:row+height, col:col+width] on the 2-D view of x.
 void Extract2D(KernelState &s, const TensorArg &x, const TensorArg &row, const TensorArg &col, const TensorArg &y,
                aclrtStream stream);
+// Memcpy2D extract with the region shaped like the 2-D view of `like` (the gradient of insert).
+void ExtractLike2D(KernelState &s, const TensorArg &x, const TensorArg &like, const TensorArg &row,
+                   const TensorArg &col, const TensorArg &y, aclrtStream stream);
 // Memcpy2D insert: y = dst with y[row:row+h, col:col+w] = src (h, w from the 2-D view of src).
 void Insert2D(KernelState &s, const TensorArg &dst, const TensorArg &src, const TensorArg &row, const TensorArg &col,
               const TensorArg &y, aclrtStream stream);

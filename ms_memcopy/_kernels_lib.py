@@ -1,0 +1,33 @@
+"""ctypes binding of the kernels library's HostBuffer table (ops_impl/kernels/host_buffers.h).
+
+The kernels lease HostBuffers from this table by id; Python registers each
+HostBuffer here, closes it here, and waits here for its in-flight copies.
+Loading the library loads the ACL library it links against, not MindSpore.
+"""
+import ctypes
+import functools
+from ctypes import c_int32, c_int64, c_uint64, c_void_p
+
+from . import _paths
+
+_PROTOTYPES = {
+    "msmc_hostbuffer_open": (c_int64, [c_void_p, c_uint64, c_int32]),
+    "msmc_hostbuffer_close": (c_int32, [c_int64]),
+    "msmc_hostbuffer_wait": (c_int32, [c_int64]),
+    "msmc_hostbuffer_note_stream": (c_int32, [c_int64, c_void_p]),
+    "msmc_hostbuffer_inflight": (c_int32, [c_int64]),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def library():
+    """The loaded kernels library, with the HostBuffer table's prototypes set."""
+    path = _paths.KERNELS_LIBRARY
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: reinstall ms_memcopy (`pip install .`) to build it")
+    lib = ctypes.CDLL(str(path))
+    for name, (restype, argtypes) in _PROTOTYPES.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+    return lib

@@ -1,0 +1,192 @@
+"""HostBuffer: host memory the primitives copy into and out of.
+
+Pinned buffers come from aclrtMallocHost (copies into them are asynchronous on
+a stream); pageable ones are ordinary process memory (ACL copies them
+synchronously). Each buffer is registered in the kernels' HostBuffer table, and
+the primitives refer to it by that id, so a kernel launched after close() fails
+cleanly instead of touching freed memory.
+
+Ordering: a HostBuffer knows the streams that carry copies into or out of it
+that may still be running. Reading it (``numpy()``), ``wait()`` and
+``close()`` first wait for those copies. Memory is released when the buffer is
+closed and no numpy view of it is alive any more, so a view never dangles.
+"""
+import numbers
+import sys
+import weakref
+
+import numpy as np
+
+from . import _kernels_lib
+from .errors import AclError
+
+_ALIGNMENT = 64
+
+
+class _Allocation:
+    """Owns the memory; freed when the last holder (buffer or view) lets go."""
+
+    def __init__(self, nbytes, pinned):
+        self.nbytes = nbytes
+        self.pinned = pinned
+        self._keepalive = None
+        if nbytes == 0:
+            self.ptr = 0
+        elif pinned:
+            from . import runtime
+
+            self.ptr = runtime.malloc_host(nbytes)
+            finalizer = weakref.finalize(self, _free_pinned, self.ptr)
+            finalizer.atexit = False  # the ACL runtime may be gone at interpreter shutdown
+        else:
+            raw = np.empty(nbytes + _ALIGNMENT, dtype=np.uint8)
+            shift = (-raw.ctypes.data) % _ALIGNMENT
+            self._keepalive = raw
+            self.ptr = raw.ctypes.data + shift
+
+
+def _free_pinned(ptr):
+    from . import runtime
+
+    try:
+        runtime.free_host(ptr)
+    except AclError:
+        pass  # a finalizer must not raise; the runtime already reported the reason to its log
+
+
+class _ByteView:
+    """Exposes an allocation to numpy and keeps it alive for as long as the array lives."""
+
+    def __init__(self, allocation, offset, nbytes):
+        self._allocation = allocation
+        self.__array_interface__ = {
+            "data": (allocation.ptr + offset, False),
+            "shape": (nbytes,),
+            "typestr": "|u1",
+            "version": 3,
+        }
+
+
+class HostBuffer:
+    """Host memory for the copy primitives.
+
+    Args:
+        nbytes: size in bytes (0 is allowed: an empty buffer).
+        pinned: True for page-locked memory from aclrtMallocHost, False for pageable memory.
+
+    Use it as a context manager or call :meth:`close`; any use after close raises ValueError.
+    """
+
+    def __init__(self, nbytes, pinned=True):
+        if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral):
+            raise TypeError(f"nbytes must be an int, not {type(nbytes).__name__}")
+        if nbytes < 0:
+            raise ValueError(f"nbytes must be >= 0, got {nbytes}")
+        if not isinstance(pinned, bool):
+            raise TypeError(f"pinned must be a bool, not {type(pinned).__name__}")
+        self._allocation = _Allocation(int(nbytes), pinned)
+        self._nbytes = int(nbytes)
+        self._pinned = pinned
+        self._id = _kernels_lib.library().msmc_hostbuffer_open(self._allocation.ptr, self._nbytes, int(pinned))
+        if self._id <= 0:
+            raise RuntimeError("the kernels library refused to register the HostBuffer")
+
+    # -- properties ---------------------------------------------------------------------------
+    @property
+    def nbytes(self):
+        return self._nbytes
+
+    @property
+    def pinned(self):
+        return self._pinned
+
+    @property
+    def closed(self):
+        return self._allocation is None
+
+    @property
+    def ptr(self):
+        """The buffer's address (an int), for ms_memcopy.runtime and ms_memcopy.acl calls."""
+        self._check_open()
+        return self._allocation.ptr
+
+    @property
+    def buffer_id(self):
+        """The id the copy kernels lease this buffer by."""
+        self._check_open()
+        return self._id
+
+    def __repr__(self):
+        state = "closed" if self.closed else f"ptr=0x{self._allocation.ptr:x}"
+        return f"HostBuffer(nbytes={self._nbytes}, pinned={self._pinned}, {state})"
+
+    # -- data ------------------------------------------------------------------------------------
+    def numpy(self, dtype=np.uint8, shape=None, offset=0):
+        """A zero-copy numpy view of the buffer, after the copies in flight that touch it are done.
+
+        dtype: numpy dtype of the view; shape: its shape (default: as many elements as fit from
+        offset to the end); offset: byte offset of the first element.
+        """
+        self._check_open()
+        dtype = np.dtype(dtype)
+        if isinstance(offset, bool) or not isinstance(offset, numbers.Integral):
+            raise TypeError(f"offset must be an int, not {type(offset).__name__}")
+        if not 0 <= offset <= self._nbytes:
+            raise ValueError(f"offset {offset} is outside the buffer of {self._nbytes} bytes")
+        available = self._nbytes - offset
+        if shape is None:
+            shape = (available // dtype.itemsize,)
+        shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+        if any(isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 0 for d in shape):
+            raise ValueError(f"shape must hold non-negative ints, got {shape}")
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if nbytes > available:
+            raise ValueError(f"shape {shape} of {dtype} needs {nbytes} bytes from offset {offset}, "
+                             f"but the buffer has {available}")
+        self.wait()
+        if nbytes == 0:
+            return np.empty(shape, dtype=dtype)
+        raw = np.asarray(_ByteView(self._allocation, offset, nbytes))
+        return raw.view(dtype).reshape(shape)
+
+    def wait(self):
+        """Blocks until the copies in flight that read or write this buffer have completed."""
+        self._check_open()
+        ret = _kernels_lib.library().msmc_hostbuffer_wait(self._id)
+        if ret != 0:
+            raise AclError(ret, "aclrtSynchronizeStream")
+
+    def _note_stream(self, stream):
+        """Records that a copy touching the buffer was enqueued on stream (a handle int, or None)."""
+        self._check_open()
+        _kernels_lib.library().msmc_hostbuffer_note_stream(self._id, stream or None)
+
+    # -- lifetime --------------------------------------------------------------------------------
+    def close(self):
+        """Waits for the copies in flight, then releases the buffer. Idempotent."""
+        if self._allocation is None:
+            return
+        ret = _kernels_lib.library().msmc_hostbuffer_close(self._id)
+        self._allocation = None
+        if ret not in (0, -1):
+            raise AclError(ret, "aclrtSynchronizeStream")
+
+    def __enter__(self):
+        self._check_open()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if sys.is_finalizing():
+            return  # at interpreter shutdown the process releases everything
+        try:
+            if getattr(self, "_allocation", None) is not None:
+                self.close()
+        except Exception:  # noqa: BLE001  (a destructor must never raise)
+            pass
+
+    def _check_open(self):
+        if self._allocation is None:
+            raise ValueError("HostBuffer is closed")

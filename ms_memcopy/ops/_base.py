@@ -1,0 +1,152 @@
+"""The base of the copy primitives: an ops.Custom(func_type="aot") over a kernel of configs/ops.yaml.
+
+Validation happens in three places, each as early as the values are known:
+- ``__infer__`` (GRAPH_MODE compile and PYNATIVE alike): dtypes, ranks and static sizes, whether the
+  HostBuffer is open, and the values of constant offset inputs;
+- ``__call__`` (eager execution): the offset values of the actual tensors;
+- the kernel: everything again at launch, before any byte moves (in GRAPH_MODE this is where
+  offsets held in graph inputs are checked; MindSpore reports it as a RuntimeError whose text reads
+  "ValueError: <argument>: ...").
+"""
+import numbers
+
+import numpy as np
+import mindspore as ms
+from mindspore import ops
+
+from .. import _paths
+from ..host_buffer import HostBuffer
+from ..op_defs import op_def, reg_info, supported_dtypes
+
+
+def dtype_name(dtype):
+    """'float32' for ms.float32, a Tensor type, a numpy dtype or a name; TypeError otherwise."""
+    if isinstance(dtype, str):
+        return dtype
+    if hasattr(dtype, "element_type"):
+        dtype = dtype.element_type()
+    if isinstance(dtype, ms.dtype.Type):
+        return str(dtype).lower()
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        raise TypeError(f"not a dtype: {dtype!r}") from None
+
+
+def ms_dtype(dtype, argument):
+    """The MindSpore dtype for a supported dtype given in any form; TypeError naming argument."""
+    name = dtype_name(dtype)
+    if name == "bool_":
+        name = "bool"
+    if name not in supported_dtypes():
+        raise TypeError(f"{argument}: dtype {name} is not supported; use one of {list(supported_dtypes())}")
+    return getattr(ms, "bool_" if name == "bool" else name)
+
+
+def static_shape(shape):
+    """The shape as a tuple of ints, or None when a dimension (or the rank) is unknown."""
+    shape = tuple(int(d) for d in shape)
+    return None if any(d < 0 for d in shape) else shape
+
+
+def num_elements(shape):
+    return int(np.prod(shape, dtype=np.int64)) if shape else 1
+
+
+def itemsize(dtype):
+    name = dtype_name(dtype)
+    return 2 if name == "bfloat16" else np.dtype("bool" if name == "bool" else name).itemsize
+
+
+def matrix_view(shape):
+    """(rows, cols) of the 2-D view of a tensor: every leading dimension is a row, the last one the columns."""
+    if not shape:
+        return 1, 1
+    return num_elements(shape[:-1]), shape[-1]
+
+
+def check_int(value, argument, minimum=0):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{argument} must be an int, not {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{argument} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def check_host_buffer(host_buffer, argument="host_buffer"):
+    if not isinstance(host_buffer, HostBuffer):
+        raise TypeError(f"{argument} must be an ms_memcopy.HostBuffer, not {type(host_buffer).__name__}")
+    if host_buffer.closed:
+        raise ValueError(f"{argument}: the HostBuffer is closed")
+    return host_buffer
+
+
+def check_int64_input(arg, argument, length=None):
+    """Checks an offset input's dtype and length at infer time; returns its value (numpy) when constant."""
+    if dtype_name(arg["dtype"]) != "int64":
+        raise TypeError(f"{argument} must be an int64 tensor, got {dtype_name(arg['dtype'])}")
+    shape = static_shape(arg["shape"])
+    if shape is not None and length is not None and num_elements(shape) != length:
+        raise ValueError(f"{argument} must hold {length} value(s), got shape {shape}")
+    value = arg.get("value")
+    if value is None:
+        return None
+    return np.asarray(value.asnumpy() if hasattr(value, "asnumpy") else value, dtype=np.int64).reshape(-1)
+
+
+def check_supported(arg, argument):
+    name = dtype_name(arg["dtype"])
+    if name not in supported_dtypes():
+        raise TypeError(f"{argument}: dtype {name} is not supported; use one of {list(supported_dtypes())}")
+    return name
+
+
+def eager_int64(value, argument):
+    """The values of an int64 tensor given to an eager call (numpy, flattened)."""
+    if not isinstance(value, ms.Tensor):
+        raise TypeError(f"{argument} must be an int64 Tensor, not {type(value).__name__}")
+    if value.dtype != ms.int64:
+        raise TypeError(f"{argument} must be an int64 tensor, got {dtype_name(value.dtype)}")
+    return value.asnumpy().reshape(-1)
+
+
+class CopyPrimitive(ops.Custom):
+    """An aot Custom op over the kernel that configs/ops.yaml names for op_name.
+
+    Subclasses give the output shape and dtype functions, the attribute values, the bprop, and
+    two checks: ``_check_infer(args)`` with MindSpore's abstract arguments and
+    ``_check_eager(inputs)`` with the tensors of an eager call.
+    """
+
+    def __init__(self, op_name, *, attrs, out_shape, out_dtype, variadic_count=None, bprop=None):
+        definition = op_def(op_name)
+        if set(attrs) != set(definition.attr_names):
+            raise AssertionError(f"{op_name}: attributes {sorted(attrs)} differ from configs/ops.yaml "
+                                 f"{sorted(definition.attr_names)}")
+        self._op_def = definition
+        super().__init__(
+            f"{_paths.KERNELS_LIBRARY}:{definition.kernel}",
+            out_shape=None if definition.dynamic_shape else out_shape,
+            out_dtype=out_dtype,
+            func_type="aot",
+            bprop=bprop,
+            reg_info=reg_info(definition, variadic_count) if definition.dynamic_shape else None,
+        )
+        for name, value in attrs.items():
+            self.add_prim_attr(name, value)
+        if definition.side_effect_mem:
+            self.add_prim_attr("side_effect_mem", True)
+
+    def __infer__(self, *args):
+        self._check_infer(args)
+        return super().__infer__(*args)
+
+    def __call__(self, *args):
+        self._check_eager(args)
+        return super().__call__(*args)
+
+    def _check_infer(self, args):
+        raise NotImplementedError
+
+    def _check_eager(self, inputs):
+        raise NotImplementedError

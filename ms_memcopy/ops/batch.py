@@ -1,0 +1,96 @@
+"""MemcpyBatch: many tensors to or from a HostBuffer in one aclrtMemcpyBatchAsync per 4096 items."""
+import mindspore as ms
+
+from ._base import (CopyPrimitive, check_host_buffer, check_int64_input, check_supported, eager_int64, itemsize,
+                    ms_dtype, num_elements, static_shape)
+from ._checks import check_batch_ranges
+
+_DIRECTIONS = ("d2h", "h2d")
+
+
+class MemcpyBatch(CopyPrimitive):
+    r"""Batched copies between device tensors and a HostBuffer.
+
+    ``MemcpyBatch("d2h", host_buffer, num_tensors=k)``: ``nbytes = op(t0, ..., t{k-1}, offsets)`` writes
+    tensor i at byte ``offsets[i]`` of the HostBuffer and returns an int64 tensor of the bytes written
+    per tensor. Destination ranges must not overlap (the copies run in no order).
+
+    ``MemcpyBatch("h2d", host_buffer, shapes=[...], dtypes=[...])``: ``(t0, ..., t{k-1}) = op(offsets)``
+    reads new tensors of the given shapes and dtypes from byte ``offsets[i]`` of the HostBuffer.
+
+    ``offsets`` is an int64 tensor of k values (a tensor, so it can change without recompiling).
+    Zero-size tensors are skipped; k may exceed ACL's 4096 items per call; on a SoC without the
+    batch call the copies go one by one through aclrtMemcpyAsync, with the same result.
+    Both forms read or write the HostBuffer, so GRAPH_MODE keeps them and runs them in program order.
+    """
+
+    def __init__(self, direction, host_buffer, *, num_tensors=None, shapes=None, dtypes=None):
+        if direction not in _DIRECTIONS:
+            raise ValueError(f"direction must be one of {_DIRECTIONS}, got {direction!r}")
+        self.host_buffer = check_host_buffer(host_buffer)
+        self.direction = direction
+        attrs = {"buffer_id": host_buffer.buffer_id}
+        if direction == "d2h":
+            if shapes is not None or dtypes is not None:
+                raise ValueError("shapes and dtypes are for direction 'h2d'; 'd2h' takes num_tensors")
+            if isinstance(num_tensors, bool) or not isinstance(num_tensors, int) or num_tensors < 1:
+                raise ValueError(f"num_tensors must be an int >= 1, got {num_tensors!r}")
+            self.num_tensors = num_tensors
+            super().__init__("memcpy_batch_d2h", attrs=attrs, out_shape=lambda *shapes: (len(shapes) - 1,),
+                             out_dtype=lambda *types: ms.int64, variadic_count=num_tensors)
+        else:
+            if num_tensors is not None:
+                raise ValueError("num_tensors is for direction 'd2h'; 'h2d' takes shapes and dtypes")
+            if not shapes or dtypes is None or len(shapes) != len(dtypes):
+                raise ValueError("h2d needs shapes and dtypes: two lists of the same non-zero length")
+            self.shapes = [self._check_shape(s, i) for i, s in enumerate(shapes)]
+            self.dtypes = [ms_dtype(d, f"dtypes[{i}]") for i, d in enumerate(dtypes)]
+            self.num_tensors = len(self.shapes)
+            self._sizes = [num_elements(s) * itemsize(d) for s, d in zip(self.shapes, self.dtypes)]
+            out_shapes, out_dtypes = list(self.shapes), list(self.dtypes)
+            super().__init__("memcpy_batch_h2d", attrs=attrs, out_shape=lambda offsets: out_shapes,
+                             out_dtype=lambda offsets: out_dtypes, variadic_count=self.num_tensors)
+
+    @staticmethod
+    def _check_shape(shape, i):
+        shape = tuple(shape)
+        if any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in shape):
+            raise ValueError(f"shapes[{i}] must hold non-negative ints, got {shape}")
+        return shape
+
+    def _tensor_sizes(self, shapes_and_dtypes):
+        sizes = []
+        for shape, dtype in shapes_and_dtypes:
+            shape = static_shape(shape)
+            if shape is None:
+                return None
+            sizes.append(num_elements(shape) * itemsize(dtype))
+        return sizes
+
+    def _check_infer(self, args):
+        check_host_buffer(self.host_buffer)
+        k = self.num_tensors
+        if self.direction == "d2h":
+            if len(args) != k + 1:
+                raise ValueError(f"MemcpyBatch(d2h) was built for {k} tensors and takes {k} tensors plus offsets, "
+                                 f"got {len(args)} inputs")
+            for i, arg in enumerate(args[:-1]):
+                check_supported(arg, f"tensors[{i}]")
+            offsets = check_int64_input(args[-1], "offsets", k)
+            sizes = self._tensor_sizes((a["shape"], a["dtype"]) for a in args[:-1])
+        else:
+            if len(args) != 1:
+                raise ValueError(f"MemcpyBatch(h2d) takes one input (offsets), got {len(args)}")
+            offsets = check_int64_input(args[0], "offsets", k)
+            sizes = self._sizes
+        if offsets is not None and sizes is not None:
+            check_batch_ranges(offsets, sizes, self.host_buffer.nbytes, check_overlap=self.direction == "d2h")
+
+    def _check_eager(self, inputs):
+        check_host_buffer(self.host_buffer)
+        offsets = eager_int64(inputs[-1], "offsets")
+        if self.direction == "d2h":
+            sizes = [t.nbytes for t in inputs[:-1]]
+        else:
+            sizes = self._sizes
+        check_batch_ranges(offsets, sizes, self.host_buffer.nbytes, check_overlap=self.direction == "d2h")

@@ -1,0 +1,82 @@
+"""MemcpyWithCondition: copies through aclrtMemcpyAsyncWithCondition."""
+import mindspore as ms
+
+from ._base import (CopyPrimitive, check_host_buffer, check_int, check_int64_input, check_supported, eager_int64,
+                    itemsize, ms_dtype, num_elements, static_shape)
+from ._checks import check_host_range
+
+_DIRECTIONS = ("d2d", "d2h", "h2d")
+
+
+class MemcpyWithCondition(CopyPrimitive):
+    r"""Copies through aclrtMemcpyAsyncWithCondition (aclrtMemcpyAsync where the runtime lacks it).
+
+    - ``MemcpyWithCondition("d2d")``: ``y = op(x)``, a copy of x (differentiable).
+    - ``MemcpyWithCondition("d2h", host_buffer=buf)``: ``nbytes = op(x, offset)`` writes x at byte offset.
+    - ``MemcpyWithCondition("h2d", host_buffer=buf, shape=s, dtype=d)``: ``y = op(offset)`` reads a new
+      tensor from byte offset.
+
+    The ACL call is synchronous when the HostBuffer is pageable and asynchronous when it is pinned;
+    a later read of the HostBuffer (``HostBuffer.numpy()``) waits for the copy either way.
+    """
+
+    def __init__(self, direction, *, host_buffer=None, shape=None, dtype=None):
+        if direction not in _DIRECTIONS:
+            raise ValueError(f"direction must be one of {_DIRECTIONS}, got {direction!r}")
+        self.direction = direction
+        if direction == "d2d":
+            if host_buffer is not None or shape is not None or dtype is not None:
+                raise ValueError("MemcpyWithCondition('d2d') takes no host_buffer, shape or dtype")
+            super().__init__("memcpy_cond_d2d", attrs={}, out_shape=None, out_dtype=lambda x: x,
+                             bprop=self._bprop_copy)
+            return
+        self.host_buffer = check_host_buffer(host_buffer)
+        attrs = {"buffer_id": host_buffer.buffer_id}
+        if direction == "d2h":
+            if shape is not None or dtype is not None:
+                raise ValueError("MemcpyWithCondition('d2h') takes no shape or dtype")
+            super().__init__("memcpy_cond_d2h", attrs=attrs, out_shape=lambda x, o: (1,),
+                             out_dtype=lambda x, o: ms.int64)
+        else:
+            if shape is None or dtype is None:
+                raise ValueError("MemcpyWithCondition('h2d') needs shape and dtype")
+            self.shape = tuple(check_int(d, "shape") for d in shape)
+            self.dtype = ms_dtype(dtype, "dtype")
+            out_shape, out_dtype = self.shape, self.dtype
+            super().__init__("memcpy_cond_h2d", attrs=attrs, out_shape=lambda o: out_shape,
+                             out_dtype=lambda o: out_dtype)
+
+    def _bprop_copy(self, x, out, dout):
+        return (self(dout),)
+
+    def _check_infer(self, args):
+        if self.direction == "d2d":
+            check_supported(args[0], "x")
+            return
+        check_host_buffer(self.host_buffer)
+        if self.direction == "d2h":
+            x, offset = args
+            check_supported(x, "x")
+            off = check_int64_input(offset, "offset", 1)
+            shape = static_shape(x["shape"])
+            if shape is not None and off is not None:
+                check_host_range(off[0], num_elements(shape) * itemsize(x["dtype"]), self.host_buffer.nbytes,
+                                 "offset", "x")
+        else:
+            off = check_int64_input(args[0], "offset", 1)
+            if off is not None:
+                self._check_h2d(off)
+
+    def _check_eager(self, inputs):
+        if self.direction == "d2d":
+            return
+        check_host_buffer(self.host_buffer)
+        if self.direction == "d2h":
+            x, offset = inputs
+            check_host_range(eager_int64(offset, "offset")[0], x.nbytes, self.host_buffer.nbytes, "offset", "x")
+        else:
+            self._check_h2d(eager_int64(inputs[0], "offset"))
+
+    def _check_h2d(self, offset):
+        nbytes = num_elements(self.shape) * itemsize(self.dtype)
+        check_host_range(offset[0], nbytes, self.host_buffer.nbytes, "offset", "the output")

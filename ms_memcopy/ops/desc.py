@@ -1,0 +1,60 @@
+"""MemcpyWithDesc: device-to-device copies through a memory-copy descriptor."""
+from ._base import CopyPrimitive, check_int, check_int64_input, check_supported, eager_int64, num_elements, static_shape
+from ._checks import check_region
+
+
+class MemcpyWithDesc(CopyPrimitive):
+    r"""Copies within the device through aclrtSetMemcpyDesc + aclrtMemcpyAsyncWithDesc.
+
+    - ``MemcpyWithDesc()``: ``y = op(x)``, a copy of x.
+    - ``MemcpyWithDesc(count=n)``: ``y = op(x, start)`` is the n elements of x (flattened) from element
+      ``start`` (an int64 tensor of one value), as a 1-D tensor.
+
+    Each kernel instance allocates its descriptor in device memory once (the size from
+    aclrtGetMemcpyDescSize) and sets it before every launch. On a SoC without descriptors the copy
+    goes through aclrtMemcpyAsync, with the same result. Differentiable; accepts inputs with unknown
+    dimensions in GRAPH_MODE.
+    """
+
+    def __init__(self, count=None):
+        if count is None:
+            self.count = None
+            super().__init__("memcpy_desc_copy", attrs={}, out_shape=None, out_dtype=lambda x: x,
+                             bprop=self._bprop_copy)
+        else:
+            from .memcpy2d import _Insert2D
+
+            self.count = check_int(count, "count")
+            self._grad_insert = _Insert2D()
+            super().__init__("memcpy_desc_window", attrs={"count": self.count}, out_shape=None,
+                             out_dtype=lambda x, start: x, bprop=self._bprop_window)
+
+    def _bprop_copy(self, x, out, dout):
+        return (self(dout),)
+
+    def _bprop_window(self, x, start, out, dout):
+        from mindspore import ops
+
+        flat = ops.zeros_like(x).reshape(1, -1)
+        dx = self._grad_insert(flat, dout.reshape(1, -1), ops.zeros_like(start), start)
+        return dx.reshape(x.shape), ops.zeros_like(start)
+
+    def _check_infer(self, args):
+        check_supported(args[0], "x")
+        if self.count is None:
+            return
+        start = check_int64_input(args[1], "start", 1)
+        shape = static_shape(args[0]["shape"])
+        if shape is not None:
+            self._check_window(num_elements(shape), start)
+
+    def _check_eager(self, inputs):
+        if self.count is not None:
+            x, start = inputs
+            self._check_window(num_elements(tuple(x.shape)), eager_int64(start, "start"))
+
+    def _check_window(self, numel, start):
+        if self.count > numel:
+            raise ValueError(f"count {self.count} exceeds the {numel} elements of x")
+        if start is not None:
+            check_region(start[0], self.count, numel, "start", "elements")

@@ -1,0 +1,194 @@
+"""Memcpy2D: pitched sub-matrix copies through aclrtMemcpy2dAsync.
+
+Every tensor is seen as a matrix: its leading dimensions are the rows, its last dimension the
+columns (a 1-D tensor is one row, a scalar a 1x1 matrix).
+"""
+import mindspore as ms
+from mindspore import ops
+
+from ._base import (CopyPrimitive, check_host_buffer, check_int, check_int64_input, check_supported, dtype_name,
+                    eager_int64, itemsize, matrix_view, ms_dtype, num_elements, static_shape)
+from ._checks import check_host_range, check_region, pitched_span
+
+_MODES = ("extract", "insert", "d2h", "h2d")
+
+
+class Memcpy2D(CopyPrimitive):
+    r"""Pitched 2-D copies.
+
+    - ``Memcpy2D("extract", height=h, width=w)``: ``y = op(x, row, col)`` is ``x[row:row+h, col:col+w]``
+      of the matrix view of x, as a new (h, w) tensor, in one pitched device-to-device copy.
+    - ``Memcpy2D("insert")``: ``y = op(dst, src, row, col)`` is dst with the region at (row, col)
+      replaced by src (seen as a matrix).
+    - ``Memcpy2D("d2h", host_buffer=buf, pitch=p)``: ``nbytes = op(x, offset)`` writes row r of x at byte
+      ``offset + r * p`` of the HostBuffer (the bytes between rows are left untouched).
+    - ``Memcpy2D("h2d", host_buffer=buf, pitch=p, shape=s, dtype=d)``: ``y = op(offset)`` reads row r of
+      a new tensor of shape s from byte ``offset + r * p``.
+
+    ``row``, ``col`` and ``offset`` are int64 tensors of one value. Heights above 5,242,880 rows and
+    rows wider than 5,000,000 bytes are split into several calls; on a SoC without 2-D
+    device-to-device copies, extract and insert use aclrtMemcpyAsync instead, with the same result.
+    extract and insert are differentiable and accept inputs with unknown dimensions in GRAPH_MODE.
+    """
+
+    def __init__(self, mode, *, height=None, width=None, host_buffer=None, pitch=None, shape=None, dtype=None):
+        if mode not in _MODES:
+            raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
+        self.mode = mode
+        given = {"height": height, "width": width, "host_buffer": host_buffer, "pitch": pitch, "shape": shape,
+                 "dtype": dtype}
+        wanted = {"extract": ("height", "width"), "insert": (), "d2h": ("host_buffer", "pitch"),
+                  "h2d": ("host_buffer", "pitch", "shape", "dtype")}[mode]
+        extra = [k for k, v in given.items() if v is not None and k not in wanted]
+        missing = [k for k in wanted if given[k] is None]
+        if extra or missing:
+            raise ValueError(f"Memcpy2D({mode!r}) takes {list(wanted) or 'no keyword arguments'}; "
+                             f"missing {missing}, unexpected {extra}")
+        if mode == "extract":
+            self.height = check_int(height, "height")
+            self.width = check_int(width, "width")
+            self._grad_insert = _Insert2D()
+            super().__init__("memcpy2d_extract", attrs={"height": self.height, "width": self.width},
+                             out_shape=lambda x, r, c: (self.height, self.width), out_dtype=lambda x, r, c: x,
+                             bprop=self._bprop_extract)
+        elif mode == "insert":
+            self._grad_insert = _Insert2D()
+            self._grad_extract = _ExtractLike2D()
+            super().__init__("memcpy2d_insert", attrs={}, out_shape=lambda d, s, r, c: d,
+                             out_dtype=lambda d, s, r, c: d, bprop=self._bprop_insert)
+        else:
+            self.host_buffer = check_host_buffer(host_buffer)
+            self.pitch = check_int(pitch, "pitch", minimum=1)
+            attrs = {"buffer_id": host_buffer.buffer_id, "pitch": self.pitch}
+            if mode == "d2h":
+                super().__init__("memcpy2d_d2h", attrs=attrs, out_shape=lambda x, o: (1,),
+                                 out_dtype=lambda x, o: ms.int64)
+            else:
+                self.shape = tuple(check_int(d, "shape") for d in shape)
+                self.dtype = ms_dtype(dtype, "dtype")
+                rows, cols = matrix_view(self.shape)
+                self._check_pitch(cols * itemsize(self.dtype))
+                out_shape, out_dtype = self.shape, self.dtype
+                super().__init__("memcpy2d_h2d", attrs=attrs, out_shape=lambda o: out_shape,
+                                 out_dtype=lambda o: out_dtype)
+
+    # -- gradients ---------------------------------------------------------------------------
+    def _bprop_extract(self, x, row, col, out, dout):
+        return self._grad_insert(ops.zeros_like(x), dout, row, col), ops.zeros_like(row), ops.zeros_like(col)
+
+    def _bprop_insert(self, dst, src, row, col, out, dout):
+        d_dst = self._grad_insert(dout, ops.zeros_like(src), row, col)
+        d_src = self._grad_extract(dout, src, row, col)
+        return d_dst, d_src, ops.zeros_like(row), ops.zeros_like(col)
+
+    # -- checks ------------------------------------------------------------------------------
+    def _check_pitch(self, row_bytes):
+        if row_bytes > self.pitch:
+            raise ValueError(f"pitch {self.pitch} is smaller than a row ({row_bytes} bytes)")
+
+    def _check_infer(self, args):
+        if self.mode == "extract":
+            x, row, col = args
+            check_supported(x, "x")
+            r, c = check_int64_input(row, "row", 1), check_int64_input(col, "col", 1)
+            shape = static_shape(x["shape"])
+            if shape is not None:
+                self._check_extract(matrix_view(shape), r, c)
+        elif self.mode == "insert":
+            dst, src, row, col = args
+            check_supported(dst, "dst")
+            if dtype_name(src["dtype"]) != dtype_name(dst["dtype"]):
+                raise TypeError(f"src has dtype {dtype_name(src['dtype'])} but dst has {dtype_name(dst['dtype'])}")
+            r, c = check_int64_input(row, "row", 1), check_int64_input(col, "col", 1)
+            ds, ss = static_shape(dst["shape"]), static_shape(src["shape"])
+            if ds is not None and ss is not None:
+                self._check_insert(matrix_view(ds), matrix_view(ss), r, c)
+        elif self.mode == "d2h":
+            x, offset = args
+            check_host_buffer(self.host_buffer)
+            check_supported(x, "x")
+            off = check_int64_input(offset, "offset", 1)
+            shape = static_shape(x["shape"])
+            if shape is not None:
+                self._check_d2h(shape, x["dtype"], off)
+        else:
+            (offset,) = args
+            check_host_buffer(self.host_buffer)
+            self._check_h2d(check_int64_input(offset, "offset", 1))
+
+    def _check_eager(self, inputs):
+        if self.mode == "extract":
+            x, row, col = inputs
+            self._check_extract(matrix_view(x.shape), eager_int64(row, "row"), eager_int64(col, "col"))
+        elif self.mode == "insert":
+            dst, src, row, col = inputs
+            self._check_insert(matrix_view(dst.shape), matrix_view(src.shape), eager_int64(row, "row"),
+                               eager_int64(col, "col"))
+        elif self.mode == "d2h":
+            x, offset = inputs
+            check_host_buffer(self.host_buffer)
+            self._check_d2h(x.shape, x.dtype, eager_int64(offset, "offset"))
+        else:
+            check_host_buffer(self.host_buffer)
+            self._check_h2d(eager_int64(inputs[0], "offset"))
+
+    def _check_extract(self, matrix, row, col):
+        rows, cols = matrix
+        if self.height > rows:
+            raise ValueError(f"height {self.height} exceeds the {rows} rows of x")
+        if self.width > cols:
+            raise ValueError(f"width {self.width} exceeds the {cols} columns of x")
+        if row is not None:
+            check_region(row[0], self.height, rows, "row", "rows")
+        if col is not None:
+            check_region(col[0], self.width, cols, "col", "columns")
+
+    @staticmethod
+    def _check_insert(dst_matrix, src_matrix, row, col):
+        (rows, cols), (h, w) = dst_matrix, src_matrix
+        if h > rows or w > cols:
+            raise ValueError(f"src ({h} x {w}) does not fit in dst ({rows} x {cols})")
+        if row is not None:
+            check_region(row[0], h, rows, "row", "rows")
+        if col is not None:
+            check_region(col[0], w, cols, "col", "columns")
+
+    def _check_d2h(self, shape, dtype, offset):
+        rows, cols = matrix_view(tuple(shape))
+        row_bytes = cols * itemsize(dtype)
+        self._check_pitch(row_bytes)
+        if offset is not None:
+            check_host_range(offset[0], pitched_span(rows, row_bytes, self.pitch), self.host_buffer.nbytes,
+                             "offset", "the pitched rows of x")
+
+    def _check_h2d(self, offset):
+        rows, cols = matrix_view(self.shape)
+        if offset is not None:
+            span = pitched_span(rows, cols * itemsize(self.dtype), self.pitch)
+            check_host_range(offset[0], span, self.host_buffer.nbytes, "offset", "the pitched rows of the output")
+
+
+class _Insert2D(CopyPrimitive):
+    """Memcpy2D insert without a gradient of its own (used inside the bprops)."""
+
+    def __init__(self):
+        super().__init__("memcpy2d_insert", attrs={}, out_shape=None, out_dtype=lambda d, s, r, c: d)
+
+    def _check_infer(self, args):
+        pass
+
+    def _check_eager(self, inputs):
+        pass
+
+
+class _ExtractLike2D(CopyPrimitive):
+    """Extract of a region shaped like `like` (the gradient of insert with respect to src)."""
+
+    def __init__(self):
+        super().__init__("memcpy2d_extract_like", attrs={}, out_shape=None, out_dtype=lambda x, like, r, c: x)
+
+    def _check_infer(self, args):
+        pass
+
+    def _check_eager(self, inputs):
+        pass
