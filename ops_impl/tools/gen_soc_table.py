@@ -27,6 +27,9 @@ def render(table):
         values = ", ".join(
             ("true" if prof[f] else "false") if isinstance(prof[f], bool) else str(int(prof[f])) for f in FIELDS)
         lines.append(f'    X("{name}", {values}) \\')
+    # The last continuation line needs a line after it: a backslash-newline at the end of the file is a
+    # compiler warning.
+    lines.append("    /* end of MS_MEMCOPY_SOC_PROFILES */")
     lines.append("")
     return "\n".join(lines)
 
