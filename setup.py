@@ -109,8 +109,10 @@ class BuildSharedLibs(build_ext):
         generate_soc_table(ROOT / "configs" / "soc_profiles.yaml", gen / "soc_profiles.inc")
         sources = sorted(HOST_SOURCES.glob("*.cpp"))
         flags = [f"-I{HOST_INCLUDE}", f"-I{gen}", f"-I{HOST_SOURCES}"]
-        self._compile_and_link(sources, out, tmp, flags, ["-Wl,-soname,libascendcl.so"],
-                               [HOST_INCLUDE, HOST_SOURCES, gen])
+        # The version script keeps libstdc++ template instances (vague linkage, default visibility) local.
+        export_map = ROOT / "ops_impl" / "acl_host" / "libascendcl.map"
+        link = ["-Wl,-soname,libascendcl.so", f"-Wl,--version-script={export_map}"]
+        self._compile_and_link(sources, out, tmp, flags, link, [HOST_INCLUDE, HOST_SOURCES, gen])
 
     def _build_kernels(self, out, tmp):
         sources = sorted(KERNEL_SOURCES.rglob("*.cpp"))

@@ -34,11 +34,21 @@ ACL_FUNC_VISIBILITY aclError aclhostUnregisterDeviceMemory(void *ptr);
 /*
  * Location of ptr as the runtime sees it: *type is an aclrtMemLocationType
  * (HOST for aclrtMallocHost memory, DEVICE for aclrtMalloc or registered
- * memory, UNREGISTERED otherwise), *deviceId the device for DEVICE memory.
+ * memory, UNREGISTERED otherwise), *deviceId the device for DEVICE memory
+ * (-1 otherwise).
  * base/size (optional, may be NULL) receive the allocation that holds ptr.
  */
 ACL_FUNC_VISIBILITY aclError aclhostGetMemLocation(const void *ptr, int32_t *type, int32_t *deviceId,
                                                    void **base, size_t *size);
+
+/*
+ * Enqueues fn(userData) on a stream (NULL: the current device's default stream). It runs on the
+ * stream's worker thread after every task submitted before it, and the tasks submitted after it wait
+ * for it to return. Tests use it to hold a stream busy deterministically. fn must not call ACL
+ * functions that wait for streams (synchronize, destroy, free). fn NULL: 100000.
+ */
+typedef void (*aclhostHostFunc)(void *userData);
+ACL_FUNC_VISIBILITY aclError aclhostLaunchHostFunc(aclrtStream stream, aclhostHostFunc fn, void *userData);
 
 /* The emulated SoC profile name (MS_MEMCOPY_SOC, default Ascend910B). */
 ACL_FUNC_VISIBILITY const char *aclhostGetSocProfile(void);

@@ -1,0 +1,41 @@
+// Stream tasks that move bytes through the copy engine.
+#include "copy_tasks.h"
+
+#include "acl/acl_rt.h"
+#include "copy_engine.h"
+
+namespace aclhost {
+
+aclError CopyTask::Run(std::string * /*message*/)
+{
+    CopyBytes(item_.dst, item_.src, item_.size);
+    return ACL_SUCCESS;
+}
+
+aclError StagedCopyTask::Run(std::string * /*message*/)
+{
+    CopyBytes(dst_, staged_.get(), size_);
+    return ACL_SUCCESS;
+}
+
+aclError Copy2DTask::Run(std::string * /*message*/)
+{
+    Copy2D(dst_, dpitch_, src_, spitch_, width_, height_);
+    return ACL_SUCCESS;
+}
+
+aclError BatchRunTask::Run(std::string * /*message*/)
+{
+    for (size_t i = begin_; i < end_; ++i) {
+        CopyBytes(items_[i].dst, items_[i].src, items_[i].size);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError HostFuncTask::Run(std::string * /*message*/)
+{
+    fn_(user_data_);
+    return ACL_SUCCESS;
+}
+
+}  // namespace aclhost

@@ -1,0 +1,22 @@
+// Per-thread "recent error" text behind aclGetRecentErrMsg.
+//
+// Every failing check calls Fail(), which stores a message naming the API, the parameter, its value and
+// what was expected, and returns the error code so that checks read `return Fail(code, api, ...)`.
+#ifndef MS_MEMCOPY_ACL_HOST_ERROR_STATE_H_
+#define MS_MEMCOPY_ACL_HOST_ERROR_STATE_H_
+
+#include <string>
+
+#include "acl/acl_base.h"
+
+namespace aclhost {
+
+// Formats "<api>: <message>" into the calling thread's pending error message and returns `code`.
+aclError Fail(aclError code, const char *api, const char *fmt, ...) noexcept __attribute__((format(printf, 3, 4)));
+
+// Stores an already formatted message (used when a stream reports a task failure).
+void SetRecentMessage(const std::string &text) noexcept;
+
+}  // namespace aclhost
+
+#endif  // MS_MEMCOPY_ACL_HOST_ERROR_STATE_H_

@@ -1,0 +1,188 @@
+// aclrtMemcpy, aclrtMemcpyAsync, aclrtMemcpyAsyncWithCondition.
+//
+// Check order (spec section 3; ACL layer 100000, runtime layer 107000 / 207000):
+//   count == 0 -> success (before anything else) | dst, src NULL -> 100000 | kind not in 0..5 -> 100000
+//   async: stream handle unknown -> 107000
+//   sync: destMax == 0 -> 107000 | count > destMax -> 107000 | sync: dst == src -> success, no copy
+//   device / default stream -> 107002 when no device is set
+//   kind 5: src must be host, dst device (107000); other kinds: CANN's kind auto-correction (107000 when a
+//   pageable endpoint does not fit the kind) | extent check (host-runtime memory safety, 107000)
+//   async: resolved H2H -> 207000 ("H2H is not supported", EP mode) | async: dst == src -> success
+//
+// Host-runtime choices (documented in docs/host_runtime.md):
+// - Pinned/device copies are enqueued. A copy with a pageable (UNREGISTERED) endpoint first drains the
+//   stream (like aclrtSynchronizeStream, reporting a recorded task failure) and then copies on the calling
+//   thread, so the data is there when the call returns. CANN exempts H2H/D2D kinds from this
+//   (JudgeIsInvolvePageableMemory); here any pageable endpoint makes the copy synchronous.
+// - ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE(5) copies the source into a buffer owned by the task at call time
+//   (the caller may free or reuse the source right away) and is always enqueued.
+// - aclrtMemcpy runs inline on the calling thread without waiting for any stream.
+// - aclrtMemcpyAsyncWithCondition behaves as aclrtMemcpyAsync: the host runtime can always tell pinned
+//   from pageable memory, so CANN's CHECK_MEMORY_PINNED never fails with 207000 here.
+// - UNCONFIRMED in the spec: whether on-chip D2D copies must be 64-byte aligned at run time. Choice: not
+//   enforced.
+#include <memory>
+
+#include "acl/acl_rt.h"
+#include "api_guard.h"
+#include "checked_math.h"
+#include "copy_engine.h"
+#include "copy_tasks.h"
+#include "device.h"
+#include "error_state.h"
+#include "memcpy_common.h"
+#include "memory_registry.h"
+#include "stream_table.h"
+
+namespace aclhost {
+namespace {
+
+// Shared by the argument checks of all three calls: count == 0, NULL pointers, kind range.
+// Returns true when the call is already decided (*ret holds the result).
+bool AclLayerChecks(const char *api, void *dst, const void *src, size_t count, int64_t kind, aclError *ret)
+{
+    if (count == 0) {
+        *ret = ACL_SUCCESS;
+        return true;
+    }
+    if (dst == nullptr || src == nullptr) {
+        *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected a valid address", dst == nullptr ? "dst" : "src");
+        return true;
+    }
+    *ret = CheckCopyKind(api, kind);
+    return *ret != ACL_SUCCESS;
+}
+
+// Location checks shared by sync and async copies; *resolved receives the effective kind.
+aclError CheckLocations(const char *api, void *dst, const void *src, size_t count, int64_t kind,
+                        const MemInfo &dst_info, const MemInfo &src_info, int64_t *resolved)
+{
+    aclError ret = ACL_SUCCESS;
+    if (kind == ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
+        ret = CheckStagedLocations(api, src, src_info, dst, dst_info);
+        *resolved = kind;
+    } else {
+        ret = ResolveKind(api, src, src_info, dst, dst_info, kind, resolved);
+    }
+    if (ret == ACL_SUCCESS) {
+        ret = CheckExtent(api, "src", src, count, src_info);
+    }
+    if (ret == ACL_SUCCESS) {
+        ret = CheckExtent(api, "dst", dst, count, dst_info);
+    }
+    return ret;
+}
+
+aclError MemcpySync(const char *api, void *dst, size_t destMax, const void *src, size_t count, int64_t kind)
+{
+    aclError ret = ACL_SUCCESS;
+    if (AclLayerChecks(api, dst, src, count, kind, &ret)) {
+        return ret;
+    }
+    if (destMax == 0) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "destMax is 0; expected the byte capacity of dst");
+    }
+    if (count > destMax) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "count %zu exceeds destMax %zu", count, destMax);
+    }
+    if (dst == src) {
+        return ACL_SUCCESS;
+    }
+    int32_t device = -1;
+    ret = DeviceManager::Instance().CurrentDevice(api, &device);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    const MemoryRegistry &registry = MemoryRegistry::Instance();
+    const MemInfo dst_info = registry.Lookup(dst);
+    const MemInfo src_info = registry.Lookup(src);
+    int64_t resolved = kind;
+    ret = CheckLocations(api, dst, src, count, kind, dst_info, src_info, &resolved);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    CopyBytes(dst, src, count);
+    return ACL_SUCCESS;
+}
+
+aclError MemcpyAsyncCommon(const char *api, void *dst, size_t destMax, const void *src, size_t count, int64_t kind,
+                           aclrtStream handle)
+{
+    aclError ret = ACL_SUCCESS;
+    if (AclLayerChecks(api, dst, src, count, kind, &ret)) {
+        return ret;
+    }
+    std::shared_ptr<Stream> stream;
+    ret = LookupStreamHandle(api, handle, &stream);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    if (count > destMax) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "count %zu exceeds destMax %zu", count, destMax);
+    }
+    ret = UseDefaultStreamIfEmpty(api, &stream);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    const MemoryRegistry &registry = MemoryRegistry::Instance();
+    const MemInfo dst_info = registry.Lookup(dst);
+    const MemInfo src_info = registry.Lookup(src);
+    int64_t resolved = kind;
+    ret = CheckLocations(api, dst, src, count, kind, dst_info, src_info, &resolved);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    if (resolved == ACL_MEMCPY_HOST_TO_HOST) {
+        return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api,
+                    "src %p (%s) and dst %p (%s) make a host-to-host copy, which asynchronous copies do not "
+                    "support; use aclrtMemcpy or memcpy",
+                    src, MemKindName(src_info.kind), dst, MemKindName(dst_info.kind));
+    }
+    if (dst == src) {
+        return ACL_SUCCESS;
+    }
+    if (resolved == ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
+        std::unique_ptr<unsigned char[]> staged(new unsigned char[count]);
+        CopyBytes(staged.get(), src, count);
+        stream->Enqueue(std::make_unique<StagedCopyTask>(dst, std::move(staged), count));
+        return ACL_SUCCESS;
+    }
+    if (IsPageable(src_info) || IsPageable(dst_info)) {
+        ret = SynchronizeStream(api, *stream, -1);
+        if (ret != ACL_SUCCESS) {
+            return ret;
+        }
+        CopyBytes(dst, src, count);
+        return ACL_SUCCESS;
+    }
+    stream->Enqueue(std::make_unique<CopyTask>(dst, src, count));
+    return ACL_SUCCESS;
+}
+
+}  // namespace
+}  // namespace aclhost
+
+extern "C" aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind)
+{
+    constexpr const char *api = "aclrtMemcpy";
+    return aclhost::GuardedCall(
+        api, [&] { return aclhost::MemcpySync(api, dst, destMax, src, count, aclhost::RawEnumValue(kind)); });
+}
+
+extern "C" aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind,
+                                     aclrtStream stream)
+{
+    constexpr const char *api = "aclrtMemcpyAsync";
+    return aclhost::GuardedCall(api, [&] {
+        return aclhost::MemcpyAsyncCommon(api, dst, destMax, src, count, aclhost::RawEnumValue(kind), stream);
+    });
+}
+
+extern "C" aclError aclrtMemcpyAsyncWithCondition(void *dst, size_t destMax, const void *src, size_t count,
+                                                  aclrtMemcpyKind kind, aclrtStream stream)
+{
+    constexpr const char *api = "aclrtMemcpyAsyncWithCondition";
+    return aclhost::GuardedCall(api, [&] {
+        return aclhost::MemcpyAsyncCommon(api, dst, destMax, src, count, aclhost::RawEnumValue(kind), stream);
+    });
+}

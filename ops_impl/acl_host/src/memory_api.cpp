@@ -1,0 +1,162 @@
+// aclrtMalloc, aclrtMallocHost, aclrtFree, aclrtFreeHost and the host-only registration calls.
+//
+// Host-runtime choices (documented in docs/host_runtime.md):
+// - aclrtMalloc returns 64-byte aligned host memory recorded as DEVICE memory of the current device. Its
+//   size is rounded up to a multiple of 32 and the SoC profile's malloc_extra_bytes are added (not for the
+//   HUGE1G policies, as CANN); a size whose rounding overflows is ACL_ERROR_INVALID_PARAM (as CANN).
+// - aclrtMallocHost returns 64-byte aligned memory recorded as pinned HOST memory; it needs no device.
+// - aclrtFree / aclrtFreeHost take only the base of an allocation of their own kind (else 107000), and
+//   first wait for every stream to drain, so memory is never freed under a queued copy.
+#include "acl/acl_rt.h"
+#include "acl_host/acl_host_ext.h"
+#include "api_guard.h"
+#include "checked_math.h"
+#include "device.h"
+#include "error_state.h"
+#include "memory_registry.h"
+#include "soc_profile.h"
+#include "stream_table.h"
+
+using aclhost::DeviceManager;
+using aclhost::Fail;
+using aclhost::GuardedCall;
+using aclhost::MemKind;
+using aclhost::MemoryRegistry;
+
+namespace {
+
+constexpr size_t kMallocGranule = 32;
+
+bool IsHuge1gPolicy(int64_t policy)
+{
+    return policy == ACL_MEM_MALLOC_HUGE1G_ONLY || policy == ACL_MEM_MALLOC_HUGE1G_ONLY_P2P;
+}
+
+aclError FreeAllocation(const char *api, const char *param, MemKind kind, void *ptr)
+{
+    if (ptr == nullptr) {
+        return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected an address returned by %s", param,
+                    kind == MemKind::kDevice ? "aclrtMalloc" : "aclrtMallocHost");
+    }
+    MemoryRegistry &registry = MemoryRegistry::Instance();
+    const aclError ret = registry.CheckAllocationBase(api, param, kind, ptr);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    aclhost::DrainAllStreams();
+    return registry.Release(api, param, kind, ptr);
+}
+
+}  // namespace
+
+extern "C" aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
+{
+    constexpr const char *api = "aclrtMalloc";
+    return GuardedCall(api, [&]() -> aclError {
+        if (devPtr == nullptr) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "devPtr is NULL; expected a pointer to receive the address");
+        }
+        if (size == 0) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
+        }
+        aclError ret = ACL_SUCCESS;
+        const aclhost::SocProfile *soc = aclhost::RequireSoc(api, &ret);
+        if (soc == nullptr) {
+            return ret;
+        }
+        const size_t extra = IsHuge1gPolicy(aclhost::RawEnumValue(policy)) ? 0 : soc->malloc_extra_bytes;
+        size_t rounded = 0;
+        size_t padded = 0;
+        if (aclhost::RoundUpOverflows(size, kMallocGranule, &rounded) || aclhost::AddOverflows(rounded, extra, &padded)) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "size %zu is too large to round up to %zu bytes plus %zu", size,
+                        kMallocGranule, extra);
+        }
+        int32_t device = -1;
+        ret = DeviceManager::Instance().CurrentDevice(api, &device);
+        if (ret != ACL_SUCCESS) {
+            return ret;
+        }
+        return MemoryRegistry::Instance().Allocate(api, MemKind::kDevice, device, padded, devPtr);
+    });
+}
+
+extern "C" aclError aclrtMallocHost(void **hostPtr, size_t size)
+{
+    constexpr const char *api = "aclrtMallocHost";
+    return GuardedCall(api, [&]() -> aclError {
+        if (hostPtr == nullptr) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "hostPtr is NULL; expected a pointer to receive the address");
+        }
+        if (size == 0) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
+        }
+        return MemoryRegistry::Instance().Allocate(api, MemKind::kPinnedHost, -1, size, hostPtr);
+    });
+}
+
+extern "C" aclError aclrtFree(void *devPtr)
+{
+    constexpr const char *api = "aclrtFree";
+    return GuardedCall(api, [&] { return FreeAllocation(api, "devPtr", MemKind::kDevice, devPtr); });
+}
+
+extern "C" aclError aclrtFreeHost(void *hostPtr)
+{
+    constexpr const char *api = "aclrtFreeHost";
+    return GuardedCall(api, [&] { return FreeAllocation(api, "hostPtr", MemKind::kPinnedHost, hostPtr); });
+}
+
+extern "C" aclError aclhostRegisterDeviceMemory(void *ptr, size_t size)
+{
+    constexpr const char *api = "aclhostRegisterDeviceMemory";
+    return GuardedCall(api, [&]() -> aclError {
+        if (ptr == nullptr) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "ptr is NULL; expected the start of the memory to register");
+        }
+        if (size == 0) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
+        }
+        int32_t device = -1;
+        const aclError ret = DeviceManager::Instance().CurrentDevice(api, &device);
+        if (ret != ACL_SUCCESS) {
+            return ret;
+        }
+        return MemoryRegistry::Instance().Register(api, ptr, size, device);
+    });
+}
+
+extern "C" aclError aclhostUnregisterDeviceMemory(void *ptr)
+{
+    constexpr const char *api = "aclhostUnregisterDeviceMemory";
+    return GuardedCall(api, [&]() -> aclError {
+        if (ptr == nullptr) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "ptr is NULL; expected a registered address");
+        }
+        return MemoryRegistry::Instance().Unregister(api, ptr);
+    });
+}
+
+extern "C" aclError aclhostGetMemLocation(const void *ptr, int32_t *type, int32_t *deviceId, void **base,
+                                          size_t *size)
+{
+    constexpr const char *api = "aclhostGetMemLocation";
+    return GuardedCall(api, [&]() -> aclError {
+        if (ptr == nullptr) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "ptr is NULL; expected an address to look up");
+        }
+        if (type == nullptr || deviceId == nullptr) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected a pointer to an int32_t",
+                        type == nullptr ? "type" : "deviceId");
+        }
+        const aclhost::MemInfo info = MemoryRegistry::Instance().Lookup(ptr);
+        *type = info.LocationType();
+        *deviceId = info.device;
+        if (base != nullptr) {
+            *base = reinterpret_cast<void *>(info.base);
+        }
+        if (size != nullptr) {
+            *size = info.size;
+        }
+        return ACL_SUCCESS;
+    });
+}

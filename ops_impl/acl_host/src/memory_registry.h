@@ -1,0 +1,108 @@
+// The memory registry: which host addresses the runtime treats as device memory, pinned host memory or
+// framework memory registered as device memory. Everything else is pageable (UNREGISTERED).
+#ifndef MS_MEMCOPY_ACL_HOST_MEMORY_REGISTRY_H_
+#define MS_MEMCOPY_ACL_HOST_MEMORY_REGISTRY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <new>
+#include <shared_mutex>
+
+#include "acl/acl_rt.h"
+
+namespace aclhost {
+
+enum class MemKind : uint8_t {
+    kUnregistered,  // pageable host memory (malloc, stack, numpy, ...)
+    kPinnedHost,    // aclrtMallocHost
+    kDevice,        // aclrtMalloc
+    kFramework,     // aclhostRegisterDeviceMemory: framework-owned memory declared as device memory
+};
+
+const char *MemKindName(MemKind kind);
+
+// What the registry knows about one address.
+struct MemInfo {
+    MemKind kind = MemKind::kUnregistered;
+    int32_t device = -1;  // device id for kDevice / kFramework, else -1
+    uintptr_t base = 0;   // start of the allocation (0 when unregistered)
+    size_t size = 0;      // bytes of the allocation (0 when unregistered)
+
+    bool registered() const { return kind != MemKind::kUnregistered; }
+    bool is_device() const { return kind == MemKind::kDevice || kind == MemKind::kFramework; }
+    // ACL location type: HOST for pinned memory, DEVICE for device or framework memory, else UNREGISTERED.
+    int LocationType() const;
+};
+
+class MemoryRegistry {
+public:
+    static MemoryRegistry &Instance();
+
+    // 64-byte aligned allocation of `bytes` recorded as `kind` (kDevice or kPinnedHost).
+    // ACL_ERROR_RT_MEMORY_ALLOCATION when the host cannot provide it.
+    aclError Allocate(const char *api, MemKind kind, int32_t device, size_t bytes, void **out);
+
+    // ACL_SUCCESS when ptr is the base of an allocation of `kind`; else ACL_ERROR_RT_PARAM_INVALID.
+    aclError CheckAllocationBase(const char *api, const char *param, MemKind kind, const void *ptr) const;
+
+    // Removes and frees the allocation of `kind` starting at ptr (same error as CheckAllocationBase).
+    aclError Release(const char *api, const char *param, MemKind kind, void *ptr);
+
+    // Framework registration (see acl_host_ext.h for the rules).
+    aclError Register(const char *api, void *ptr, size_t size, int32_t device);
+    aclError Unregister(const char *api, void *ptr);
+
+    // One lookup under the registry's shared lock.
+    MemInfo Lookup(const void *ptr) const;
+
+    // Many lookups under one shared lock, with a two-entry cache of the last hits (a hit may be a gap
+    // between allocations, i.e. pageable memory). Used by batch copies. Keep it short-lived: aclrtFree
+    // and registration changes wait for it.
+    class Reader {
+    public:
+        explicit Reader(const MemoryRegistry &registry);
+        MemInfo Lookup(const void *ptr);
+
+    private:
+        struct Range {
+            uintptr_t begin = 1;
+            uintptr_t end = 0;  // empty until filled
+            MemInfo info;
+        };
+        const MemoryRegistry &registry_;
+        std::shared_lock<std::shared_mutex> lock_;
+        Range cache_[2];
+        unsigned next_slot_ = 0;
+    };
+
+private:
+    struct AlignedFree {
+        void operator()(void *p) const noexcept;
+    };
+    using Storage = std::unique_ptr<void, AlignedFree>;
+
+    struct Entry {
+        size_t size = 0;
+        MemKind kind = MemKind::kUnregistered;
+        int32_t device = -1;
+        uint64_t references = 0;  // framework registrations
+        Storage storage;          // owned memory of kDevice / kPinnedHost
+    };
+
+    MemoryRegistry() = default;
+    // The entry containing p, and the address range [*begin, *end) over which that answer holds.
+    MemInfo LookupLocked(uintptr_t p, uintptr_t *begin, uintptr_t *end) const;
+    // Stores the message for "ptr is not the base of an allocation of kind" and returns 107000.
+    aclError BaseMismatchLocked(const char *api, const char *param, MemKind kind, const void *ptr) const;
+
+    mutable std::shared_mutex mutex_;
+    std::map<uintptr_t, Entry> entries_;
+    // Registrations that lie inside a device allocation of the same device: counted, no new entry.
+    std::map<uintptr_t, uint64_t> nested_registrations_;
+};
+
+}  // namespace aclhost
+
+#endif  // MS_MEMCOPY_ACL_HOST_MEMORY_REGISTRY_H_

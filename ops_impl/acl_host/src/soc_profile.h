@@ -1,0 +1,30 @@
+// The emulated SoC: which memory-copy features the host runtime accepts (spec section 6).
+#ifndef MS_MEMCOPY_ACL_HOST_SOC_PROFILE_H_
+#define MS_MEMCOPY_ACL_HOST_SOC_PROFILE_H_
+
+#include <cstddef>
+
+#include "acl/acl_base.h"
+
+namespace aclhost {
+
+struct SocProfile {
+    const char *name;
+    bool memcpy_batch;          // aclrtMemcpyBatch / BatchAsync / V2
+    bool memcpy_desc;           // aclrtGetMemcpyDescSize / SetMemcpyDesc / MemcpyAsyncWithDesc
+    bool memcpy2d_d2d;          // aclrtMemcpy2dAsync device-to-device
+    size_t memcpy_desc_size;    // bytes per descriptor
+    size_t malloc_extra_bytes;  // aclrtMalloc padding after rounding up to 32
+};
+
+// The profile named by MS_MEMCOPY_SOC (unset or empty: the table's default), resolved once.
+// An unknown name leaves it unresolved, stores a message listing the valid names and returns NULL with
+// *error = ACL_ERROR_INVALID_PARAM; a later call tries again.
+const SocProfile *RequireSoc(const char *api, aclError *error);
+
+// Same resolution without touching the error message; NULL when MS_MEMCOPY_SOC is invalid.
+const SocProfile *SocOrNull();
+
+}  // namespace aclhost
+
+#endif  // MS_MEMCOPY_ACL_HOST_SOC_PROFILE_H_

@@ -1,0 +1,116 @@
+// Stream worker: tasks run one at a time in submission order on a thread owned by the stream.
+#include "stream.h"
+
+#include <chrono>
+#include <exception>
+#include <new>
+#include <utility>
+
+#include "acl/acl_rt.h"
+
+namespace aclhost {
+namespace {
+
+aclError RunGuarded(StreamTask &task, std::string *message) noexcept
+{
+    try {
+        return task.Run(message);
+    } catch (const std::bad_alloc &) {
+        try {
+            *message = "a stream task ran out of host memory";
+        } catch (...) {
+        }
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    } catch (const std::exception &e) {
+        try {
+            *message = std::string("a stream task failed: ") + e.what();
+        } catch (...) {
+        }
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    } catch (...) {
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    }
+}
+
+}  // namespace
+
+Stream::Stream(int32_t device) : device_(device) {}
+
+Stream::~Stream()
+{
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopping_ = true;
+    }
+    work_ready_.notify_all();
+    if (worker_.joinable()) {
+        worker_.join();
+    }
+}
+
+void Stream::Enqueue(std::unique_ptr<StreamTask> task)
+{
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!worker_.joinable()) {
+            worker_ = std::thread(&Stream::WorkerLoop, this);
+        }
+        queue_.push_back(std::move(task));
+        ++submitted_;
+    }
+    work_ready_.notify_one();
+}
+
+bool Stream::WaitIdle(int32_t timeout_ms)
+{
+    std::unique_lock<std::mutex> lock(mutex_);
+    const uint64_t target = submitted_;
+    const auto done = [this, target] { return completed_ >= target; };
+    if (timeout_ms < 0) {
+        work_done_.wait(lock, done);
+        return true;
+    }
+    if (timeout_ms == 0) {
+        return done();
+    }
+    return work_done_.wait_for(lock, std::chrono::milliseconds(timeout_ms), done);
+}
+
+bool Stream::TakeFailure(aclError *code, std::string *message)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failure_code_ == ACL_SUCCESS) {
+        return false;
+    }
+    *code = failure_code_;
+    message->swap(failure_message_);
+    failure_message_.clear();
+    failure_code_ = ACL_SUCCESS;
+    return true;
+}
+
+void Stream::WorkerLoop()
+{
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+        work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) {
+            return;  // stopping, and every queued task has run
+        }
+        std::unique_ptr<StreamTask> task = std::move(queue_.front());
+        queue_.pop_front();
+        lock.unlock();
+        std::string message;
+        const aclError code = RunGuarded(*task, &message);
+        task.reset();  // staging buffers are released outside the lock
+        lock.lock();
+        if (code != ACL_SUCCESS && failure_code_ == ACL_SUCCESS) {
+            failure_code_ = code;
+            failure_message_.swap(message);
+        }
+        ++completed_;
+        work_done_.notify_all();
+    }
+}
+
+}  // namespace aclhost

@@ -1,0 +1,64 @@
+// A stream of the host runtime: an in-order FIFO of tasks served by one worker thread.
+#ifndef MS_MEMCOPY_ACL_HOST_STREAM_H_
+#define MS_MEMCOPY_ACL_HOST_STREAM_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "acl/acl_base.h"
+
+namespace aclhost {
+
+// One unit of work on a stream. Run() executes on the stream's worker thread; a failure (a code other
+// than ACL_SUCCESS with *message filled) is recorded on the stream and reported by the next
+// aclrtSynchronizeStream on it.
+class StreamTask {
+public:
+    virtual ~StreamTask() = default;
+    virtual aclError Run(std::string *message) = 0;
+};
+
+class Stream {
+public:
+    explicit Stream(int32_t device);
+    ~Stream();  // runs every queued task, then stops the worker
+    Stream(const Stream &) = delete;
+    Stream &operator=(const Stream &) = delete;
+
+    int32_t device() const { return device_; }
+
+    // Appends a task; the worker thread starts on the first call.
+    void Enqueue(std::unique_ptr<StreamTask> task);
+
+    // Waits until every task submitted before this call has completed.
+    // timeout_ms: -1 waits forever, 0 only polls, > 0 waits at most that many milliseconds.
+    // Returns false when the tasks did not complete in time.
+    bool WaitIdle(int32_t timeout_ms);
+
+    // Moves out the first task failure recorded since the last call; false when there is none.
+    bool TakeFailure(aclError *code, std::string *message);
+
+private:
+    void WorkerLoop();
+
+    const int32_t device_;
+    std::mutex mutex_;
+    std::condition_variable work_ready_;
+    std::condition_variable work_done_;
+    std::deque<std::unique_ptr<StreamTask>> queue_;
+    uint64_t submitted_ = 0;
+    uint64_t completed_ = 0;
+    bool stopping_ = false;
+    aclError failure_code_ = 0;
+    std::string failure_message_;
+    std::thread worker_;
+};
+
+}  // namespace aclhost
+
+#endif  // MS_MEMCOPY_ACL_HOST_STREAM_H_

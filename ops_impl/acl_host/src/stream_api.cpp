@@ -1,0 +1,109 @@
+// aclrtCreateStream, aclrtDestroyStream, aclrtSynchronizeStream(WithTimeout), aclhostLaunchHostFunc.
+//
+// Host-runtime choices (documented in docs/host_runtime.md):
+// - A stream belongs to the device current at creation (ACL_ERROR_RT_CONTEXT_NULL without one); its worker
+//   thread starts with the first task.
+// - An unknown or destroyed handle is ACL_ERROR_RT_PARAM_INVALID (107000); handles are never reused.
+// - aclrtDestroyStream waits for the stream's pending tasks, then destroys it.
+// - A task failure (a descriptor copy whose descriptor is invalid when it executes) is reported once, by
+//   the next synchronize of that stream: ACL_ERROR_RT_INTERNAL_ERROR (507000) with the task's message.
+// - aclrtSynchronizeStreamWithTimeout: timeout < -1 is 107000; -1 waits forever, 0 polls, > 0 waits that
+//   many milliseconds; expiry is ACL_ERROR_RT_STREAM_SYNC_TIMEOUT (507046).
+#include <memory>
+#include <utility>
+
+#include "acl/acl_rt.h"
+#include "acl_host/acl_host_ext.h"
+#include "api_guard.h"
+#include "copy_tasks.h"
+#include "device.h"
+#include "error_state.h"
+#include "stream_table.h"
+
+using aclhost::Fail;
+using aclhost::GuardedCall;
+using aclhost::Stream;
+using aclhost::StreamTable;
+
+extern "C" aclError aclrtCreateStream(aclrtStream *stream)
+{
+    constexpr const char *api = "aclrtCreateStream";
+    return GuardedCall(api, [&]() -> aclError {
+        if (stream == nullptr) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a pointer to receive the handle");
+        }
+        int32_t device = -1;
+        const aclError ret = aclhost::DeviceManager::Instance().CurrentDevice(api, &device);
+        if (ret != ACL_SUCCESS) {
+            return ret;
+        }
+        *stream = StreamTable::Instance().AddUserStream(std::make_shared<Stream>(device));
+        return ACL_SUCCESS;
+    });
+}
+
+extern "C" aclError aclrtDestroyStream(aclrtStream stream)
+{
+    constexpr const char *api = "aclrtDestroyStream";
+    return GuardedCall(api, [&]() -> aclError {
+        if (stream == nullptr) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a handle from aclrtCreateStream");
+        }
+        std::shared_ptr<Stream> removed = StreamTable::Instance().RemoveUserStream(stream);
+        if (removed == nullptr) {
+            return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                        "stream %p is not a live stream (never created by aclrtCreateStream, or already destroyed)",
+                        stream);
+        }
+        (void)removed->WaitIdle(-1);
+        return ACL_SUCCESS;  // the last reference joins the worker thread
+    });
+}
+
+extern "C" aclError aclrtSynchronizeStream(aclrtStream stream)
+{
+    constexpr const char *api = "aclrtSynchronizeStream";
+    return GuardedCall(api, [&]() -> aclError {
+        std::shared_ptr<Stream> target;
+        const aclError ret = aclhost::ResolveStream(api, stream, &target);
+        if (ret != ACL_SUCCESS) {
+            return ret;
+        }
+        return aclhost::SynchronizeStream(api, *target, -1);
+    });
+}
+
+extern "C" aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout)
+{
+    constexpr const char *api = "aclrtSynchronizeStreamWithTimeout";
+    return GuardedCall(api, [&]() -> aclError {
+        if (timeout < -1) {
+            return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                        "timeout %d is invalid; expected -1 (wait forever), 0 (poll) or a positive number of ms",
+                        static_cast<int>(timeout));
+        }
+        std::shared_ptr<Stream> target;
+        const aclError ret = aclhost::ResolveStream(api, stream, &target);
+        if (ret != ACL_SUCCESS) {
+            return ret;
+        }
+        return aclhost::SynchronizeStream(api, *target, timeout);
+    });
+}
+
+extern "C" aclError aclhostLaunchHostFunc(aclrtStream stream, aclhostHostFunc fn, void *userData)
+{
+    constexpr const char *api = "aclhostLaunchHostFunc";
+    return GuardedCall(api, [&]() -> aclError {
+        if (fn == nullptr) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "fn is NULL; expected a function to run on the stream");
+        }
+        std::shared_ptr<Stream> target;
+        const aclError ret = aclhost::ResolveStream(api, stream, &target);
+        if (ret != ACL_SUCCESS) {
+            return ret;
+        }
+        target->Enqueue(std::make_unique<aclhost::HostFuncTask>(fn, userData));
+        return ACL_SUCCESS;
+    });
+}

@@ -1,0 +1,133 @@
+// Stream handle table and the stream lookups shared by every API that takes an aclrtStream.
+#include "stream_table.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "device.h"
+#include "error_state.h"
+
+namespace aclhost {
+namespace {
+
+// Handles are 0x1000 + 16 * id: never a valid pointer, never reused.
+constexpr uintptr_t kHandleBase = 0x1000;
+constexpr uintptr_t kHandleStride = 16;
+
+}  // namespace
+
+StreamTable &StreamTable::Instance()
+{
+    // Never destroyed: worker threads may still be idle at process exit.
+    static StreamTable *const table = new StreamTable();
+    return *table;
+}
+
+aclrtStream StreamTable::AddUserStream(std::shared_ptr<Stream> stream)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uintptr_t key = kHandleBase + kHandleStride * static_cast<uintptr_t>(next_id_);
+    user_streams_.emplace(key, std::move(stream));
+    ++next_id_;
+    return reinterpret_cast<aclrtStream>(key);
+}
+
+std::shared_ptr<Stream> StreamTable::FindUserStream(aclrtStream handle) const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = user_streams_.find(reinterpret_cast<uintptr_t>(handle));
+    return it == user_streams_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<Stream> StreamTable::RemoveUserStream(aclrtStream handle)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = user_streams_.find(reinterpret_cast<uintptr_t>(handle));
+    if (it == user_streams_.end()) {
+        return nullptr;
+    }
+    std::shared_ptr<Stream> stream = std::move(it->second);
+    user_streams_.erase(it);
+    return stream;
+}
+
+void StreamTable::AddDefaultStream(const std::shared_ptr<Stream> &stream)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    default_streams_.push_back(stream);
+}
+
+void StreamTable::RemoveDefaultStream(const Stream *stream)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    default_streams_.erase(std::remove_if(default_streams_.begin(), default_streams_.end(),
+                                          [stream](const std::shared_ptr<Stream> &s) { return s.get() == stream; }),
+                           default_streams_.end());
+}
+
+std::vector<std::shared_ptr<Stream>> StreamTable::AllStreams() const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::shared_ptr<Stream>> all(default_streams_);
+    all.reserve(all.size() + user_streams_.size());
+    for (const auto &entry : user_streams_) {
+        all.push_back(entry.second);
+    }
+    return all;
+}
+
+aclError LookupStreamHandle(const char *api, aclrtStream handle, std::shared_ptr<Stream> *out)
+{
+    if (handle == nullptr) {
+        out->reset();
+        return ACL_SUCCESS;
+    }
+    *out = StreamTable::Instance().FindUserStream(handle);
+    if (*out == nullptr) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                    "stream %p is not a live stream (never created by aclrtCreateStream, or already destroyed)",
+                    handle);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError UseDefaultStreamIfEmpty(const char *api, std::shared_ptr<Stream> *out)
+{
+    if (*out != nullptr) {
+        return ACL_SUCCESS;
+    }
+    return DeviceManager::Instance().DefaultStream(api, out);
+}
+
+aclError ResolveStream(const char *api, aclrtStream handle, std::shared_ptr<Stream> *out)
+{
+    const aclError ret = LookupStreamHandle(api, handle, out);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    return UseDefaultStreamIfEmpty(api, out);
+}
+
+aclError SynchronizeStream(const char *api, Stream &stream, int32_t timeout_ms)
+{
+    if (!stream.WaitIdle(timeout_ms)) {
+        return Fail(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, api,
+                    "the stream's tasks did not complete within timeout %d ms", static_cast<int>(timeout_ms));
+    }
+    aclError code = ACL_SUCCESS;
+    std::string message;
+    if (stream.TakeFailure(&code, &message)) {
+        return Fail(code, api, "a task on the stream failed: %s", message.c_str());
+    }
+    return ACL_SUCCESS;
+}
+
+void DrainAllStreams()
+{
+    for (const std::shared_ptr<Stream> &stream : StreamTable::Instance().AllStreams()) {
+        (void)stream->WaitIdle(-1);
+    }
+}
+
+}  // namespace aclhost

@@ -1,0 +1,60 @@
+// Live stream handles, default-stream resolution and stream synchronization helpers.
+#ifndef MS_MEMCOPY_ACL_HOST_STREAM_TABLE_H_
+#define MS_MEMCOPY_ACL_HOST_STREAM_TABLE_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "acl/acl_rt.h"
+#include "stream.h"
+
+namespace aclhost {
+
+// Every stream of the process. User streams are reachable through opaque handles (small integers that
+// are never reused, so a destroyed handle always reads as unknown); default streams are listed only so
+// that aclrtFree can wait for them.
+class StreamTable {
+public:
+    static StreamTable &Instance();
+
+    aclrtStream AddUserStream(std::shared_ptr<Stream> stream);
+    std::shared_ptr<Stream> FindUserStream(aclrtStream handle) const;  // empty when unknown
+    std::shared_ptr<Stream> RemoveUserStream(aclrtStream handle);       // empty when unknown
+
+    void AddDefaultStream(const std::shared_ptr<Stream> &stream);
+    void RemoveDefaultStream(const Stream *stream);
+
+    std::vector<std::shared_ptr<Stream>> AllStreams() const;
+
+private:
+    StreamTable() = default;
+
+    mutable std::mutex mutex_;
+    uint64_t next_id_ = 1;
+    std::unordered_map<uintptr_t, std::shared_ptr<Stream>> user_streams_;
+    std::vector<std::shared_ptr<Stream>> default_streams_;
+};
+
+// A non-NULL handle must name a live stream (else ACL_ERROR_RT_PARAM_INVALID); a NULL handle leaves
+// *out empty so that the caller resolves the default stream later, where CANN checks the context.
+aclError LookupStreamHandle(const char *api, aclrtStream handle, std::shared_ptr<Stream> *out);
+
+// Fills an empty *out with the current device's default stream (ACL_ERROR_RT_CONTEXT_NULL without one).
+aclError UseDefaultStreamIfEmpty(const char *api, std::shared_ptr<Stream> *out);
+
+// LookupStreamHandle followed by UseDefaultStreamIfEmpty.
+aclError ResolveStream(const char *api, aclrtStream handle, std::shared_ptr<Stream> *out);
+
+// Waits for the stream like aclrtSynchronizeStream(WithTimeout): 507046 on expiry, and the first task
+// failure recorded on the stream (consumed, with its message) once the tasks have completed.
+aclError SynchronizeStream(const char *api, Stream &stream, int32_t timeout_ms);
+
+// Waits until every stream of the process is idle; recorded failures stay for their next synchronize.
+void DrainAllStreams();
+
+}  // namespace aclhost
+
+#endif  // MS_MEMCOPY_ACL_HOST_STREAM_TABLE_H_
