@@ -254,6 +254,16 @@ MemInfo MemoryRegistry::Lookup(const void *ptr) const
 
 MemoryRegistry::Reader::Reader(const MemoryRegistry &registry) : registry_(registry), lock_(registry.mutex_) {}
 
+void MemoryRegistry::Reader::Pause()
+{
+    lock_.unlock();
+    for (Range &range : cache_) {
+        range = Range();
+    }
+}
+
+void MemoryRegistry::Reader::Resume() { lock_.lock(); }
+
 MemInfo MemoryRegistry::Reader::Lookup(const void *ptr)
 {
     const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);

@@ -58,12 +58,15 @@ public:
     MemInfo Lookup(const void *ptr) const;
 
     // Many lookups under one shared lock, with a two-entry cache of the last hits (a hit may be a gap
-    // between allocations, i.e. pageable memory). Used by batch copies. Keep it short-lived: aclrtFree
-    // and registration changes wait for it.
+    // between allocations, i.e. pageable memory). Used by batch copies. aclrtFree and registration
+    // changes wait for it, so Pause() it before waiting for a stream (no thread ever waits for a stream
+    // while holding the registry lock; stream tasks may then take it).
     class Reader {
     public:
         explicit Reader(const MemoryRegistry &registry);
         MemInfo Lookup(const void *ptr);
+        void Pause();   // releases the lock and forgets the cache
+        void Resume();  // takes the lock again
 
     private:
         struct Range {

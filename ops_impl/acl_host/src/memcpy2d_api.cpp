@@ -1,0 +1,229 @@
+// aclrtMemcpy2d and aclrtMemcpy2dAsync.
+//
+// Check order (spec section 3, CANN 9.1):
+//   width == 0 or height == 0 -> success, no copy (v9.1+) | dst, src NULL -> 100000
+//   width > spitch or width > dpitch -> 100000 | kind not in {H2D, D2H, D2D, DEFAULT} -> 100000
+//   async: stream handle unknown -> 107000; NULL stream without a device -> 107002
+//   height > 5242880 or width > 5000000 -> 107000
+//   sync: kind D2D -> 207000 (sync 2D supports only H2D/D2H); sync: no device -> 107002
+//   kind auto-correction by location (107000 when a pageable endpoint does not fit the kind)
+//   sync: resolved D2D -> 207000; resolved H2H -> 107000 (2D copies are only H2D, D2H or D2D)
+//   async: resolved D2D on a SoC profile without memcpy2d_d2d -> 207000
+//   extent check of both pitched ranges (host-runtime memory safety) -> 107000
+//
+// Host-runtime choices (documented in docs/host_runtime.md):
+// - CANN returns 107000 when DEFAULT (or a kind corrected by location) resolves to D2D in the synchronous
+//   call; the project rule is 207000 for every D2D the synchronous call would perform.
+// - The SoC gate for 2dAsync D2D applies to the resolved kind (a D2D request whose pointers make it H2D
+//   is an H2D copy).
+// - A pageable endpoint makes 2dAsync drain the stream and copy on the calling thread (as CANN).
+// - UNCONFIRMED in the spec: the hardware result of 2dAsync D2D on 310P/310B/910. Choice: those profiles
+//   have memcpy2d_d2d false in configs/soc_profiles.yaml, so the call returns 207000.
+#include <memory>
+
+#include "acl/acl_rt.h"
+#include "api_guard.h"
+#include "checked_math.h"
+#include "copy_engine.h"
+#include "copy_tasks.h"
+#include "device.h"
+#include "error_state.h"
+#include "memcpy_common.h"
+#include "memory_registry.h"
+#include "soc_profile.h"
+#include "stream_table.h"
+
+namespace aclhost {
+namespace {
+
+constexpr size_t kMax2dHeight = 5242880;  // 5 * 1024 * 1024 rows
+constexpr size_t kMax2dWidth = 5000000;   // bytes per row
+
+struct Copy2DArgs {
+    void *dst;
+    size_t dpitch;
+    const void *src;
+    size_t spitch;
+    size_t width;
+    size_t height;
+    int64_t kind;
+};
+
+// The ACL-layer checks; true when the call is decided (*ret holds the result).
+bool AclLayerChecks(const char *api, const Copy2DArgs &a, aclError *ret)
+{
+    if (a.width == 0 || a.height == 0) {
+        *ret = ACL_SUCCESS;
+        return true;
+    }
+    if (a.dst == nullptr || a.src == nullptr) {
+        *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected a valid address",
+                    a.dst == nullptr ? "dst" : "src");
+        return true;
+    }
+    if (a.width > a.spitch || a.width > a.dpitch) {
+        *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "width %zu exceeds %s %zu; expected width <= spitch and <= dpitch",
+                    a.width, a.width > a.spitch ? "spitch" : "dpitch", a.width > a.spitch ? a.spitch : a.dpitch);
+        return true;
+    }
+    if (a.kind != ACL_MEMCPY_HOST_TO_DEVICE && a.kind != ACL_MEMCPY_DEVICE_TO_HOST &&
+        a.kind != ACL_MEMCPY_DEVICE_TO_DEVICE && a.kind != ACL_MEMCPY_DEFAULT) {
+        *ret = Fail(ACL_ERROR_INVALID_PARAM, api,
+                    "kind %lld (%s) is not supported; expected ACL_MEMCPY_HOST_TO_DEVICE(1), DEVICE_TO_HOST(2), "
+                    "DEVICE_TO_DEVICE(3) or DEFAULT(4)",
+                    static_cast<long long>(a.kind), KindName(a.kind));
+        return true;
+    }
+    return false;
+}
+
+aclError CheckLimits(const char *api, const Copy2DArgs &a)
+{
+    if (a.height > kMax2dHeight) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "height %zu exceeds the limit %zu", a.height, kMax2dHeight);
+    }
+    if (a.width > kMax2dWidth) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "width %zu exceeds the limit %zu", a.width, kMax2dWidth);
+    }
+    return ACL_SUCCESS;
+}
+
+// Bytes from the first byte of row 0 to the last byte of the last row.
+aclError CheckPitchedExtent(const char *api, const char *param, const void *p, size_t pitch, size_t width,
+                            size_t height, const MemInfo &info)
+{
+    size_t rows = 0;
+    size_t span = 0;
+    if (MulOverflows(height - 1, pitch, &rows) || AddOverflows(rows, width, &span)) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "%s extent (height %zu - 1) * pitch %zu + width %zu overflows",
+                    param, height, pitch, width);
+    }
+    return CheckExtent(api, param, p, span, info);
+}
+
+// Location-based kind resolution and the checks on the resolved kind shared by sync and async.
+aclError ResolveAndCheck(const char *api, const Copy2DArgs &a, bool sync, MemInfo *dst_info, MemInfo *src_info,
+                         int64_t *resolved)
+{
+    const MemoryRegistry &registry = MemoryRegistry::Instance();
+    *dst_info = registry.Lookup(a.dst);
+    *src_info = registry.Lookup(a.src);
+    aclError ret = ResolveKind(api, a.src, *src_info, a.dst, *dst_info, a.kind, resolved);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    if (sync && *resolved == ACL_MEMCPY_DEVICE_TO_DEVICE) {
+        return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api,
+                    "src %p and dst %p are both device memory; aclrtMemcpy2d supports only host-to-device and "
+                    "device-to-host (use aclrtMemcpy2dAsync)",
+                    a.src, a.dst);
+    }
+    if (*resolved == ACL_MEMCPY_HOST_TO_HOST) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                    "src %p (%s) and dst %p (%s) make a host-to-host copy; 2D copies support only H2D, D2H%s",
+                    a.src, MemKindName(src_info->kind), a.dst, MemKindName(dst_info->kind), sync ? "" : " or D2D");
+    }
+    if (!sync && *resolved == ACL_MEMCPY_DEVICE_TO_DEVICE) {
+        const SocProfile *soc = RequireSoc(api, &ret);
+        if (soc == nullptr) {
+            return ret;
+        }
+        if (!soc->memcpy2d_d2d) {
+            return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api,
+                        "device-to-device 2D copies are not supported on SoC %s", soc->name);
+        }
+    }
+    ret = CheckPitchedExtent(api, "src", a.src, a.spitch, a.width, a.height, *src_info);
+    if (ret == ACL_SUCCESS) {
+        ret = CheckPitchedExtent(api, "dst", a.dst, a.dpitch, a.width, a.height, *dst_info);
+    }
+    return ret;
+}
+
+aclError Memcpy2dSync(const char *api, const Copy2DArgs &a)
+{
+    aclError ret = ACL_SUCCESS;
+    if (AclLayerChecks(api, a, &ret)) {
+        return ret;
+    }
+    ret = CheckLimits(api, a);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    if (a.kind == ACL_MEMCPY_DEVICE_TO_DEVICE) {
+        return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api,
+                    "kind ACL_MEMCPY_DEVICE_TO_DEVICE(3) is not supported by aclrtMemcpy2d; expected "
+                    "ACL_MEMCPY_HOST_TO_DEVICE(1), DEVICE_TO_HOST(2) or DEFAULT(4) (use aclrtMemcpy2dAsync)");
+    }
+    int32_t device = -1;
+    ret = DeviceManager::Instance().CurrentDevice(api, &device);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    MemInfo dst_info;
+    MemInfo src_info;
+    int64_t resolved = a.kind;
+    ret = ResolveAndCheck(api, a, true, &dst_info, &src_info, &resolved);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    Copy2D(a.dst, a.dpitch, a.src, a.spitch, a.width, a.height);
+    return ACL_SUCCESS;
+}
+
+aclError Memcpy2dAsync(const char *api, const Copy2DArgs &a, aclrtStream handle)
+{
+    aclError ret = ACL_SUCCESS;
+    if (AclLayerChecks(api, a, &ret)) {
+        return ret;
+    }
+    std::shared_ptr<Stream> stream;
+    ret = ResolveStream(api, handle, &stream);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    ret = CheckLimits(api, a);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    MemInfo dst_info;
+    MemInfo src_info;
+    int64_t resolved = a.kind;
+    ret = ResolveAndCheck(api, a, false, &dst_info, &src_info, &resolved);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    if (IsPageable(src_info) || IsPageable(dst_info)) {
+        ret = SynchronizeStream(api, *stream, -1);
+        if (ret != ACL_SUCCESS) {
+            return ret;
+        }
+        Copy2D(a.dst, a.dpitch, a.src, a.spitch, a.width, a.height);
+        return ACL_SUCCESS;
+    }
+    stream->Enqueue(std::make_unique<Copy2DTask>(a.dst, a.dpitch, a.src, a.spitch, a.width, a.height));
+    return ACL_SUCCESS;
+}
+
+}  // namespace
+}  // namespace aclhost
+
+extern "C" aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                  size_t height, aclrtMemcpyKind kind)
+{
+    constexpr const char *api = "aclrtMemcpy2d";
+    return aclhost::GuardedCall(api, [&] {
+        const aclhost::Copy2DArgs args{dst, dpitch, src, spitch, width, height, aclhost::RawEnumValue(kind)};
+        return aclhost::Memcpy2dSync(api, args);
+    });
+}
+
+extern "C" aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                       size_t height, aclrtMemcpyKind kind, aclrtStream stream)
+{
+    constexpr const char *api = "aclrtMemcpy2dAsync";
+    return aclhost::GuardedCall(api, [&] {
+        const aclhost::Copy2DArgs args{dst, dpitch, src, spitch, width, height, aclhost::RawEnumValue(kind)};
+        return aclhost::Memcpy2dAsync(api, args, stream);
+    });
+}

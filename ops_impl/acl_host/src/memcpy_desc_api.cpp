@@ -1,0 +1,324 @@
+// aclrtGetMemcpyDescSize, aclrtSetMemcpyDesc, aclrtMemcpyAsyncWithDesc (layout in memcpy_desc.h).
+//
+// Check order (spec section 3, CANN 9.1):
+//   GetMemcpyDescSize: descSize NULL -> 100000 | kind >= 8 -> 100000 | SoC without memcpy_desc -> 207000 |
+//     kind != INNER_DEVICE_TO_DEVICE(6) -> 207000
+//   SetMemcpyDesc: desc NULL -> 100000 | kind >= 8 -> 100000 | srcAddr, dstAddr NULL -> 100000 |
+//     count == 0 -> 100000 | config != NULL -> 100000 | SoC without memcpy_desc -> 207000 | kind != 6 -> 207000 |
+//     count > 4 GiB -> 107000 | desc not 64-byte aligned -> 107000 | desc not device memory -> 107000 |
+//     src/dst not both device memory of the same device -> 107000 |
+//     (host runtime) desc allocation shorter than descSize from desc, src/dst ranges past their
+//     allocations -> 107000 | no device -> 107002
+//   MemcpyAsyncWithDesc: desc NULL -> 100000 | kind >= 8 -> 100000 | stream NULL -> 100000 (NULL is not the
+//     default stream here) | SoC without memcpy_desc -> 207000 | stream unknown -> 107000 | kind != 6 -> 207000 |
+//     desc not device memory, or (host runtime) shorter than descSize -> 107000
+//
+// Host-runtime choices (documented in docs/host_runtime.md):
+// - aclrtSetMemcpyDesc writes the descriptor synchronously on the calling thread (UNCONFIRMED in the spec
+//   how CANN writes it; A2/A3 use a synchronous H2D write).
+// - aclrtMemcpyAsyncWithDesc enqueues a task that reads src/dst/count from the descriptor when it executes,
+//   not at enqueue time. A descriptor that is not valid then (wrong magic or version, count out of range,
+//   or src/dst no longer device memory holding the whole range) is a task failure: nothing is copied and
+//   the next aclrtSynchronizeStream on the stream returns ACL_ERROR_RT_INTERNAL_ERROR (507000) with the
+//   reason.
+// - The descriptor fields are written and read with atomic accesses, so a descriptor rewritten while a
+//   copy using it is queued is well defined (the copy sees the old or the new value of each field).
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "acl/acl_rt.h"
+#include "api_guard.h"
+#include "checked_math.h"
+#include "copy_engine.h"
+#include "device.h"
+#include "error_state.h"
+#include "memcpy_common.h"
+#include "memcpy_desc.h"
+#include "memory_registry.h"
+#include "soc_profile.h"
+#include "stream_table.h"
+
+namespace aclhost {
+namespace {
+
+constexpr int64_t kKindLimit = 8;  // CANN's RT_MEMCPY_KIND_MAX
+
+template <typename T>
+T *Field(void *desc, size_t offset)
+{
+    return reinterpret_cast<T *>(static_cast<unsigned char *>(desc) + offset);
+}
+
+aclError CheckKindRange(const char *api, int64_t kind)
+{
+    if (kind < 0 || kind >= kKindLimit) {
+        return Fail(ACL_ERROR_INVALID_PARAM, api, "kind %lld is out of range; expected [0, %lld)",
+                    static_cast<long long>(kind), static_cast<long long>(kKindLimit));
+    }
+    return ACL_SUCCESS;
+}
+
+aclError CheckInnerKind(const char *api, int64_t kind)
+{
+    if (kind != ACL_MEMCPY_INNER_DEVICE_TO_DEVICE) {
+        return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "kind %s is not supported; expected %s", KindName(kind),
+                    KindName(ACL_MEMCPY_INNER_DEVICE_TO_DEVICE));
+    }
+    return ACL_SUCCESS;
+}
+
+// The SoC gate of the three descriptor calls; *soc receives the profile.
+aclError CheckDescFeature(const char *api, const SocProfile **soc)
+{
+    aclError ret = ACL_SUCCESS;
+    *soc = RequireSoc(api, &ret);
+    if (*soc == nullptr) {
+        return ret;
+    }
+    if (!(*soc)->memcpy_desc) {
+        return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "memory-copy descriptors are not supported on SoC %s",
+                    (*soc)->name);
+    }
+    return ACL_SUCCESS;
+}
+
+// Bytes the runtime reads or writes at desc: the profile's descriptor size, at least the layout.
+size_t DescFootprint(const SocProfile &soc) { return std::max(soc.memcpy_desc_size, kDescLayoutBytes); }
+
+// desc must be device memory with at least desc_size bytes left in its allocation.
+aclError CheckDescMemory(const char *api, const void *desc, size_t desc_size)
+{
+    const MemInfo info = MemoryRegistry::Instance().Lookup(desc);
+    if (!info.is_device()) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "desc %p is %s; expected device memory (aclrtMalloc)", desc,
+                    MemKindName(info.kind));
+    }
+    const size_t left = info.base + info.size - reinterpret_cast<uintptr_t>(desc);
+    if (left < desc_size) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                    "desc %p has %zu bytes left in its allocation; expected at least the descriptor size %zu", desc,
+                    left, desc_size);
+    }
+    return ACL_SUCCESS;
+}
+
+// The copy task: reads the descriptor when it runs.
+class DescCopyTask final : public StreamTask {
+public:
+    explicit DescCopyTask(void *desc) : desc_(desc) {}
+
+    aclError Run(std::string *message) override
+    {
+        char text[256];
+        if (reinterpret_cast<uintptr_t>(desc_) % kDescAlignment != 0) {
+            (void)std::snprintf(text, sizeof(text),
+                                "aclrtMemcpyAsyncWithDesc: descriptor %p is not 64-byte aligned, so "
+                                "aclrtSetMemcpyDesc never wrote it; nothing was copied",
+                                desc_);
+            *message = text;
+            return ACL_ERROR_RT_INTERNAL_ERROR;
+        }
+        const uint32_t magic = __atomic_load_n(Field<uint32_t>(desc_, kDescMagicOffset), __ATOMIC_ACQUIRE);
+        const uint32_t version = __atomic_load_n(Field<uint32_t>(desc_, kDescVersionOffset), __ATOMIC_RELAXED);
+        if (magic != kDescMagic || version != kDescVersion) {
+            (void)std::snprintf(text, sizeof(text),
+                                "aclrtMemcpyAsyncWithDesc: descriptor %p holds magic 0x%08" PRIx32 " version %" PRIu32
+                                " when the copy executes; expected 0x%08" PRIx32 " version %" PRIu32
+                                " (written by aclrtSetMemcpyDesc); nothing was copied",
+                                desc_, magic, version, kDescMagic, kDescVersion);
+            *message = text;
+            return ACL_ERROR_RT_INTERNAL_ERROR;
+        }
+        const uint64_t src = __atomic_load_n(Field<uint64_t>(desc_, kDescSrcOffset), __ATOMIC_RELAXED);
+        const uint64_t dst = __atomic_load_n(Field<uint64_t>(desc_, kDescDstOffset), __ATOMIC_RELAXED);
+        const uint64_t count = __atomic_load_n(Field<uint64_t>(desc_, kDescCountOffset), __ATOMIC_RELAXED);
+        void *const dst_ptr = reinterpret_cast<void *>(static_cast<uintptr_t>(dst));
+        const void *const src_ptr = reinterpret_cast<const void *>(static_cast<uintptr_t>(src));
+        if (count == 0 || count > kDescMaxCount || !EndpointIsDevice(src_ptr, count) ||
+            !EndpointIsDevice(dst_ptr, count)) {
+            (void)std::snprintf(text, sizeof(text),
+                                "aclrtMemcpyAsyncWithDesc: descriptor %p (src 0x%" PRIx64 ", dst 0x%" PRIx64
+                                ", count %" PRIu64 ") no longer describes a copy between device memory when it "
+                                "executes; nothing was copied",
+                                desc_, src, dst, count);
+            *message = text;
+            return ACL_ERROR_RT_INTERNAL_ERROR;
+        }
+        CopyBytes(dst_ptr, src_ptr, static_cast<size_t>(count));
+        return ACL_SUCCESS;
+    }
+
+private:
+    static bool EndpointIsDevice(const void *p, uint64_t count)
+    {
+        const MemInfo info = MemoryRegistry::Instance().Lookup(p);
+        uintptr_t end = 0;
+        return info.is_device() && !RangeEndOverflows(p, static_cast<size_t>(count), &end) &&
+               end <= info.base + info.size;
+    }
+
+    void *desc_;
+};
+
+aclError GetMemcpyDescSize(const char *api, int64_t kind, size_t *descSize)
+{
+    if (descSize == nullptr) {
+        return Fail(ACL_ERROR_INVALID_PARAM, api, "descSize is NULL; expected a pointer to a size_t");
+    }
+    aclError ret = CheckKindRange(api, kind);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    const SocProfile *soc = nullptr;
+    ret = CheckDescFeature(api, &soc);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    ret = CheckInnerKind(api, kind);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    *descSize = soc->memcpy_desc_size;
+    return ACL_SUCCESS;
+}
+
+aclError SetMemcpyDesc(const char *api, void *desc, int64_t kind, void *srcAddr, void *dstAddr, size_t count,
+                       const void *config)
+{
+    if (desc == nullptr) {
+        return Fail(ACL_ERROR_INVALID_PARAM, api, "desc is NULL; expected device memory of the descriptor size");
+    }
+    aclError ret = CheckKindRange(api, kind);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    if (srcAddr == nullptr || dstAddr == nullptr) {
+        return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected device memory",
+                    srcAddr == nullptr ? "srcAddr" : "dstAddr");
+    }
+    if (count == 0) {
+        return Fail(ACL_ERROR_INVALID_PARAM, api, "count is 0; expected a positive byte count");
+    }
+    if (config != nullptr) {
+        return Fail(ACL_ERROR_INVALID_PARAM, api, "config %p is a reserved parameter; expected NULL", config);
+    }
+    const SocProfile *soc = nullptr;
+    ret = CheckDescFeature(api, &soc);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    ret = CheckInnerKind(api, kind);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    if (count > kDescMaxCount) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "count %zu exceeds the limit %llu (4 GiB)", count,
+                    static_cast<unsigned long long>(kDescMaxCount));
+    }
+    if (reinterpret_cast<uintptr_t>(desc) % kDescAlignment != 0) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "desc %p is not 64-byte aligned", desc);
+    }
+    const MemoryRegistry &registry = MemoryRegistry::Instance();
+    const MemInfo src_info = registry.Lookup(srcAddr);
+    const MemInfo dst_info = registry.Lookup(dstAddr);
+    ret = CheckDescMemory(api, desc, DescFootprint(*soc));
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    if (!src_info.is_device() || !dst_info.is_device() || src_info.device != dst_info.device) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                    "srcAddr %p (%s, device %d) and dstAddr %p (%s, device %d) do not match kind %s; expected "
+                    "device memory of one device on both sides",
+                    srcAddr, MemKindName(src_info.kind), static_cast<int>(src_info.device), dstAddr,
+                    MemKindName(dst_info.kind), static_cast<int>(dst_info.device), KindName(kind));
+    }
+    ret = CheckExtent(api, "srcAddr", srcAddr, count, src_info);
+    if (ret == ACL_SUCCESS) {
+        ret = CheckExtent(api, "dstAddr", dstAddr, count, dst_info);
+    }
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    int32_t device = -1;
+    ret = DeviceManager::Instance().CurrentDevice(api, &device);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    __atomic_store_n(Field<uint32_t>(desc, kDescMagicOffset), 0U, __ATOMIC_RELAXED);
+    __atomic_store_n(Field<uint64_t>(desc, kDescSrcOffset), static_cast<uint64_t>(reinterpret_cast<uintptr_t>(srcAddr)),
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(Field<uint64_t>(desc, kDescDstOffset), static_cast<uint64_t>(reinterpret_cast<uintptr_t>(dstAddr)),
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(Field<uint64_t>(desc, kDescCountOffset), static_cast<uint64_t>(count), __ATOMIC_RELAXED);
+    __atomic_store_n(Field<uint32_t>(desc, kDescVersionOffset), kDescVersion, __ATOMIC_RELAXED);
+    for (size_t offset = kDescLayoutBytes; offset + sizeof(uint64_t) <= DescFootprint(*soc); offset += sizeof(uint64_t)) {
+        __atomic_store_n(Field<uint64_t>(desc, offset), uint64_t{0}, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(Field<uint32_t>(desc, kDescMagicOffset), kDescMagic, __ATOMIC_RELEASE);
+    return ACL_SUCCESS;
+}
+
+aclError MemcpyAsyncWithDesc(const char *api, void *desc, int64_t kind, aclrtStream handle)
+{
+    if (desc == nullptr) {
+        return Fail(ACL_ERROR_INVALID_PARAM, api, "desc is NULL; expected a descriptor set by aclrtSetMemcpyDesc");
+    }
+    aclError ret = CheckKindRange(api, kind);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    if (handle == nullptr) {
+        return Fail(ACL_ERROR_INVALID_PARAM, api,
+                    "stream is NULL; expected a stream from aclrtCreateStream (the default stream is not allowed)");
+    }
+    const SocProfile *soc = nullptr;
+    ret = CheckDescFeature(api, &soc);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    std::shared_ptr<Stream> stream;
+    ret = LookupStreamHandle(api, handle, &stream);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    ret = CheckInnerKind(api, kind);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    ret = CheckDescMemory(api, desc, DescFootprint(*soc));
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    stream->Enqueue(std::make_unique<DescCopyTask>(desc));
+    return ACL_SUCCESS;
+}
+
+}  // namespace
+}  // namespace aclhost
+
+extern "C" aclError aclrtGetMemcpyDescSize(aclrtMemcpyKind kind, size_t *descSize)
+{
+    constexpr const char *api = "aclrtGetMemcpyDescSize";
+    return aclhost::GuardedCall(
+        api, [&] { return aclhost::GetMemcpyDescSize(api, aclhost::RawEnumValue(kind), descSize); });
+}
+
+extern "C" aclError aclrtSetMemcpyDesc(void *desc, aclrtMemcpyKind kind, void *srcAddr, void *dstAddr, size_t count,
+                                       void *config)
+{
+    constexpr const char *api = "aclrtSetMemcpyDesc";
+    return aclhost::GuardedCall(api, [&] {
+        return aclhost::SetMemcpyDesc(api, desc, aclhost::RawEnumValue(kind), srcAddr, dstAddr, count, config);
+    });
+}
+
+extern "C" aclError aclrtMemcpyAsyncWithDesc(void *desc, aclrtMemcpyKind kind, aclrtStream stream)
+{
+    constexpr const char *api = "aclrtMemcpyAsyncWithDesc";
+    return aclhost::GuardedCall(
+        api, [&] { return aclhost::MemcpyAsyncWithDesc(api, desc, aclhost::RawEnumValue(kind), stream); });
+}
