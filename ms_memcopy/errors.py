@@ -1,0 +1,57 @@
+"""The one error type of ms_memcopy's raising layers: :class:`AclError`."""
+from . import acl_constants as _constants
+
+
+def _build_error_names():
+    names = {}
+    for name, value in vars(_constants).items():
+        if name == "ACL_SUCCESS" or name.startswith("ACL_ERROR_"):
+            names.setdefault(value, name)  # 0: ACL_SUCCESS, defined before its alias ACL_ERROR_NONE
+    return names
+
+
+#: aclError code -> its name in the ACL headers, for every code the headers define.
+ERROR_NAMES = _build_error_names()
+
+
+def error_name(code):
+    """The header name of an aclError code; ``ACL_ERROR_UNKNOWN_<code>`` for codes the headers lack."""
+    return ERROR_NAMES.get(code, f"ACL_ERROR_UNKNOWN_{code}")
+
+
+class AclError(RuntimeError):
+    """An ACL call returned a non-zero aclError.
+
+    Attributes:
+        code: the aclError value (int).
+        name: its header name, e.g. ``"ACL_ERROR_RT_PARAM_INVALID"``.
+        api: the C function that failed, e.g. ``"aclrtMemcpyAsync"`` (or None).
+        fail_index: for batch copies, the index of the copy at fault; None when
+            the call has no failIndex or the runtime reported SIZE_MAX.
+        message: the runtime's aclGetRecentErrMsg() text read right after the
+            failure on the failing thread, or None.
+    """
+
+    def __init__(self, code, api=None, fail_index=None, message=None):
+        self.code = int(code)
+        self.name = error_name(self.code)
+        self.api = api
+        self.fail_index = None if fail_index is None else int(fail_index)
+        self.message = message
+        super().__init__(self._text())
+
+    def _text(self):
+        text = f"{self.name} ({self.code})"
+        if self.api:
+            text = f"{self.api} failed: {text}"
+        if self.fail_index is not None:
+            text += f" [fail index {self.fail_index}]"
+        if self.message:
+            text += f": {self.message}"
+        return text
+
+    def __str__(self):
+        return self._text()
+
+    def __reduce__(self):
+        return (type(self), (self.code, self.api, self.fail_index, self.message))

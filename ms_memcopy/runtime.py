@@ -1,0 +1,350 @@
+"""The AscendCL memory-copy calls, one Python function per C function, raising AclError.
+
+This is the thin raising layer over the ACL C API (``acl/acl.h``) as
+implemented by the loaded ACL library: ms_memcopy's host runtime, or CANN's
+libascendcl. Every argument check of ACL itself stays in the C library, so
+the codes you see are the ones C callers see. It differs from the C API in
+exactly these ways:
+
+* Names are snake_case without the ``aclrt``/``acl``/``aclhost`` prefix
+  (``aclrtMemcpy2dAsync`` -> ``memcpy2d_async``; ``aclGetRecentErrMsg`` ->
+  ``get_recent_err_msg``; ``aclhostGetSocProfile`` -> ``soc_profile``).
+* A non-zero aclError raises :class:`ms_memcopy.AclError` carrying the code,
+  its header name, the C function name, the batch failIndex (when not
+  SIZE_MAX) and ``aclGetRecentErrMsg()``, which the wrapper reads on the
+  failing thread right after the call, so that message is consumed: a later
+  ``get_recent_err_msg()`` returns None. Success returns None unless the C
+  call has an output parameter.
+* Output parameters are return values: ``malloc``/``malloc_host`` return the
+  pointer, ``create_stream`` the stream, ``get_device``/``get_device_count``/
+  ``get_memcpy_desc_size`` the value, ``get_mem_location`` a MemLocation tuple.
+* Pointer arguments accept an int address, a C-contiguous numpy array (its
+  data pointer; a non-contiguous array is a TypeError) or any object with an
+  integer ``ptr`` attribute; None and 0 are NULL. When the buffer's size is
+  known (numpy arrays; ``.nbytes`` next to ``.ptr``), the bytes the call may
+  touch (dest_max / dest_maxs[i] for destinations, count / sizes[i] for
+  sources, the pitched span for 2D copies) must fit in it, and a destination
+  array must be writeable: otherwise ValueError, before any C call. Keeping
+  an array alive until an asynchronous copy has run is the caller's job.
+* Streams are int handles or None (NULL). The async copies default to
+  ``stream=None``, the default stream, as in C; ``memcpy_async_with_desc``
+  takes the stream positionally because ACL rejects NULL there (100000).
+* Batch copies take Python lists instead of pointer+count pairs: numBatches
+  is ``len(dsts)`` (dest_maxs, srcs and sizes must have the same length),
+  numAttrs is ``len(attrs)`` (attrs_indexes must match). ``attrs`` entries are
+  dicts ``{"dst_loc": {"id": 0, "type": 1}, "src_loc": {"id": 0, "type": 0}}``
+  (optional ``"rsv"``) or ``aclrtMemcpyBatchAttr`` structs. failIndex is not
+  an argument: the wrapper sets it to SIZE_MAX before the call (ACL-layer
+  errors leave it unwritten) and reports it as ``AclError.fail_index``.
+* ``set_memcpy_desc`` takes ``config`` as an optional keyword (default None,
+  the only value ACL accepts).
+* ``init`` takes a str/bytes/os.PathLike path or None.
+* Python-level misuse (wrong types, negative or oversized integers, list
+  lengths that differ) raises TypeError/ValueError naming the argument before
+  any C call; values C checks itself (kinds, zero sizes, NULL) go to C.
+* ``register_device_memory``, ``unregister_device_memory``,
+  ``get_mem_location``, ``launch_host_func`` and ``soc_profile`` exist only
+  with the host runtime (NotImplementedError naming the call otherwise).
+  ``launch_host_func(stream, fn)`` takes any Python callable (no userData:
+  use a closure); the wrapper keeps it alive until the stream has run it.
+"""
+import ctypes
+import itertools
+import threading
+from collections import namedtuple
+
+from . import _acl_lib
+from . import _convert as cv
+from .acl_constants import ACL_MEM_MALLOC_HUGE_FIRST, SIZE_MAX
+from .errors import AclError
+
+__all__ = [
+    "init", "finalize", "get_recent_err_msg", "get_soc_name",
+    "set_device", "reset_device", "get_device", "get_device_count",
+    "create_stream", "destroy_stream", "synchronize_stream", "synchronize_stream_with_timeout",
+    "malloc", "malloc_host", "free", "free_host",
+    "memcpy", "memcpy_async", "memcpy_async_with_condition", "memcpy2d", "memcpy2d_async",
+    "get_memcpy_desc_size", "set_memcpy_desc", "memcpy_async_with_desc",
+    "memcpy_batch", "memcpy_batch_async", "memcpy_batch_v2", "memcpy_batch_async_v2",
+    "register_device_memory", "unregister_device_memory", "get_mem_location", "launch_host_func", "soc_profile",
+    "MemLocation",
+]
+
+#: aclhostGetMemLocation's result: an aclrtMemLocationType, the device id (DEVICE memory), and the
+#: allocation holding the pointer (base address and size; 0 for UNREGISTERED memory).
+MemLocation = namedtuple("MemLocation", ["type", "device_id", "base", "size"])
+
+
+def _call(api, *args, fail_index=None):
+    ret = _acl_lib.func(api)(*args)
+    if ret != 0:
+        index = None
+        if fail_index is not None and fail_index.value != SIZE_MAX:
+            index = fail_index.value
+        raise AclError(ret, api, index, _acl_lib.recent_err_msg())
+
+
+# --- initialization, devices -------------------------------------------------------------------
+
+def init(config_path=None):
+    """aclInit(configPath). A second call raises ACL_ERROR_REPEAT_INITIALIZE."""
+    _call("aclInit", cv.config_path(config_path))
+
+
+def finalize():
+    """aclFinalize()."""
+    _call("aclFinalize")
+
+
+def get_recent_err_msg():
+    """aclGetRecentErrMsg(): this thread's latest error text, or None. Reading consumes it."""
+    return _acl_lib.recent_err_msg()
+
+
+def get_soc_name():
+    """aclrtGetSocName(): the SoC name, or None when the library does not know it."""
+    raw = _acl_lib.func("aclrtGetSocName")()
+    return None if raw is None else raw.decode("utf-8", errors="replace")
+
+
+def set_device(device_id):
+    """aclrtSetDevice(deviceId): makes device_id the calling thread's current device."""
+    _call("aclrtSetDevice", cv.int32(device_id, "device_id"))
+
+
+def reset_device(device_id):
+    """aclrtResetDevice(deviceId)."""
+    _call("aclrtResetDevice", cv.int32(device_id, "device_id"))
+
+
+def get_device():
+    """aclrtGetDevice(): the calling thread's current device id."""
+    out = ctypes.c_int32()
+    _call("aclrtGetDevice", ctypes.byref(out))
+    return out.value
+
+
+def get_device_count():
+    """aclrtGetDeviceCount(): the number of devices."""
+    out = ctypes.c_uint32()
+    _call("aclrtGetDeviceCount", ctypes.byref(out))
+    return out.value
+
+
+# --- streams -----------------------------------------------------------------------------------
+
+def create_stream():
+    """aclrtCreateStream(): a new stream handle (int)."""
+    out = ctypes.c_void_p()
+    _call("aclrtCreateStream", ctypes.byref(out))
+    return out.value or 0
+
+
+def destroy_stream(stream):
+    """aclrtDestroyStream(stream)."""
+    _call("aclrtDestroyStream", cv.stream(stream))
+
+
+def synchronize_stream(stream):
+    """aclrtSynchronizeStream(stream): blocks until every task on the stream is done."""
+    _call("aclrtSynchronizeStream", cv.stream(stream))
+
+
+def synchronize_stream_with_timeout(stream, timeout):
+    """aclrtSynchronizeStreamWithTimeout(stream, timeout): timeout in ms, -1 waits forever."""
+    _call("aclrtSynchronizeStreamWithTimeout", cv.stream(stream), cv.int32(timeout, "timeout"))
+
+
+# --- memory ------------------------------------------------------------------------------------
+
+def malloc(size, policy=ACL_MEM_MALLOC_HUGE_FIRST):
+    """aclrtMalloc(&ptr, size, policy): device memory of the current device; returns its address."""
+    out = ctypes.c_void_p()
+    _call("aclrtMalloc", ctypes.byref(out), cv.size(size, "size"), cv.int32(policy, "policy"))
+    return out.value or 0
+
+
+def malloc_host(size):
+    """aclrtMallocHost(&ptr, size): page-locked host memory; returns its address."""
+    out = ctypes.c_void_p()
+    _call("aclrtMallocHost", ctypes.byref(out), cv.size(size, "size"))
+    return out.value or 0
+
+
+def free(ptr):
+    """aclrtFree(devPtr)."""
+    _call("aclrtFree", cv.address(ptr, "ptr"))
+
+
+def free_host(ptr):
+    """aclrtFreeHost(hostPtr)."""
+    _call("aclrtFreeHost", cv.address(ptr, "ptr"))
+
+
+# --- copies ------------------------------------------------------------------------------------
+
+def _copy_args(dst, dest_max, src, count, kind):
+    dest_max = cv.size(dest_max, "dest_max")
+    count = cv.size(count, "count")
+    return (cv.address(dst, "dst", need=dest_max, write=True), dest_max,
+            cv.address(src, "src", need=count), count, cv.int32(kind, "kind"))
+
+
+def memcpy(dst, dest_max, src, count, kind):
+    """aclrtMemcpy(dst, destMax, src, count, kind): synchronous copy."""
+    _call("aclrtMemcpy", *_copy_args(dst, dest_max, src, count, kind))
+
+
+def memcpy_async(dst, dest_max, src, count, kind, stream=None):
+    """aclrtMemcpyAsync(...): enqueued on stream for pinned/device memory; with a pageable
+    endpoint ACL drains the stream and copies before returning."""
+    _call("aclrtMemcpyAsync", *_copy_args(dst, dest_max, src, count, kind), cv.stream(stream))
+
+
+def memcpy_async_with_condition(dst, dest_max, src, count, kind, stream=None):
+    """aclrtMemcpyAsyncWithCondition(...) (deprecated in CANN 9.1 in favour of aclrtMemcpyAsync)."""
+    _call("aclrtMemcpyAsyncWithCondition", *_copy_args(dst, dest_max, src, count, kind), cv.stream(stream))
+
+
+def _copy2d_args(dst, dpitch, src, spitch, width, height, kind):
+    dpitch, spitch = cv.size(dpitch, "dpitch"), cv.size(spitch, "spitch")
+    width, height = cv.size(width, "width"), cv.size(height, "height")
+    return (cv.address(dst, "dst", need=cv.span_2d(dpitch, width, height), write=True), dpitch,
+            cv.address(src, "src", need=cv.span_2d(spitch, width, height)), spitch,
+            width, height, cv.int32(kind, "kind"))
+
+
+def memcpy2d(dst, dpitch, src, spitch, width, height, kind):
+    """aclrtMemcpy2d(...): synchronous pitched copy of height rows of width bytes."""
+    _call("aclrtMemcpy2d", *_copy2d_args(dst, dpitch, src, spitch, width, height, kind))
+
+
+def memcpy2d_async(dst, dpitch, src, spitch, width, height, kind, stream=None):
+    """aclrtMemcpy2dAsync(...): pitched copy of height rows of width bytes on stream."""
+    _call("aclrtMemcpy2dAsync", *_copy2d_args(dst, dpitch, src, spitch, width, height, kind),
+          cv.stream(stream))
+
+
+# --- descriptor copies -------------------------------------------------------------------------
+
+def get_memcpy_desc_size(kind):
+    """aclrtGetMemcpyDescSize(kind, &size): bytes of device memory one descriptor needs."""
+    out = ctypes.c_size_t()
+    _call("aclrtGetMemcpyDescSize", cv.int32(kind, "kind"), ctypes.byref(out))
+    return out.value
+
+
+def set_memcpy_desc(desc, kind, src, dst, count, config=None):
+    """aclrtSetMemcpyDesc(desc, kind, srcAddr, dstAddr, count, config): note src before dst, as in C."""
+    count = cv.size(count, "count")
+    _call("aclrtSetMemcpyDesc", cv.address(desc, "desc", write=True), cv.int32(kind, "kind"),
+          cv.address(src, "src", need=count), cv.address(dst, "dst", need=count, write=True), count,
+          cv.address(config, "config"))
+
+
+def memcpy_async_with_desc(desc, kind, stream):
+    """aclrtMemcpyAsyncWithDesc(desc, kind, stream): the copy reads the descriptor when it runs."""
+    _call("aclrtMemcpyAsyncWithDesc", cv.address(desc, "desc"), cv.int32(kind, "kind"), cv.stream(stream))
+
+
+# --- batch copies ------------------------------------------------------------------------------
+
+def _batch_args(dsts, dest_maxs, srcs, sizes, attrs, attrs_indexes):
+    lists = {"dsts": dsts, "dest_maxs": dest_maxs, "srcs": srcs, "sizes": sizes}
+    lengths = {name: len(cv.sequence(value, name)) for name, value in lists.items()}
+    if len(set(lengths.values())) != 1:
+        raise ValueError(f"dsts, dest_maxs, srcs and sizes must have the same length, got {lengths}")
+    num_attrs = len(cv.sequence(attrs, "attrs"))
+    if len(cv.sequence(attrs_indexes, "attrs_indexes")) != num_attrs:
+        raise ValueError(f"attrs and attrs_indexes must have the same length, "
+                         f"got {num_attrs} and {len(attrs_indexes)}")
+    return cv.batch_arrays(dsts, dest_maxs, srcs, sizes, lengths["dsts"], attrs, attrs_indexes, num_attrs)
+
+
+def _batch(api, args, stream=(), with_fail_index=True):
+    if not with_fail_index:
+        _call(api, *args, *stream)
+        return
+    fail_index = ctypes.c_size_t(SIZE_MAX)
+    _call(api, *args, ctypes.byref(fail_index), *stream, fail_index=fail_index)
+
+
+def memcpy_batch(dsts, dest_maxs, srcs, sizes, attrs, attrs_indexes):
+    """aclrtMemcpyBatch(...): synchronous batch of H2D/D2H copies (at most 4096)."""
+    _batch("aclrtMemcpyBatch", _batch_args(dsts, dest_maxs, srcs, sizes, attrs, attrs_indexes))
+
+
+def memcpy_batch_async(dsts, dest_maxs, srcs, sizes, attrs, attrs_indexes, stream=None):
+    """aclrtMemcpyBatchAsync(...): batch of H2D/D2H copies on stream (unordered within the batch)."""
+    _batch("aclrtMemcpyBatchAsync", _batch_args(dsts, dest_maxs, srcs, sizes, attrs, attrs_indexes),
+           (cv.stream(stream),))
+
+
+def memcpy_batch_v2(dsts, dest_maxs, srcs, sizes, attrs, attrs_indexes):
+    """aclrtMemcpyBatchV2(...): memcpy_batch without failIndex (CANN 9.1+)."""
+    _batch("aclrtMemcpyBatchV2", _batch_args(dsts, dest_maxs, srcs, sizes, attrs, attrs_indexes),
+           with_fail_index=False)
+
+
+def memcpy_batch_async_v2(dsts, dest_maxs, srcs, sizes, attrs, attrs_indexes, stream=None):
+    """aclrtMemcpyBatchAsyncV2(...): memcpy_batch_async without failIndex (CANN 9.1+)."""
+    _batch("aclrtMemcpyBatchAsyncV2", _batch_args(dsts, dest_maxs, srcs, sizes, attrs, attrs_indexes),
+           (cv.stream(stream),), with_fail_index=False)
+
+
+# --- host runtime extras (acl_host/acl_host_ext.h) -----------------------------------------------
+
+def register_device_memory(ptr, size):
+    """aclhostRegisterDeviceMemory(ptr, size): treat [ptr, ptr+size) as memory of the current device."""
+    size = cv.size(size, "size")
+    _call("aclhostRegisterDeviceMemory", cv.address(ptr, "ptr", need=size), size)
+
+
+def unregister_device_memory(ptr):
+    """aclhostUnregisterDeviceMemory(ptr): drops one reference of a registration made at ptr."""
+    _call("aclhostUnregisterDeviceMemory", cv.address(ptr, "ptr"))
+
+
+def get_mem_location(ptr):
+    """aclhostGetMemLocation(ptr, ...): where the runtime thinks ptr lives, as a MemLocation."""
+    loc_type, device_id = ctypes.c_int32(), ctypes.c_int32()
+    base, size = ctypes.c_void_p(), ctypes.c_size_t()
+    _call("aclhostGetMemLocation", cv.address(ptr, "ptr"), ctypes.byref(loc_type), ctypes.byref(device_id),
+          ctypes.byref(base), ctypes.byref(size))
+    return MemLocation(loc_type.value, device_id.value, base.value or 0, size.value)
+
+
+_host_funcs = {}  # key -> callable, until the stream runs it
+_host_func_keys = itertools.count(1)
+_host_funcs_lock = threading.Lock()
+
+
+@_acl_lib.aclhostHostFunc
+def _run_host_func(key):
+    with _host_funcs_lock:
+        fn = _host_funcs.pop(key, None)
+    if fn is not None:
+        fn()  # an exception is reported by ctypes (sys.unraisablehook); the stream goes on
+
+
+def launch_host_func(stream, fn):
+    """aclhostLaunchHostFunc(stream, fn, userData): runs fn() on the stream's worker after every task
+    submitted before it; later tasks wait for it. fn must not wait for streams (synchronize, destroy, free)."""
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, not {type(fn).__name__}")
+    handle = cv.stream(stream)
+    with _host_funcs_lock:
+        key = next(_host_func_keys)
+        _host_funcs[key] = fn
+    try:
+        _call("aclhostLaunchHostFunc", handle, _run_host_func, key)
+    except BaseException:
+        with _host_funcs_lock:
+            _host_funcs.pop(key, None)
+        raise
+
+
+def soc_profile():
+    """aclhostGetSocProfile(): the emulated SoC profile (MS_MEMCOPY_SOC, default Ascend910B)."""
+    raw = _acl_lib.func("aclhostGetSocProfile")()
+    return None if raw is None else raw.decode("utf-8", errors="replace")

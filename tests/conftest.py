@@ -1,0 +1,148 @@
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+
+# ---------------------------------------------------------------------------------------------
+# ACL runtime and pyACL layer fixtures (tests/test_runtime_*.py, tests/test_acl_*.py)
+#
+# acl_device    session: device 0 is the main thread's current device (and, being the first
+#               device set, the process default for threads that never set one).
+# acl_res       per test: allocates device/pinned memory and streams, and releases all of it
+#               (streams synchronized and destroyed, memory freed) when the test ends.
+# run_python    per test: runs a Python script in a fresh interpreter (own SoC profile, device
+#               count, aclInit state), written to the test's tmp_path.
+# ---------------------------------------------------------------------------------------------
+
+# Environment variables of the host runtime that a subprocess must not inherit by accident.
+HOST_RUNTIME_ENV = ("MS_MEMCOPY_SOC", "MS_MEMCOPY_DEVICE_COUNT")
+
+
+@pytest.fixture(scope="session")
+def acl_device():
+    """The in-process ACL tests assume the default SoC profile and at least 2 devices; the other
+    profiles run in subprocesses (test_runtime_soc.py)."""
+    import yaml
+
+    from ms_memcopy import _acl_lib, _paths, runtime
+
+    with open(_paths.configs_dir() / "soc_profiles.yaml", encoding="utf-8") as f:
+        default = yaml.safe_load(f)["default"]
+    profile = runtime.soc_profile() if _acl_lib.has("aclhostGetSocProfile") else default
+    if profile != default or runtime.get_device_count() < 2:
+        pytest.fail(f"the in-process ACL tests need the default SoC profile {default} and >= 2 devices; "
+                    f"got {profile} and {runtime.get_device_count()}: unset {HOST_RUNTIME_ENV}")
+    runtime.set_device(0)
+    return 0
+
+
+class AclResources:
+    """Device memory, pinned host memory and streams of one test, all released by close()."""
+
+    def __init__(self, runtime):
+        self.rt = runtime
+        self._device = []  # (ptr, device_id)
+        self._pinned = []
+        self._streams = []
+
+    def device(self, nbytes, device_id=0):
+        previous = self.rt.get_device()
+        if device_id != previous:
+            self.rt.set_device(device_id)
+        try:
+            ptr = self.rt.malloc(nbytes)
+        finally:
+            if device_id != previous:
+                self.rt.set_device(previous)
+        self._device.append((ptr, device_id))
+        return ptr
+
+    def pinned(self, nbytes):
+        ptr = self.rt.malloc_host(nbytes)
+        self._pinned.append(ptr)
+        return ptr
+
+    def stream(self):
+        s = self.rt.create_stream()
+        self._streams.append(s)
+        return s
+
+    def forget_stream(self, stream):
+        """For tests that destroy a stream themselves."""
+        self._streams.remove(stream)
+
+    @staticmethod
+    def view(ptr, nbytes):
+        """A uint8 numpy view of host-accessible memory (pinned host memory)."""
+        import ms_memcopy.acl as acl
+
+        return acl.util.ptr_to_numpy(ptr, (nbytes,), np.uint8)
+
+    def upload(self, data, device_id=0):
+        """New device memory holding the bytes of the numpy array data."""
+        data = np.ascontiguousarray(data)
+        ptr = self.device(max(data.nbytes, 1), device_id)
+        self.rt.memcpy(ptr, data.nbytes, data, data.nbytes, 1)  # ACL_MEMCPY_HOST_TO_DEVICE
+        return ptr
+
+    def download(self, ptr, nbytes):
+        """The nbytes of device memory at ptr, as a new uint8 array."""
+        out = np.empty(nbytes, np.uint8)
+        self.rt.memcpy(out, nbytes, ptr, nbytes, 2)  # ACL_MEMCPY_DEVICE_TO_HOST
+        return out
+
+    def close(self):
+        errors = []
+        for s in reversed(self._streams):
+            for step in (self.rt.synchronize_stream, self.rt.destroy_stream):
+                try:
+                    step(s)
+                except Exception as e:  # report after releasing everything else
+                    errors.append(e)
+        for ptr in self._pinned:
+            try:
+                self.rt.free_host(ptr)
+            except Exception as e:
+                errors.append(e)
+        current = self.rt.get_device()
+        for ptr, device_id in self._device:
+            try:
+                if device_id != current:
+                    self.rt.set_device(device_id)
+                    current = device_id
+                self.rt.free(ptr)
+            except Exception as e:
+                errors.append(e)
+        if current != 0:
+            self.rt.set_device(0)
+        self._streams, self._pinned, self._device = [], [], []
+        if errors:
+            raise errors[0]
+
+
+@pytest.fixture
+def acl_res(acl_device):
+    from ms_memcopy import runtime
+
+    res = AclResources(runtime)
+    yield res
+    res.close()
+
+
+@pytest.fixture
+def run_python(tmp_path):
+    """run_python(source, env={...}) -> CompletedProcess of ``python script.py`` in a clean environment."""
+    counter = iter(range(1000))
+
+    def run(source, env=None, timeout=60):
+        script = tmp_path / f"script_{next(counter)}.py"
+        script.write_text(source)
+        full_env = {k: v for k, v in os.environ.items() if k not in HOST_RUNTIME_ENV}
+        full_env.update(env or {})
+        return subprocess.run([sys.executable, str(script)], env=full_env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=timeout)
+
+    return run
