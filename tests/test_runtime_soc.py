@@ -92,6 +92,15 @@ out["batch_bad_indexes"] = batch("aclrtMemcpyBatchAsync", indexes=(1,))
 out["batch_all_zero"] = batch("aclrtMemcpyBatchAsync", sizes=(0,))
 out["batch_dest_max"] = batch("aclrtMemcpyBatchAsync", dest_maxs=(63,))
 out["batch_rsv"] = batch("aclrtMemcpyBatchAsync", attrs=(dict(ATTR, rsv=[1] * 16),))
+
+# aclrtMalloc rounds up to 32 bytes and adds the profile's padding; a copy may use all of it
+out["malloc_sizes"] = []
+for n in (1, 100, 128):
+    ptr, _ = acl.rt.malloc(n, 0)
+    size = runtime.get_mem_location(ptr).size
+    host = np.zeros(size + 1, np.uint8)
+    out["malloc_sizes"].append([size, acl.rt.memcpy(ptr, size, host, size, H2D),
+                                acl.rt.memcpy(ptr, size + 1, host, size + 1, H2D)])
 print(json.dumps(out))
 '''
 
@@ -142,6 +151,10 @@ def test_soc_profile_feature_gates(run_python, profile):
     assert out["batch_all_zero"] == [0, SIZE_MAX]
     assert out["batch_dest_max"] == [INVALID_PARAM, SENTINEL]
     assert out["batch_rsv"] == [INVALID_PARAM, SENTINEL]
+
+    # allocation sizes: rounded up to 32, plus malloc_extra_bytes; the whole of it is usable
+    expected = [[(n + 31) // 32 * 32 + flags["malloc_extra_bytes"], 0, RT_PARAM_INVALID] for n in (1, 100, 128)]
+    assert out["malloc_sizes"] == expected
 
 
 def test_unknown_soc_profile_is_rejected_with_the_valid_names(run_python):
