@@ -124,7 +124,7 @@ class BuildSharedLibs(build_ext):
             include, libdir = HOST_INCLUDE, out.parent
             flags = [f"-I{include}", "-DMS_MEMCOPY_HOST_ACL=1"]
         flags += [f"-I{KERNEL_SOURCES}", *KERNEL_ABI]
-        link = [f"-L{libdir}", "-lascendcl", f"-Wl,-rpath,{'$ORIGIN' if not cann else libdir}"]
+        link = [f"-L{libdir}", "-lascendcl", f"-Wl,-rpath,{'$ORIGIN' if not cann else libdir}", "-Wl,--no-undefined"]
         self._compile_and_link(sources, out, tmp, flags, link, [include, KERNEL_SOURCES])
 
 

@@ -6,9 +6,10 @@ synchronously). Each buffer is registered in the kernels' HostBuffer table, and
 the primitives refer to it by that id, so a kernel launched after close() fails
 cleanly instead of touching freed memory.
 
-Ordering: a HostBuffer knows the streams that carry copies into or out of it
-that may still be running. Reading it (``numpy()``), ``wait()`` and
-``close()`` first wait for those copies. Memory is released when the buffer is
+Ordering: a HostBuffer knows what may still be copying into or out of it: the
+MindSpore launches of the primitives built on it (PYNATIVE_MODE queues them and
+runs them later on its own thread) and the streams that carry its ACL copies.
+Reading it (``numpy()``), ``wait()`` and ``close()`` first wait for those. Memory is released when the buffer is
 closed and no numpy view of it is alive any more, so a view never dangles.
 """
 import numbers
@@ -43,6 +44,17 @@ class _Allocation:
             shift = (-raw.ctypes.data) % _ALIGNMENT
             self._keepalive = raw
             self.ptr = raw.ctypes.data + shift
+
+
+def _sync_framework():
+    """Waits for the MindSpore launches queued so far (PYNATIVE_MODE runs ops asynchronously)."""
+    if "mindspore" not in sys.modules:
+        return
+    try:
+        from mindspore.common.api import _pynative_executor
+    except ImportError:
+        return
+    _pynative_executor.sync()
 
 
 def _free_pinned(ptr):
@@ -87,6 +99,7 @@ class HostBuffer:
         self._allocation = _Allocation(int(nbytes), pinned)
         self._nbytes = int(nbytes)
         self._pinned = pinned
+        self._used_by_primitives = False
         self._id = _kernels_lib.library().msmc_hostbuffer_open(self._allocation.ptr, self._nbytes, int(pinned))
         if self._id <= 0:
             raise RuntimeError("the kernels library refused to register the HostBuffer")
@@ -152,9 +165,16 @@ class HostBuffer:
     def wait(self):
         """Blocks until the copies in flight that read or write this buffer have completed."""
         self._check_open()
+        if self._used_by_primitives:
+            _sync_framework()
         ret = _kernels_lib.library().msmc_hostbuffer_wait(self._id)
         if ret != 0:
             raise AclError(ret, "aclrtSynchronizeStream")
+
+    def _attach_primitive(self):
+        """Called by each primitive built on this buffer: its launches count as copies in flight."""
+        self._check_open()
+        self._used_by_primitives = True
 
     def _note_stream(self, stream):
         """Records that a copy touching the buffer was enqueued on stream (a handle int, or None)."""
@@ -166,6 +186,8 @@ class HostBuffer:
         """Waits for the copies in flight, then releases the buffer. Idempotent."""
         if self._allocation is None:
             return
+        if self._used_by_primitives:
+            _sync_framework()
         ret = _kernels_lib.library().msmc_hostbuffer_close(self._id)
         self._allocation = None
         if ret not in (0, -1):
@@ -178,8 +200,8 @@ class HostBuffer:
     def __exit__(self, *exc):
         self.close()
 
-    def __del__(self):
-        if sys.is_finalizing():
+    def __del__(self, _is_finalizing=sys.is_finalizing):  # bound early: module globals may be gone at exit
+        if _is_finalizing():
             return  # at interpreter shutdown the process releases everything
         try:
             if getattr(self, "_allocation", None) is not None:

@@ -78,6 +78,7 @@ def check_host_buffer(host_buffer, argument="host_buffer"):
         raise TypeError(f"{argument} must be an ms_memcopy.HostBuffer, not {type(host_buffer).__name__}")
     if host_buffer.closed:
         raise ValueError(f"{argument}: the HostBuffer is closed")
+    host_buffer._attach_primitive()
     return host_buffer
 
 

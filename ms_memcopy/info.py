@@ -1,0 +1,51 @@
+"""`python -m ms_memcopy info`: what this installation runs on."""
+import functools
+import os
+
+import yaml
+
+from . import __version__, _paths
+
+# The ACL calls each SoC capability gates (configs/soc_profiles.yaml keys).
+_GATED_CALLS = {
+    "memcpy_batch": "aclrtMemcpyBatch, aclrtMemcpyBatchAsync (+V2)",
+    "memcpy_desc": "aclrtGetMemcpyDescSize, aclrtSetMemcpyDesc, aclrtMemcpyAsyncWithDesc",
+    "memcpy2d_d2d": "aclrtMemcpy2dAsync device-to-device",
+}
+_ALWAYS = "aclrtMemcpy, aclrtMemcpyAsync, aclrtMemcpyAsyncWithCondition, aclrtMemcpy2d(Async) H2D/D2H"
+
+
+@functools.lru_cache(maxsize=None)
+def soc_profiles():
+    with open(_paths.configs_dir() / "soc_profiles.yaml", encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def emulated_soc():
+    """The SoC profile the host runtime emulates: MS_MEMCOPY_SOC, or the table's default."""
+    return os.environ.get("MS_MEMCOPY_SOC") or soc_profiles()["default"]
+
+
+def report():
+    lines = [f"ms_memcopy {__version__}"]
+    if _paths.uses_host_runtime():
+        lines.append(f"ACL backend: host ACL runtime ({_paths.get_acl_library()})")
+        name = emulated_soc()
+        profile = soc_profiles()["profiles"].get(name)
+        if profile is None:
+            lines.append(f"emulated SoC: {name} is unknown; valid: {', '.join(soc_profiles()['profiles'])}")
+        else:
+            lines.append(f"emulated SoC: {name} ({profile['product']})")
+            lines.append(f"  supported: {_ALWAYS}")
+            for key, calls in _GATED_CALLS.items():
+                lines.append(f"  {'supported' if profile[key] else 'NOT supported (207000)'}: {calls}")
+            lines.append(f"  memcpy descriptor size: {profile['memcpy_desc_size']} bytes")
+    else:
+        lines.append(f"ACL backend: CANN ({_paths.get_acl_library()})")
+    try:
+        import mindspore as ms
+
+        lines.append(f"MindSpore {ms.__version__}, device target {ms.get_context('device_target')}")
+    except ImportError as exc:
+        lines.append(f"MindSpore: not importable ({exc})")
+    return "\n".join(lines)

@@ -1,0 +1,91 @@
+"""Helpers for the primitive tests: MindSpore modes, call styles, tensors of every dtype with a
+numpy reference of their bytes."""
+import numpy as np
+import pytest
+
+import mindspore as ms
+from mindspore import nn
+
+from ms_memcopy.op_defs import supported_dtypes
+
+MODES = {"graph": ms.GRAPH_MODE, "pynative": ms.PYNATIVE_MODE}
+STYLES = ("cell", "jit", "eager")
+DTYPES = supported_dtypes()
+# Shapes of rank 1 to 4 whose byte sizes are not multiples of 64, and an empty one.
+SHAPES = [(7,), (3, 5), (2, 3, 5), (1, 2, 3, 7), (0, 4)]
+
+
+@pytest.fixture(params=list(MODES))
+def ms_mode(request):
+    ms.set_context(mode=MODES[request.param])
+    ms.set_device("CPU")
+    yield request.param
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+@pytest.fixture(params=STYLES)
+def style(request):
+    return request.param
+
+
+class FnCell(nn.Cell):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def construct(self, *args):
+        return self.fn(*args)
+
+
+def call(style, op, *args):
+    """op(*args) inside an nn.Cell's construct, inside an ms.jit function, or eagerly."""
+    if style == "cell":
+        return FnCell(op)(*args)
+    if style == "jit":
+        @ms.jit
+        def run(*inputs):
+            return op(*inputs)
+
+        return run(*args)
+    return op(*args)
+
+
+def int64(*values):
+    return ms.Tensor(np.array(values, dtype=np.int64))
+
+
+def make(dtype, shape, seed=0):
+    """(Tensor of dtype and shape, numpy array of its exact values as float64 or the dtype itself)."""
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape)) if shape else 1
+    if dtype == "bool":
+        values = rng.integers(0, 2, n).astype(np.bool_)
+    elif dtype.startswith("float") or dtype == "bfloat16":
+        values = rng.integers(-64, 64, n).astype(np.float32) / 4  # exact in every float format
+    else:
+        info = np.iinfo(dtype)
+        values = rng.integers(max(info.min, -1000), min(info.max, 1000), n).astype(dtype)
+    values = values.reshape(shape)
+    if dtype == "bfloat16":
+        return ms.Tensor(values).astype(ms.bfloat16), values
+    if dtype in ("float16", "float64"):
+        values = values.astype(dtype)
+    return ms.Tensor(values), values
+
+
+def raw_bytes(dtype, values):
+    """The bytes MindSpore stores for `values` of dtype (bfloat16: the top half of each float32)."""
+    if dtype == "bfloat16":
+        return (np.ascontiguousarray(values, np.float32).view(np.uint32) >> 16).astype(np.uint16).tobytes()
+    return np.ascontiguousarray(values).tobytes()
+
+
+def as_numpy(tensor):
+    """Tensor values as numpy (bfloat16 widened to float32, exactly)."""
+    if tensor.dtype == ms.bfloat16:
+        return tensor.astype(ms.float32).asnumpy()
+    return tensor.asnumpy()
+
+
+def dtype_of(name):
+    return ms.bool_ if name == "bool" else getattr(ms, name)
