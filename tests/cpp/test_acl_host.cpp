@@ -1,0 +1,895 @@
+// End-to-end test of the host ACL runtime through its public C API only.
+//
+// Build: g++ -std=c++17 -I<include dir> test_acl_host.cpp -L<lib dir> -lascendcl -Wl,-rpath,<lib dir>
+// Prints "ALL PASSED" and exits 0, or lists the failed checks and exits 1.
+// Expects the default environment: MS_MEMCOPY_SOC and MS_MEMCOPY_DEVICE_COUNT unset.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "acl/acl.h"
+#include "acl_host/acl_host_ext.h"
+
+namespace {
+
+int g_failures = 0;
+
+void Report(const char *file, int line, const std::string &what)
+{
+    std::fprintf(stderr, "FAIL %s:%d: %s\n", file, line, what.c_str());
+    ++g_failures;
+}
+
+#define CHECK(cond)                                   \
+    do {                                              \
+        if (!(cond)) {                                \
+            Report(__FILE__, __LINE__, #cond);        \
+        }                                             \
+    } while (0)
+
+// Checks the return code; on a mismatch also prints the runtime's recent error message.
+#define CHECK_RET(expr, expected)                                                                          \
+    do {                                                                                                   \
+        const aclError ret_ = (expr);                                                                      \
+        if (ret_ != (expected)) {                                                                          \
+            const char *msg_ = aclGetRecentErrMsg();                                                       \
+            Report(__FILE__, __LINE__,                                                                     \
+                   std::string(#expr) + " returned " + std::to_string(ret_) + ", expected " +              \
+                       std::to_string(expected) + (msg_ != nullptr ? std::string(" [") + msg_ + "]" : "")); \
+        }                                                                                                  \
+    } while (0)
+
+// Checks that the last failure left a message containing `needle` (and consumes it).
+#define CHECK_MSG(needle)                                                                              \
+    do {                                                                                               \
+        const char *msg_ = aclGetRecentErrMsg();                                                       \
+        if (msg_ == nullptr || std::strstr(msg_, needle) == nullptr) {                                 \
+            Report(__FILE__, __LINE__,                                                                 \
+                   std::string("recent error message lacks \"") + needle + "\": " + (msg_ ? msg_ : "NULL")); \
+        }                                                                                              \
+    } while (0)
+
+// C callers (and ctypes) may pass any int as an enum argument; build such values without a C++ enum load.
+__attribute__((no_sanitize("enum"))) aclrtMemcpyKind KindOf(int value)
+{
+    aclrtMemcpyKind kind;
+    std::memcpy(&kind, &value, sizeof(kind));
+    return kind;
+}
+
+// Holds a stream busy: a host function that blocks until Open().
+class Gate {
+public:
+    static void Wait(void *self) { static_cast<Gate *>(self)->Block(); }
+
+    void Open()
+    {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            open_ = true;
+        }
+        cv_.notify_all();
+    }
+
+    // Opens the gate from another thread after `ms` milliseconds.
+    std::thread OpenLater(int ms)
+    {
+        return std::thread([this, ms] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+            Open();
+        });
+    }
+
+private:
+    void Block()
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        cv_.wait(lock, [this] { return open_; });
+    }
+
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool open_ = false;
+};
+
+void Fill(void *p, size_t n, uint32_t seed)
+{
+    auto *bytes = static_cast<unsigned char *>(p);
+    for (size_t i = 0; i < n; ++i) {
+        bytes[i] = static_cast<unsigned char>((i * 131u + seed * 7919u + (i >> 8)) & 0xFFu);
+    }
+}
+
+bool Same(const void *a, const void *b, size_t n) { return std::memcmp(a, b, n) == 0; }
+
+bool AllBytes(const void *p, size_t n, unsigned char value)
+{
+    const auto *bytes = static_cast<const unsigned char *>(p);
+    for (size_t i = 0; i < n; ++i) {
+        if (bytes[i] != value) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void *DeviceAlloc(size_t n)
+{
+    void *p = nullptr;
+    CHECK_RET(aclrtMalloc(&p, n, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    return p;
+}
+
+void *PinnedAlloc(size_t n)
+{
+    void *p = nullptr;
+    CHECK_RET(aclrtMallocHost(&p, n), ACL_SUCCESS);
+    return p;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+void TestBeforeAnyDevice()
+{
+    void *p = nullptr;
+    CHECK_RET(aclrtMalloc(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_MSG("aclrtSetDevice");
+    int32_t device = -1;
+    CHECK_RET(aclrtGetDevice(&device), ACL_ERROR_RT_CONTEXT_NULL);
+    aclrtStream stream = nullptr;
+    CHECK_RET(aclrtCreateStream(&stream), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_RET(aclrtSynchronizeStream(nullptr), ACL_ERROR_RT_CONTEXT_NULL);
+    // Pinned host memory needs no device.
+    void *host = PinnedAlloc(16);
+    CHECK_RET(aclrtFreeHost(host), ACL_SUCCESS);
+}
+
+void TestInitFinalize()
+{
+    CHECK_RET(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
+    CHECK_RET(aclInit("/nonexistent/acl.json"), ACL_ERROR_INVALID_FILE);
+    CHECK_MSG("/nonexistent/acl.json");
+    CHECK(aclGetRecentErrMsg() == nullptr);  // consumed by the previous read
+    CHECK_RET(aclInit(nullptr), ACL_SUCCESS);
+    CHECK_RET(aclInit(nullptr), ACL_ERROR_REPEAT_INITIALIZE);
+    CHECK_RET(aclFinalize(), ACL_SUCCESS);
+    CHECK_RET(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
+    CHECK_RET(aclInit(""), ACL_SUCCESS);  // empty path: no config file, initialized again after finalize
+    const char *soc = aclrtGetSocName();
+    CHECK(soc != nullptr && std::strcmp(soc, "Ascend910B") == 0);
+    CHECK(aclhostGetSocProfile() != nullptr && soc != nullptr && std::strcmp(aclhostGetSocProfile(), soc) == 0);
+}
+
+void TestDevices()
+{
+    uint32_t count = 0;
+    CHECK_RET(aclrtGetDeviceCount(&count), ACL_SUCCESS);
+    CHECK(count == 8);
+    CHECK_RET(aclrtGetDeviceCount(nullptr), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtSetDevice(-1), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_MSG("deviceId -1");
+    CHECK_RET(aclrtSetDevice(static_cast<int32_t>(count)), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_RET(aclrtSetDevice(0), ACL_SUCCESS);
+    int32_t device = -1;
+    CHECK_RET(aclrtGetDevice(&device), ACL_SUCCESS);
+    CHECK(device == 0);
+    CHECK_RET(aclrtGetDevice(nullptr), ACL_ERROR_INVALID_PARAM);
+    // A thread that never called aclrtSetDevice uses the process default (the first device set).
+    int32_t seen = -1;
+    aclError seen_ret = -1;
+    std::thread([&] { seen_ret = aclrtGetDevice(&seen); }).join();
+    CHECK(seen_ret == ACL_SUCCESS && seen == 0);
+}
+
+void TestMallocFree()
+{
+    void *p = nullptr;
+    CHECK_RET(aclrtMalloc(nullptr, 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtMalloc(&p, 0, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtMalloc(&p, SIZE_MAX - 8, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtMallocHost(nullptr, 64), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtMallocHost(&p, 0), ACL_ERROR_INVALID_PARAM);
+
+    void *dev = DeviceAlloc(100);
+    CHECK(reinterpret_cast<uintptr_t>(dev) % 64 == 0);
+    int32_t type = -1;
+    int32_t id = -2;
+    void *base = nullptr;
+    size_t size = 0;
+    CHECK_RET(aclhostGetMemLocation(static_cast<char *>(dev) + 10, &type, &id, &base, &size), ACL_SUCCESS);
+    CHECK(type == ACL_MEM_LOCATION_TYPE_DEVICE && id == 0 && base == dev);
+    CHECK(size == 160);  // 100 rounded up to 128, plus the Ascend910B padding of 32
+
+    void *host = PinnedAlloc(100);
+    CHECK(reinterpret_cast<uintptr_t>(host) % 64 == 0);
+    CHECK_RET(aclhostGetMemLocation(host, &type, &id, nullptr, nullptr), ACL_SUCCESS);
+    CHECK(type == ACL_MEM_LOCATION_TYPE_HOST && id == -1);
+    int local = 0;
+    CHECK_RET(aclhostGetMemLocation(&local, &type, &id, &base, &size), ACL_SUCCESS);
+    CHECK(type == ACL_MEM_LOCATION_TYPE_UNREGISTERED && base == nullptr && size == 0);
+
+    CHECK_RET(aclrtFree(nullptr), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtFreeHost(nullptr), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtFree(static_cast<char *>(dev) + 32), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_MSG("bytes into the allocation");
+    CHECK_RET(aclrtFree(host), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_RET(aclrtFreeHost(dev), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_RET(aclrtFree(&local), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_RET(aclrtFree(dev), ACL_SUCCESS);
+    CHECK_RET(aclrtFree(dev), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_RET(aclrtFreeHost(host), ACL_SUCCESS);
+}
+
+void TestRoundTrips(aclrtStream stream)
+{
+    constexpr size_t n = 1 << 20;
+    std::vector<unsigned char> pageable_src(n);
+    std::vector<unsigned char> pageable_dst(n, 0);
+    Fill(pageable_src.data(), n, 1);
+    void *pinned_src = PinnedAlloc(n);
+    void *pinned_dst = PinnedAlloc(n);
+    void *dev_a = DeviceAlloc(n);
+    void *dev_b = DeviceAlloc(n);
+    Fill(pinned_src, n, 2);
+    std::memset(pinned_dst, 0, n);
+
+    // Pinned: asynchronous until the stream is synchronized.
+    CHECK_RET(aclrtMemcpyAsync(dev_a, n, pinned_src, n, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsync(dev_b, n, dev_a, n, ACL_MEMCPY_DEVICE_TO_DEVICE, stream), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsync(pinned_dst, n, dev_b, n, ACL_MEMCPY_DEFAULT, stream), ACL_SUCCESS);
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    CHECK(Same(pinned_dst, pinned_src, n));
+
+    // Pageable: the call returns after the copy.
+    CHECK_RET(aclrtMemcpyAsync(dev_a, n, pageable_src.data(), n, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsync(pageable_dst.data(), n, dev_a, n, ACL_MEMCPY_DEVICE_TO_HOST, stream), ACL_SUCCESS);
+    CHECK(Same(pageable_dst.data(), pageable_src.data(), n));
+
+    // A pageable copy first drains the stream: the queued pinned copy is done when it returns.
+    Gate gate;
+    CHECK_RET(aclhostLaunchHostFunc(stream, Gate::Wait, &gate), ACL_SUCCESS);
+    Fill(pinned_src, n, 3);
+    CHECK_RET(aclrtMemcpyAsync(dev_b, n, pinned_src, n, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_SUCCESS);
+    std::thread opener = gate.OpenLater(20);
+    CHECK_RET(aclrtMemcpyAsync(pageable_dst.data(), n, dev_b, n, ACL_MEMCPY_DEVICE_TO_HOST, stream), ACL_SUCCESS);
+    opener.join();
+    CHECK(Same(pageable_dst.data(), pinned_src, n));
+
+    // Synchronous copies, the default stream, and the deprecated WithCondition form.
+    Fill(pageable_src.data(), n, 4);
+    CHECK_RET(aclrtMemcpy(dev_a, n, pageable_src.data(), n, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy(pinned_dst, n, dev_a, n, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(Same(pinned_dst, pageable_src.data(), n));
+    CHECK_RET(aclrtMemcpy(pageable_dst.data(), n, pageable_src.data(), n, ACL_MEMCPY_HOST_TO_HOST), ACL_SUCCESS);
+    Fill(pinned_src, n, 5);
+    CHECK_RET(aclrtMemcpyAsync(dev_a, n, pinned_src, n, ACL_MEMCPY_HOST_TO_DEVICE, nullptr), ACL_SUCCESS);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    CHECK_RET(aclrtMemcpyAsyncWithCondition(pinned_dst, n, dev_a, n, ACL_MEMCPY_DEVICE_TO_HOST, nullptr), ACL_SUCCESS);
+#pragma GCC diagnostic pop
+    CHECK_RET(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
+    CHECK(Same(pinned_dst, pinned_src, n));
+
+    // HOST_TO_BUF_TO_DEVICE stages the source at call time: changing it afterwards does not matter.
+    Gate hold;
+    CHECK_RET(aclhostLaunchHostFunc(stream, Gate::Wait, &hold), ACL_SUCCESS);
+    Fill(pageable_src.data(), n, 6);
+    std::vector<unsigned char> expected(pageable_src);
+    CHECK_RET(aclrtMemcpyAsync(dev_a, n, pageable_src.data(), n, ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE, stream),
+              ACL_SUCCESS);
+    Fill(pageable_src.data(), n, 7);
+    hold.Open();
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy(pageable_dst.data(), n, dev_a, n, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(Same(pageable_dst.data(), expected.data(), n));
+
+    CHECK_RET(aclrtFree(dev_a), ACL_SUCCESS);
+    CHECK_RET(aclrtFree(dev_b), ACL_SUCCESS);
+    CHECK_RET(aclrtFreeHost(pinned_src), ACL_SUCCESS);
+    CHECK_RET(aclrtFreeHost(pinned_dst), ACL_SUCCESS);
+}
+
+void TestOrdering(aclrtStream stream)
+{
+    // Dependent copies on one stream, no synchronization in between: each reads what the previous wrote.
+    constexpr size_t n = 4 << 20;
+    void *a = PinnedAlloc(n);
+    void *d = PinnedAlloc(n);
+    void *b = DeviceAlloc(n);
+    void *c = DeviceAlloc(n);
+    for (uint32_t round = 0; round < 3; ++round) {
+        Fill(a, n, 100 + round);
+        std::memset(d, 0, n);
+        CHECK_RET(aclrtMemcpyAsync(b, n, a, n, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_SUCCESS);
+        CHECK_RET(aclrtMemcpyAsync(c, n, b, n, ACL_MEMCPY_DEVICE_TO_DEVICE, stream), ACL_SUCCESS);
+        CHECK_RET(aclrtMemcpyAsync(b, n / 2, static_cast<char *>(c) + n / 2, n / 2, ACL_MEMCPY_DEVICE_TO_DEVICE,
+                                   stream),
+                  ACL_SUCCESS);
+        CHECK_RET(aclrtMemcpyAsync(d, n, b, n, ACL_MEMCPY_DEVICE_TO_HOST, stream), ACL_SUCCESS);
+        CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+        CHECK(Same(d, static_cast<char *>(a) + n / 2, n / 2));
+        CHECK(Same(static_cast<char *>(d) + n / 2, static_cast<char *>(a) + n / 2, n / 2));
+    }
+    CHECK_RET(aclrtFree(b), ACL_SUCCESS);
+    CHECK_RET(aclrtFree(c), ACL_SUCCESS);
+    CHECK_RET(aclrtFreeHost(a), ACL_SUCCESS);
+    CHECK_RET(aclrtFreeHost(d), ACL_SUCCESS);
+}
+
+void Test2D(aclrtStream stream)
+{
+    constexpr size_t width = 40;
+    constexpr size_t height = 7;
+    constexpr size_t spitch = 48;
+    constexpr size_t dpitch = 64;
+    void *src = PinnedAlloc(spitch * height);
+    void *dev = DeviceAlloc(dpitch * height);
+    void *back = PinnedAlloc(dpitch * height);
+    Fill(src, spitch * height, 9);
+    std::memset(back, 0xEE, dpitch * height);
+    CHECK_RET(aclrtMemcpy(dev, dpitch * height, back, dpitch * height, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+
+    CHECK_RET(aclrtMemcpy2dAsync(dev, dpitch, src, spitch, width, height, ACL_MEMCPY_HOST_TO_DEVICE, stream),
+              ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsync(back, dpitch * height, dev, dpitch * height, ACL_MEMCPY_DEVICE_TO_HOST, stream),
+              ACL_SUCCESS);
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    for (size_t r = 0; r < height; ++r) {
+        const auto *row = static_cast<const unsigned char *>(back) + r * dpitch;
+        CHECK(Same(row, static_cast<const unsigned char *>(src) + r * spitch, width));
+        CHECK(AllBytes(row + width, dpitch - width, 0xEE));  // the pitch gap is untouched
+    }
+
+    // Synchronous 2D D2H into pageable memory with its own pitch gaps.
+    std::vector<unsigned char> out(spitch * height, 0x5A);
+    CHECK_RET(aclrtMemcpy2d(out.data(), spitch, dev, dpitch, width, height, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    for (size_t r = 0; r < height; ++r) {
+        CHECK(Same(out.data() + r * spitch, static_cast<const unsigned char *>(src) + r * spitch, width));
+        CHECK(AllBytes(out.data() + r * spitch + width, spitch - width, 0x5A));
+    }
+
+    // 2dAsync D2D (supported on Ascend910B) and a pageable D2H that returns after the copy.
+    void *dev2 = DeviceAlloc(dpitch * height);
+    CHECK_RET(aclrtMemcpy2dAsync(dev2, dpitch, dev, dpitch, width, height, ACL_MEMCPY_DEVICE_TO_DEVICE, stream),
+              ACL_SUCCESS);
+    std::vector<unsigned char> out2(width * height, 0);
+    CHECK_RET(aclrtMemcpy2dAsync(out2.data(), width, dev2, dpitch, width, height, ACL_MEMCPY_DEFAULT, stream),
+              ACL_SUCCESS);
+    for (size_t r = 0; r < height; ++r) {
+        CHECK(Same(out2.data() + r * width, static_cast<const unsigned char *>(src) + r * spitch, width));
+    }
+
+    // Error codes.
+    CHECK_RET(aclrtMemcpy2dAsync(nullptr, dpitch, nullptr, spitch, 0, height, ACL_MEMCPY_HOST_TO_DEVICE, stream),
+              ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy2dAsync(dev, dpitch, nullptr, spitch, width, height, ACL_MEMCPY_HOST_TO_DEVICE, stream),
+              ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtMemcpy2dAsync(dev, dpitch, src, 8, width, height, ACL_MEMCPY_HOST_TO_DEVICE, stream),
+              ACL_ERROR_INVALID_PARAM);
+    CHECK_MSG("width 40 exceeds spitch 8");
+    CHECK_RET(aclrtMemcpy2dAsync(dev, dpitch, src, spitch, width, height, ACL_MEMCPY_HOST_TO_HOST, stream),
+              ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtMemcpy2dAsync(dev, dpitch, src, spitch, width, 5242881, ACL_MEMCPY_HOST_TO_DEVICE, stream),
+              ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_RET(aclrtMemcpy2dAsync(dev, 6000000, src, 6000000, 5000001, 1, ACL_MEMCPY_HOST_TO_DEVICE, stream),
+              ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_RET(aclrtMemcpy2d(dev2, dpitch, dev, dpitch, width, height, ACL_MEMCPY_DEVICE_TO_DEVICE),
+              ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    CHECK_RET(aclrtMemcpy2d(dev2, dpitch, dev, dpitch, width, height, ACL_MEMCPY_DEFAULT),
+              ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    // Rows past the end of the destination allocation (host-runtime memory safety).
+    CHECK_RET(aclrtMemcpy2dAsync(dev, dpitch * 2, src, spitch, width, height, ACL_MEMCPY_HOST_TO_DEVICE, stream),
+              ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_MSG("past the end of its allocation");
+
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    CHECK_RET(aclrtFree(dev), ACL_SUCCESS);
+    CHECK_RET(aclrtFree(dev2), ACL_SUCCESS);
+    CHECK_RET(aclrtFreeHost(src), ACL_SUCCESS);
+    CHECK_RET(aclrtFreeHost(back), ACL_SUCCESS);
+}
+
+void TestBatch(aclrtStream stream)
+{
+    constexpr size_t n = 6;
+    constexpr size_t item = 4096;
+    void *dev = DeviceAlloc(n * item);
+    void *pinned = PinnedAlloc(3 * item);
+    std::vector<unsigned char> pageable(3 * item);
+    std::vector<unsigned char> expected(n * item);
+    Fill(pinned, 3 * item, 20);
+    Fill(pageable.data(), 3 * item, 21);
+
+    // Group 0 (items 0..3): H2D, host side alternating pinned and pageable memory, both declared HOST.
+    // Group 1 (items 4..5): D2H back into the pageable buffer.
+    void *dsts[n];
+    void *srcs[n];
+    size_t sizes[n];
+    size_t dest_maxs[n];
+    for (size_t i = 0; i < 4; ++i) {
+        dsts[i] = static_cast<char *>(dev) + i * item;
+        srcs[i] = (i % 2 == 0) ? static_cast<unsigned char *>(pinned) + (i / 2) * item : pageable.data() + (i / 2) * item;
+        sizes[i] = item;
+        dest_maxs[i] = item;
+        std::memcpy(expected.data() + i * item, srcs[i], item);
+    }
+    std::vector<unsigned char> readback(2 * item, 0);
+    for (size_t i = 4; i < n; ++i) {
+        dsts[i] = readback.data() + (i - 4) * item;
+        srcs[i] = static_cast<char *>(dev) + (i - 4) * item;
+        sizes[i] = item;
+        dest_maxs[i] = item;
+    }
+    aclrtMemcpyBatchAttr attrs[2] = {};
+    attrs[0].srcLoc = {0, ACL_MEM_LOCATION_TYPE_HOST};
+    attrs[0].dstLoc = {0, ACL_MEM_LOCATION_TYPE_DEVICE};
+    attrs[1].srcLoc = {0, ACL_MEM_LOCATION_TYPE_DEVICE};
+    attrs[1].dstLoc = {0, ACL_MEM_LOCATION_TYPE_HOST_NUMA};  // counts as HOST
+    size_t attrs_indexes[2] = {0, 4};
+    size_t fail_index = 0;
+    CHECK_RET(aclrtMemcpyBatchAsync(dsts, dest_maxs, srcs, sizes, 4, attrs, attrs_indexes, 1, &fail_index, stream),
+              ACL_SUCCESS);
+    CHECK(fail_index == SIZE_MAX);
+    // Items 4..5 read what items 0..1 write. Copies within a batch are unordered, but the previous batch
+    // already wrote the same bytes there, so the result does not depend on the order.
+    CHECK_RET(aclrtMemcpyBatchAsync(dsts, dest_maxs, srcs, sizes, n, attrs, attrs_indexes, 2, &fail_index, stream),
+              ACL_SUCCESS);
+    CHECK(fail_index == SIZE_MAX);
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    std::vector<unsigned char> all(n * item);
+    CHECK_RET(aclrtMemcpy(all.data(), n * item, dev, 4 * item, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(Same(all.data(), expected.data(), 4 * item));
+    CHECK(Same(readback.data(), expected.data(), 2 * item));
+
+    // Item 2 declares its pageable source as UNREGISTERED: 107000, failIndex 2, items 0..1 already copied.
+    void *dev2 = DeviceAlloc(n * item);
+    aclrtMemcpyBatchAttr bad[3] = {};
+    bad[0] = attrs[0];
+    bad[1] = attrs[0];
+    bad[1].srcLoc.type = ACL_MEM_LOCATION_TYPE_UNREGISTERED;
+    bad[2] = attrs[0];
+    size_t bad_indexes[3] = {0, 2, 3};
+    void *dsts2[4];
+    for (size_t i = 0; i < 4; ++i) {
+        dsts2[i] = static_cast<char *>(dev2) + i * item;
+    }
+    CHECK_RET(aclrtMemcpy(dev2, n * item, all.data(), n * item, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+    std::vector<unsigned char> before(all);
+    CHECK_RET(aclrtMemcpyBatchAsync(dsts2, dest_maxs, srcs, sizes, 4, bad, bad_indexes, 3, &fail_index, stream),
+              ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(fail_index == 2);
+    CHECK_MSG("item 2");
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    std::vector<unsigned char> after(n * item);
+    CHECK_RET(aclrtMemcpy(after.data(), n * item, dev2, n * item, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(Same(after.data(), expected.data(), 2 * item));                          // items 0, 1 copied
+    CHECK(Same(after.data() + 2 * item, before.data() + 2 * item, 4 * item));      // the rest untouched
+
+    // The synchronous batch validates every item first: a failing item leaves everything untouched.
+    CHECK_RET(aclrtMemcpy(dev2, n * item, before.data(), n * item, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyBatch(dsts2, dest_maxs, srcs, sizes, 4, bad, bad_indexes, 3, &fail_index),
+              ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(fail_index == 2);
+    CHECK_RET(aclrtMemcpy(after.data(), n * item, dev2, n * item, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(Same(after.data(), before.data(), n * item));
+    CHECK_RET(aclrtMemcpyBatchV2(dsts2, dest_maxs, srcs, sizes, 4, attrs, attrs_indexes, 1), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy(after.data(), n * item, dev2, n * item, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(Same(after.data(), expected.data(), 4 * item));
+    CHECK_RET(aclrtMemcpyBatchAsyncV2(dsts2, dest_maxs, srcs, sizes, 4, attrs, attrs_indexes, 1, nullptr),
+              ACL_SUCCESS);
+
+    // Argument errors, in CANN's order.
+    size_t zeros[n] = {};
+    CHECK_RET(aclrtMemcpyBatchAsync(dsts, dest_maxs, srcs, sizes, n, attrs, attrs_indexes, 2, nullptr, stream),
+              ACL_ERROR_INVALID_PARAM);
+    fail_index = 7;
+    CHECK_RET(aclrtMemcpyBatchAsync(nullptr, nullptr, nullptr, zeros, n, nullptr, nullptr, 0, &fail_index, stream),
+              ACL_SUCCESS);
+    CHECK(fail_index == SIZE_MAX);
+    CHECK_RET(aclrtMemcpyBatchAsync(dsts, dest_maxs, srcs, sizes, 0, attrs, attrs_indexes, 2, &fail_index, stream),
+              ACL_ERROR_INVALID_PARAM);
+    size_t small_max[n] = {item, item, item - 1, item, item, item};
+    fail_index = 7;
+    CHECK_RET(aclrtMemcpyBatchAsync(dsts, small_max, srcs, sizes, n, attrs, attrs_indexes, 2, &fail_index, stream),
+              ACL_ERROR_INVALID_PARAM);
+    CHECK(fail_index == 7);  // ACL-layer errors leave failIndex alone
+    aclrtMemcpyBatchAttr rsv = attrs[0];
+    rsv.rsv[3] = 1;
+    CHECK_RET(aclrtMemcpyBatchAsync(dsts, dest_maxs, srcs, sizes, 4, &rsv, attrs_indexes, 1, &fail_index, stream),
+              ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtMemcpyBatchAsync(dsts, dest_maxs, srcs, sizes, 4, attrs, attrs_indexes, 0, &fail_index, stream),
+              ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(fail_index == SIZE_MAX);
+    size_t shifted[2] = {1, 4};
+    CHECK_RET(aclrtMemcpyBatchAsync(dsts, dest_maxs, srcs, sizes, n, attrs, shifted, 2, &fail_index, stream),
+              ACL_ERROR_RT_PARAM_INVALID);
+    size_t beyond[2] = {0, n};
+    CHECK_RET(aclrtMemcpyBatchAsync(dsts, dest_maxs, srcs, sizes, n, attrs, beyond, 2, &fail_index, stream),
+              ACL_ERROR_RT_PARAM_INVALID);
+    size_t mixed_sizes[n] = {item, 0, item, item, item, item};
+    CHECK_RET(aclrtMemcpyBatchAsync(dsts, dest_maxs, srcs, mixed_sizes, 4, attrs, attrs_indexes, 1, &fail_index,
+                                    stream),
+              ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(fail_index == 1);
+    // Host to host is not a batch direction.
+    void *h2h_dsts[1] = {pageable.data()};
+    void *h2h_srcs[1] = {pinned};
+    aclrtMemcpyBatchAttr host_host = {};
+    host_host.srcLoc = {0, ACL_MEM_LOCATION_TYPE_HOST};
+    host_host.dstLoc = {0, ACL_MEM_LOCATION_TYPE_HOST};
+    CHECK_RET(aclrtMemcpyBatchAsync(h2h_dsts, dest_maxs, h2h_srcs, sizes, 1, &host_host, attrs_indexes, 1,
+                                    &fail_index, stream),
+              ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(fail_index == 0);
+    // Unknown stream handle.
+    CHECK_RET(aclrtMemcpyBatchAsync(dsts, dest_maxs, srcs, sizes, 4, attrs, attrs_indexes, 1, &fail_index,
+                                    reinterpret_cast<aclrtStream>(0x12345)),
+              ACL_ERROR_RT_PARAM_INVALID);
+    // The synchronous batch takes at most 4096 items.
+    std::vector<void *> many_dsts(4097, dsts[0]);
+    std::vector<void *> many_srcs(4097, srcs[0]);
+    std::vector<size_t> many_sizes(4097, 16);
+    CHECK_RET(aclrtMemcpyBatch(many_dsts.data(), many_sizes.data(), many_srcs.data(), many_sizes.data(), 4097, attrs,
+                               attrs_indexes, 1, &fail_index),
+              ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_MSG("4096");
+    CHECK(fail_index == SIZE_MAX);
+
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    CHECK_RET(aclrtFree(dev), ACL_SUCCESS);
+    CHECK_RET(aclrtFree(dev2), ACL_SUCCESS);
+    CHECK_RET(aclrtFreeHost(pinned), ACL_SUCCESS);
+}
+
+void TestDescriptor(aclrtStream stream)
+{
+    size_t desc_size = 0;
+    CHECK_RET(aclrtGetMemcpyDescSize(ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, &desc_size), ACL_SUCCESS);
+    CHECK(desc_size == 32);
+    CHECK_RET(aclrtGetMemcpyDescSize(ACL_MEMCPY_DEVICE_TO_DEVICE, &desc_size), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    CHECK_RET(aclrtGetMemcpyDescSize(KindOf(8), &desc_size), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtGetMemcpyDescSize(ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, nullptr), ACL_ERROR_INVALID_PARAM);
+
+    constexpr size_t n = 1 << 16;
+    void *desc = DeviceAlloc(desc_size);
+    void *a = DeviceAlloc(n);
+    void *b = DeviceAlloc(n);
+    void *c = DeviceAlloc(n);
+    void *d = DeviceAlloc(n);
+    std::vector<unsigned char> pattern_a(n);
+    std::vector<unsigned char> pattern_c(n);
+    std::vector<unsigned char> zeros(n, 0);
+    std::vector<unsigned char> out(n);
+    Fill(pattern_a.data(), n, 30);
+    Fill(pattern_c.data(), n, 31);
+    CHECK_RET(aclrtMemcpy(a, n, pattern_a.data(), n, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy(c, n, pattern_c.data(), n, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy(b, n, zeros.data(), n, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy(d, n, zeros.data(), n, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+
+    // Plain descriptor copy a -> b.
+    CHECK_RET(aclrtSetMemcpyDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a, b, n, nullptr), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsyncWithDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, stream), ACL_SUCCESS);
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy(out.data(), n, b, n, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(Same(out.data(), pattern_a.data(), n));
+
+    // Deferred read: the task reads the descriptor when it executes. With the stream held by a gate,
+    // enqueue the copy (descriptor says a -> b), then rewrite the descriptor (c -> d) before it runs:
+    // the copy performed is c -> d, and b keeps its old content.
+    CHECK_RET(aclrtMemcpy(b, n, zeros.data(), n, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+    Gate gate;
+    CHECK_RET(aclhostLaunchHostFunc(stream, Gate::Wait, &gate), ACL_SUCCESS);
+    CHECK_RET(aclrtSetMemcpyDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a, b, n, nullptr), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsyncWithDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, stream), ACL_SUCCESS);
+    CHECK_RET(aclrtSetMemcpyDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, c, d, n, nullptr), ACL_SUCCESS);
+    gate.Open();
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy(out.data(), n, d, n, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(Same(out.data(), pattern_c.data(), n));
+    CHECK_RET(aclrtMemcpy(out.data(), n, b, n, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(Same(out.data(), zeros.data(), n));
+
+    // A descriptor that aclrtSetMemcpyDesc never wrote: the enqueue succeeds, the task fails, and the next
+    // synchronize reports 507000 once.
+    void *blank = DeviceAlloc(desc_size);
+    CHECK_RET(aclrtMemcpy(blank, desc_size, zeros.data(), desc_size, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsyncWithDesc(blank, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, stream), ACL_SUCCESS);
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_ERROR_RT_INTERNAL_ERROR);
+    CHECK_MSG("magic");
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+
+    // Error codes.
+    CHECK_RET(aclrtSetMemcpyDesc(nullptr, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a, b, n, nullptr),
+              ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtSetMemcpyDesc(desc, KindOf(9), a, b, n, nullptr), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtSetMemcpyDesc(desc, ACL_MEMCPY_DEVICE_TO_DEVICE, a, b, n, nullptr),
+              ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    CHECK_RET(aclrtSetMemcpyDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a, b, 0, nullptr), ACL_ERROR_INVALID_PARAM);
+    int config = 0;
+    CHECK_RET(aclrtSetMemcpyDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a, b, n, &config), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtSetMemcpyDesc(static_cast<char *>(desc) + 8, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a, b, n, nullptr),
+              ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_MSG("64-byte aligned");
+    CHECK_RET(aclrtSetMemcpyDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a, b, (4ULL << 30) + 1, nullptr),
+              ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_RET(aclrtSetMemcpyDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a, zeros.data(), n, nullptr),
+              ACL_ERROR_RT_PARAM_INVALID);
+    std::vector<unsigned char> host_desc(128);
+    void *host_desc_aligned = reinterpret_cast<void *>((reinterpret_cast<uintptr_t>(host_desc.data()) + 63) & ~uintptr_t{63});
+    CHECK_RET(aclrtSetMemcpyDesc(host_desc_aligned, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a, b, n, nullptr),
+              ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_RET(aclrtSetMemcpyDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a, b, n + 4096, nullptr),
+              ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_RET(aclrtMemcpyAsyncWithDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, nullptr), ACL_ERROR_INVALID_PARAM);
+    CHECK_MSG("stream is NULL");
+    CHECK_RET(aclrtMemcpyAsyncWithDesc(desc, ACL_MEMCPY_DEVICE_TO_DEVICE, stream), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    CHECK_RET(aclrtMemcpyAsyncWithDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, reinterpret_cast<aclrtStream>(0x99)),
+              ACL_ERROR_RT_PARAM_INVALID);
+
+    for (void *p : {desc, blank, a, b, c, d}) {
+        CHECK_RET(aclrtFree(p), ACL_SUCCESS);
+    }
+}
+
+void TestCopyErrors(aclrtStream stream)
+{
+    void *dev = DeviceAlloc(1024);
+    void *pinned = PinnedAlloc(4096);
+    void *pinned2 = PinnedAlloc(4096);
+    std::vector<unsigned char> pageable(4096);
+
+    CHECK_RET(aclrtMemcpyAsync(nullptr, 0, nullptr, 0, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsync(nullptr, 16, pinned, 16, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtMemcpyAsync(dev, 16, pinned, 16, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, stream),
+              ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtMemcpyAsync(dev, 16, pinned, 16, KindOf(8), stream), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtMemcpyAsync(dev, 16, pinned, 16, KindOf(-1), stream), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtMemcpyAsync(dev, 1024, pinned, 4096, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_MSG("aclrtMemcpyAsync: count 4096 exceeds destMax 1024");
+    CHECK_RET(aclrtMemcpy(dev, 0, pinned, 16, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_RET(aclrtMemcpyAsync(pinned2, 4096, pinned, 4096, ACL_MEMCPY_HOST_TO_HOST, stream),
+              ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    CHECK_RET(aclrtMemcpyAsync(pinned2, 4096, pinned, 4096, ACL_MEMCPY_DEFAULT, stream),
+              ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    // A pinned/device pair forces the kind; a pageable endpoint must fit it.
+    CHECK_RET(aclrtMemcpyAsync(dev, 1024, pinned, 1024, ACL_MEMCPY_DEVICE_TO_HOST, stream), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsync(dev, 1024, pageable.data(), 1024, ACL_MEMCPY_DEVICE_TO_HOST, stream),
+              ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_RET(aclrtMemcpyAsync(dev, 1024, pageable.data(), 1024, ACL_MEMCPY_DEVICE_TO_DEVICE, stream), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsync(dev, 1024, dev, 1024, ACL_MEMCPY_DEVICE_TO_DEVICE, stream), ACL_SUCCESS);
+    // HOST_TO_BUF_TO_DEVICE needs a device destination.
+    CHECK_RET(aclrtMemcpyAsync(pinned2, 16, pinned, 16, ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE, stream),
+              ACL_ERROR_RT_PARAM_INVALID);
+    // Unknown stream.
+    CHECK_RET(aclrtMemcpyAsync(dev, 16, pinned, 16, ACL_MEMCPY_HOST_TO_DEVICE, reinterpret_cast<aclrtStream>(0x777)),
+              ACL_ERROR_RT_PARAM_INVALID);
+    // Host-runtime memory safety: 1024 requested bytes are 1056 usable; 2048 run past the allocation.
+    CHECK_RET(aclrtMemcpyAsync(dev, 4096, pinned, 2048, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_MSG("past the end of its allocation");
+    CHECK_RET(aclrtMemcpy(pinned, 4096, static_cast<char *>(dev) + 1000, 100, ACL_MEMCPY_DEVICE_TO_HOST),
+              ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_RET(aclrtMemcpy(pinned, 4096, static_cast<char *>(dev) + 1000, 56, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    CHECK_RET(aclrtFree(dev), ACL_SUCCESS);
+    CHECK_RET(aclrtFreeHost(pinned), ACL_SUCCESS);
+    CHECK_RET(aclrtFreeHost(pinned2), ACL_SUCCESS);
+}
+
+void TestStreams()
+{
+    CHECK_RET(aclrtCreateStream(nullptr), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtDestroyStream(nullptr), ACL_ERROR_INVALID_PARAM);
+    aclrtStream stream = nullptr;
+    CHECK_RET(aclrtCreateStream(&stream), ACL_SUCCESS);
+
+    // Timeout on a busy stream.
+    Gate gate;
+    CHECK_RET(aclhostLaunchHostFunc(stream, Gate::Wait, &gate), ACL_SUCCESS);
+    CHECK_RET(aclrtSynchronizeStreamWithTimeout(stream, 10), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+    CHECK_MSG("timeout 10");
+    CHECK_RET(aclrtSynchronizeStreamWithTimeout(stream, 0), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+    CHECK_RET(aclrtSynchronizeStreamWithTimeout(stream, -2), ACL_ERROR_RT_PARAM_INVALID);
+    gate.Open();
+    CHECK_RET(aclrtSynchronizeStreamWithTimeout(stream, -1), ACL_SUCCESS);
+    CHECK_RET(aclrtSynchronizeStreamWithTimeout(stream, 0), ACL_SUCCESS);
+    CHECK_RET(aclhostLaunchHostFunc(stream, nullptr, nullptr), ACL_ERROR_INVALID_PARAM);
+
+    // Destroy waits for pending work; the handle is then unknown.
+    void *dev = DeviceAlloc(1 << 20);
+    void *pinned = PinnedAlloc(1 << 20);
+    Fill(pinned, 1 << 20, 40);
+    std::vector<unsigned char> expected(static_cast<unsigned char *>(pinned),
+                                        static_cast<unsigned char *>(pinned) + (1 << 20));
+    Gate hold;
+    CHECK_RET(aclhostLaunchHostFunc(stream, Gate::Wait, &hold), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsync(dev, 1 << 20, pinned, 1 << 20, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_SUCCESS);
+    std::thread opener = hold.OpenLater(10);
+    CHECK_RET(aclrtDestroyStream(stream), ACL_SUCCESS);
+    opener.join();
+    CHECK_RET(aclrtDestroyStream(stream), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_ERROR_RT_PARAM_INVALID);
+    std::vector<unsigned char> out(1 << 20);
+    CHECK_RET(aclrtMemcpy(out.data(), out.size(), dev, out.size(), ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(out == expected);
+
+    // aclrtFree waits for every stream: a copy queued behind a gate completes before the memory goes.
+    aclrtStream other = nullptr;
+    CHECK_RET(aclrtCreateStream(&other), ACL_SUCCESS);
+    Gate late;
+    CHECK_RET(aclhostLaunchHostFunc(other, Gate::Wait, &late), ACL_SUCCESS);
+    std::memset(pinned, 0, 1 << 20);
+    CHECK_RET(aclrtMemcpyAsync(pinned, 1 << 20, dev, 1 << 20, ACL_MEMCPY_DEVICE_TO_HOST, other), ACL_SUCCESS);
+    std::thread late_opener = late.OpenLater(10);
+    CHECK_RET(aclrtFree(dev), ACL_SUCCESS);
+    late_opener.join();
+    CHECK(std::memcmp(pinned, expected.data(), expected.size()) == 0);
+    CHECK_RET(aclrtDestroyStream(other), ACL_SUCCESS);
+    CHECK_RET(aclrtFreeHost(pinned), ACL_SUCCESS);
+}
+
+void TestFrameworkRegistration(aclrtStream stream)
+{
+    std::vector<unsigned char> tensor(4096);
+    std::vector<unsigned char> host(4096);
+    Fill(tensor.data(), tensor.size(), 50);
+    CHECK_RET(aclhostRegisterDeviceMemory(nullptr, 16), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclhostRegisterDeviceMemory(tensor.data(), 0), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclhostRegisterDeviceMemory(tensor.data(), tensor.size()), ACL_SUCCESS);
+    CHECK_RET(aclhostRegisterDeviceMemory(tensor.data(), tensor.size()), ACL_SUCCESS);  // one more reference
+    CHECK_RET(aclhostRegisterDeviceMemory(tensor.data() + 2048, 4096), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_MSG("overlaps");
+    int32_t type = -1;
+    int32_t id = -1;
+    CHECK_RET(aclhostGetMemLocation(tensor.data() + 100, &type, &id, nullptr, nullptr), ACL_SUCCESS);
+    CHECK(type == ACL_MEM_LOCATION_TYPE_DEVICE && id == 0);
+
+    // Registered memory is the device side of a copy: D2H into pageable memory is synchronous.
+    CHECK_RET(aclrtMemcpyAsync(host.data(), host.size(), tensor.data(), tensor.size(), ACL_MEMCPY_DEVICE_TO_HOST,
+                               stream),
+              ACL_SUCCESS);
+    CHECK(host == tensor);
+    CHECK_RET(aclrtFree(tensor.data()), ACL_ERROR_RT_PARAM_INVALID);  // not an aclrtMalloc allocation
+
+    CHECK_RET(aclhostUnregisterDeviceMemory(tensor.data()), ACL_SUCCESS);
+    CHECK_RET(aclhostUnregisterDeviceMemory(tensor.data()), ACL_SUCCESS);
+    CHECK_RET(aclhostUnregisterDeviceMemory(tensor.data()), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_RET(aclhostGetMemLocation(tensor.data(), &type, &id, nullptr, nullptr), ACL_SUCCESS);
+    CHECK(type == ACL_MEM_LOCATION_TYPE_UNREGISTERED);
+}
+
+void ThreadWorker(int index, std::atomic<int> *failures)
+{
+    const bool set_device = index % 2 == 0;  // odd threads rely on the process default device
+    if (set_device && aclrtSetDevice(0) != ACL_SUCCESS) {
+        ++*failures;
+        return;
+    }
+    aclrtStream stream = nullptr;
+    if (aclrtCreateStream(&stream) != ACL_SUCCESS) {
+        ++*failures;
+        return;
+    }
+    constexpr size_t n = 256 * 1024;
+    void *src = nullptr;
+    void *dst = nullptr;
+    void *dev_a = nullptr;
+    void *dev_b = nullptr;
+    if (aclrtMallocHost(&src, n) != ACL_SUCCESS || aclrtMallocHost(&dst, n) != ACL_SUCCESS ||
+        aclrtMalloc(&dev_a, n, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS ||
+        aclrtMalloc(&dev_b, n, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) {
+        ++*failures;
+        return;
+    }
+    for (uint32_t iter = 0; iter < 20; ++iter) {
+        Fill(src, n, static_cast<uint32_t>(index) * 1000u + iter);
+        std::memset(dst, 0, n);
+        const bool ok = aclrtMemcpyAsync(dev_a, n, src, n, ACL_MEMCPY_HOST_TO_DEVICE, stream) == ACL_SUCCESS &&
+                        aclrtMemcpyAsync(dev_b, n, dev_a, n, ACL_MEMCPY_DEVICE_TO_DEVICE, stream) == ACL_SUCCESS &&
+                        aclrtMemcpyAsync(dst, n, dev_b, n, ACL_MEMCPY_DEVICE_TO_HOST, stream) == ACL_SUCCESS &&
+                        aclrtSynchronizeStream(stream) == ACL_SUCCESS;
+        if (!ok || std::memcmp(src, dst, n) != 0) {
+            ++*failures;
+        }
+    }
+    if (aclrtFree(dev_a) != ACL_SUCCESS || aclrtFree(dev_b) != ACL_SUCCESS || aclrtFreeHost(src) != ACL_SUCCESS ||
+        aclrtFreeHost(dst) != ACL_SUCCESS || aclrtDestroyStream(stream) != ACL_SUCCESS) {
+        ++*failures;
+    }
+    if (set_device && aclrtResetDevice(0) != ACL_SUCCESS) {
+        ++*failures;
+    }
+}
+
+void TestThreads()
+{
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i) {
+        threads.emplace_back(ThreadWorker, i, &failures);
+    }
+    for (std::thread &t : threads) {
+        t.join();
+    }
+    CHECK(failures.load() == 0);
+}
+
+void TestRecentErrorMessages()
+{
+    (void)aclGetRecentErrMsg();  // whatever an earlier check left
+    CHECK(aclGetRecentErrMsg() == nullptr);
+    CHECK_RET(aclrtMalloc(nullptr, 1, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
+    const char *first = aclGetRecentErrMsg();
+    CHECK(first != nullptr && std::strncmp(first, "aclrtMalloc: devPtr is NULL", 27) == 0);
+    CHECK(aclGetRecentErrMsg() == nullptr);
+    // Messages are per thread.
+    CHECK_RET(aclrtFree(nullptr), ACL_ERROR_INVALID_PARAM);
+    const char *other_thread = reinterpret_cast<const char *>(1);
+    std::thread([&] { other_thread = aclGetRecentErrMsg(); }).join();
+    CHECK(other_thread == nullptr);
+    CHECK_MSG("aclrtFree: devPtr is NULL");
+}
+
+void TestResetDevice()
+{
+    CHECK_RET(aclrtResetDevice(0), ACL_SUCCESS);  // drops the last reference of device 0
+    void *p = nullptr;
+    CHECK_RET(aclrtMalloc(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_MSG("reset");
+    CHECK_RET(aclrtResetDevice(0), ACL_SUCCESS);  // nothing left to drop: a no-op
+    CHECK_RET(aclrtResetDevice(99), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_RET(aclrtSetDevice(0), ACL_SUCCESS);
+    p = DeviceAlloc(64);
+    void *pinned = PinnedAlloc(64);
+    Fill(pinned, 64, 60);
+    CHECK_RET(aclrtMemcpyAsync(p, 64, pinned, 64, ACL_MEMCPY_HOST_TO_DEVICE, nullptr), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsync(static_cast<char *>(p) + 64, 32, p, 32, ACL_MEMCPY_DEVICE_TO_DEVICE, nullptr),
+              ACL_SUCCESS);
+    CHECK_RET(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);  // the new default stream
+    std::vector<unsigned char> out(96);
+    CHECK_RET(aclrtMemcpy(out.data(), out.size(), p, out.size(), ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(Same(out.data(), pinned, 64) && Same(out.data() + 64, pinned, 32));
+    CHECK_RET(aclrtFreeHost(pinned), ACL_SUCCESS);
+    CHECK_RET(aclrtFree(p), ACL_SUCCESS);
+    CHECK_RET(aclrtResetDevice(0), ACL_SUCCESS);
+}
+
+}  // namespace
+
+int main()
+{
+    TestBeforeAnyDevice();
+    TestInitFinalize();
+    TestDevices();
+    TestRecentErrorMessages();
+    TestMallocFree();
+    aclrtStream stream = nullptr;
+    CHECK_RET(aclrtCreateStream(&stream), ACL_SUCCESS);
+    TestRoundTrips(stream);
+    TestOrdering(stream);
+    Test2D(stream);
+    TestBatch(stream);
+    TestDescriptor(stream);
+    TestCopyErrors(stream);
+    TestFrameworkRegistration(stream);
+    CHECK_RET(aclrtDestroyStream(stream), ACL_SUCCESS);
+    TestStreams();
+    TestThreads();
+    TestResetDevice();
+    CHECK_RET(aclFinalize(), ACL_SUCCESS);
+
+    if (g_failures != 0) {
+        std::fprintf(stderr, "%d check(s) failed\n", g_failures);
+        return 1;
+    }
+    std::printf("ALL PASSED\n");
+    return 0;
+}
