@@ -1,0 +1,128 @@
+"""Builds the host ACL runtime together with each tests/cpp program under sanitizers and runs them.
+
+    python ops_impl/tools/run_sanitizers.py            # AddressSanitizer + UndefinedBehaviorSanitizer
+    python ops_impl/tools/run_sanitizers.py --tsan     # then a second pass under ThreadSanitizer
+    python ops_impl/tools/run_sanitizers.py --tsan-only
+
+The runtime sources (ops_impl/acl_host/src/*.cpp, with soc_profiles.inc generated from
+configs/soc_profiles.yaml into a temporary directory) are compiled with the sanitizer flags and linked
+statically into every program, so that the sanitizers see the runtime's own code. Exits non-zero when a
+build fails, a program fails or does not print "ALL PASSED", or a sanitizer reports anything.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HOST_INCLUDE = ROOT / "ops_impl" / "acl_host" / "include"
+HOST_SOURCES = ROOT / "ops_impl" / "acl_host" / "src"
+TEST_PROGRAMS = ROOT / "tests" / "cpp"
+SOC_YAML = ROOT / "configs" / "soc_profiles.yaml"
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gen_soc_table import generate as generate_soc_table  # noqa: E402
+
+COMMON_FLAGS = ["-std=c++17", "-g", "-O1", "-fno-omit-frame-pointer", "-pthread", "-Wall", "-Wextra"]
+PASSES = {
+    "asan+ubsan": {
+        "flags": ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"],
+        "env": {
+            "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1",
+            "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+        },
+    },
+    "tsan": {
+        "flags": ["-fsanitize=thread"],
+        "env": {"TSAN_OPTIONS": "halt_on_error=1:second_deadlock_stack=1"},
+    },
+}
+# Text that means a sanitizer found something, even if the program still exited 0.
+REPORT_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                  "WARNING: ThreadSanitizer", "ERROR: ThreadSanitizer", "SUMMARY: ")
+# The programs choose their own SoC profile and device count; never inherit the caller's.
+HOST_RUNTIME_ENV = ("MS_MEMCOPY_SOC", "MS_MEMCOPY_DEVICE_COUNT")
+
+
+def run(cmd, **kwargs):
+    return subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+
+
+def compile_runtime(cxx, flags, gen_dir, obj_dir):
+    """Compiles every runtime source to an object file; returns the objects, or None on failure."""
+    includes = [f"-I{HOST_INCLUDE}", f"-I{gen_dir}", f"-I{HOST_SOURCES}"]
+    sources = sorted(HOST_SOURCES.glob("*.cpp"))
+    jobs = [(src, obj_dir / (src.stem + ".o")) for src in sources]
+
+    def build(job):
+        src, obj = job
+        return src, run([cxx, *COMMON_FLAGS, *flags, *includes, "-c", str(src), "-o", str(obj)])
+
+    ok = True
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        for src, result in pool.map(build, jobs):
+            if result.returncode != 0 or result.stderr.strip():
+                ok = ok and result.returncode == 0
+                sys.stderr.write(f"--- {src.name}\n{result.stdout}{result.stderr}")
+    return [obj for _, obj in jobs] if ok else None
+
+
+def run_pass(name, cxx, programs, work_dir):
+    config = PASSES[name]
+    print(f"== {name}: building the runtime", flush=True)
+    pass_dir = work_dir / name
+    pass_dir.mkdir()
+    gen_dir = pass_dir / "generated"
+    gen_dir.mkdir()
+    generate_soc_table(SOC_YAML, gen_dir / "soc_profiles.inc")
+    objects = compile_runtime(cxx, config["flags"], gen_dir, pass_dir)
+    if objects is None:
+        print(f"== {name}: FAILED to build the runtime")
+        return False
+    env = {key: value for key, value in os.environ.items() if key not in HOST_RUNTIME_ENV}
+    env.update(config["env"])
+    ok = True
+    for source in programs:
+        exe = pass_dir / source.stem
+        build = run([cxx, *COMMON_FLAGS, *config["flags"], f"-I{HOST_INCLUDE}", str(source), *map(str, objects),
+                     "-o", str(exe)])
+        if build.returncode != 0:
+            print(f"== {name}: {source.name}: FAILED to build\n{build.stdout}{build.stderr}")
+            ok = False
+            continue
+        result = run([str(exe)], env=env, timeout=600)
+        output = result.stdout + result.stderr
+        reported = [marker for marker in REPORT_MARKERS if marker in output]
+        passed = result.returncode == 0 and "ALL PASSED" in result.stdout and not reported
+        print(f"== {name}: {source.name}: {'ok' if passed else 'FAILED'} (exit status {result.returncode})")
+        if not passed:
+            sys.stdout.write(output)
+            ok = False
+    return ok
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tsan", action="store_true", help="also run a ThreadSanitizer pass")
+    parser.add_argument("--tsan-only", action="store_true", help="run only the ThreadSanitizer pass")
+    args = parser.parse_args()
+    cxx = os.environ.get("CXX", "g++")
+    programs = sorted(TEST_PROGRAMS.glob("*.cpp"))
+    if not programs:
+        print(f"no programs in {TEST_PROGRAMS}")
+        return 1
+    passes = ["tsan"] if args.tsan_only else (["asan+ubsan", "tsan"] if args.tsan else ["asan+ubsan"])
+    with tempfile.TemporaryDirectory(prefix="ms_memcopy_sanitizers_") as tmp:
+        results = [run_pass(name, cxx, programs, Path(tmp)) for name in passes]
+    if all(results):
+        print("sanitizers: clean")
+        return 0
+    print("sanitizers: FAILED")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
