@@ -26,6 +26,8 @@ ROOT = Path(__file__).resolve().parent
 HOST_INCLUDE = ROOT / "ops_impl" / "acl_host" / "include"
 HOST_SOURCES = ROOT / "ops_impl" / "acl_host" / "src"
 KERNEL_SOURCES = ROOT / "ops_impl" / "kernels"
+# The CustomOpBuilder entry layer of the Ascend route: compiled by MindSpore at run time, not here.
+EXTENSION_SOURCES = KERNEL_SOURCES / "ms_extension"
 sys.path.insert(0, str(ROOT / "ops_impl" / "tools"))
 from gen_soc_table import generate as generate_soc_table  # noqa: E402
 
@@ -45,6 +47,10 @@ def cann_home():
 
 def cxx():
     return os.environ.get("CXX", "g++")
+
+
+def kernel_sources():
+    return sorted(p for p in KERNEL_SOURCES.rglob("*.cpp") if EXTENSION_SOURCES not in p.parents)
 
 
 def newer_than(target, sources):
@@ -115,7 +121,7 @@ class BuildSharedLibs(build_ext):
         self._compile_and_link(sources, out, tmp, flags, link, [HOST_INCLUDE, HOST_SOURCES, gen])
 
     def _build_kernels(self, out, tmp):
-        sources = sorted(KERNEL_SOURCES.rglob("*.cpp"))
+        sources = kernel_sources()
         cann = cann_home()
         if cann:
             include, libdir = cann / "include", cann / "lib64"
@@ -146,7 +152,7 @@ def extensions():
     exts = []
     if cann_home() is None:
         exts.append(Extension("ms_memcopy._lib.libascendcl", sources=[]))
-    if any(KERNEL_SOURCES.rglob("*.cpp")):
+    if kernel_sources():
         exts.append(Extension("ms_memcopy._lib.libms_memcopy_kernels", sources=[]))
     return exts
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "acl/acl.h"
+#include "kernels_api.h"
 
 namespace msmc {
 
@@ -26,7 +27,7 @@ struct BatchItem {
 
 // Batched host<->device copies through aclrtMemcpyBatchAsync, reusable across launches (it keeps
 // its planning buffers, so a launch allocates nothing per item once warmed up).
-class BatchCopier {
+class MSMC_KERNELS_API BatchCopier {
  public:
   // Copies items[i] for every i. direction is ACL_MEMCPY_DEVICE_TO_HOST or ACL_MEMCPY_HOST_TO_DEVICE;
   // device is the device of the device-side buffers. Zero-size items are dropped, items adjacent on
@@ -68,7 +69,7 @@ void Copy2D(const PitchedCopy &copy, aclrtStream stream);
 // Device-to-device copies through a memory-copy descriptor in device memory, allocated on first use
 // and kept for the life of the object (one per kernel instance). On a SoC without descriptors,
 // copies with aclrtMemcpyAsync.
-class DescCopier {
+class MSMC_KERNELS_API DescCopier {
  public:
   DescCopier() = default;
   ~DescCopier();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "acl/acl.h"
+#include "kernels_api.h"
 
 namespace msmc {
 
@@ -16,15 +17,15 @@ namespace msmc {
 constexpr int32_t kHostTargetDevice = 0;
 
 // aclInit once per process, aclrtSetDevice once per thread; throws AclCallError on failure.
-void EnsureDevice();
+MSMC_KERNELS_API void EnsureDevice();
 
 // A stream owned by the calling thread, created on first use and kept for the life of the process.
-aclrtStream ThreadStream();
+MSMC_KERNELS_API aclrtStream ThreadStream();
 
 // Declares framework-owned buffers as device memory until destroyed (host ACL runtime only; with
 // CANN the tensors already are device memory and this does nothing). Overlapping and adjacent ranges
 // are merged before registration, so aliasing inputs are fine.
-class DeviceMemoryScope {
+class MSMC_KERNELS_API DeviceMemoryScope {
  public:
   DeviceMemoryScope() = default;
   ~DeviceMemoryScope();
@@ -41,7 +42,7 @@ class DeviceMemoryScope {
 };
 
 // Synchronizes stream; throws AclCallError on failure.
-void Synchronize(aclrtStream stream);
+MSMC_KERNELS_API void Synchronize(aclrtStream stream);
 
 }  // namespace msmc
 

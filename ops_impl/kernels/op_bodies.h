@@ -12,6 +12,7 @@
 
 #include "acl/acl.h"
 #include "copy_launch.h"
+#include "kernels_api.h"
 
 namespace msmc {
 
@@ -24,9 +25,9 @@ struct TensorArg {
 };
 
 // Bytes per element of a MindSpore dtype name; throws InputError naming `argument` for others.
-size_t ItemSize(const char *dtype, const char *argument);
-size_t NumElements(const TensorArg &t, const char *argument);
-size_t NumBytes(const TensorArg &t, const char *argument);
+MSMC_KERNELS_API size_t ItemSize(const char *dtype, const char *argument);
+MSMC_KERNELS_API size_t NumElements(const TensorArg &t, const char *argument);
+MSMC_KERNELS_API size_t NumBytes(const TensorArg &t, const char *argument);
 
 // Per kernel instance: the primitive's attributes, and buffers reused across launches.
 struct KernelState {
@@ -45,31 +46,35 @@ struct KernelState {
 };
 
 // MemcpyBatch d2h: tensors[i] -> HostBuffer[offsets[i]:], out[i] = bytes of tensors[i].
-void BatchD2H(KernelState &s, const TensorArg *tensors, size_t k, const TensorArg &offsets, const TensorArg &out,
-              aclrtStream stream);
+MSMC_KERNELS_API void BatchD2H(KernelState &s, const TensorArg *tensors, size_t k, const TensorArg &offsets,
+                               const TensorArg &out, aclrtStream stream);
 // MemcpyBatch h2d: HostBuffer[offsets[i]:] -> outputs[i].
-void BatchH2D(KernelState &s, const TensorArg &offsets, const TensorArg *outputs, size_t k, aclrtStream stream);
+MSMC_KERNELS_API void BatchH2D(KernelState &s, const TensorArg &offsets, const TensorArg *outputs, size_t k,
+                               aclrtStream stream);
 // Memcpy2D extract: y = x[row:row+height, col:col+width] on the 2-D view of x.
-void Extract2D(KernelState &s, const TensorArg &x, const TensorArg &row, const TensorArg &col, const TensorArg &y,
-               aclrtStream stream);
+MSMC_KERNELS_API void Extract2D(KernelState &s, const TensorArg &x, const TensorArg &row, const TensorArg &col,
+                                const TensorArg &y, aclrtStream stream);
 // Memcpy2D extract with the region shaped like the 2-D view of `like` (the gradient of insert).
-void ExtractLike2D(KernelState &s, const TensorArg &x, const TensorArg &like, const TensorArg &row,
-                   const TensorArg &col, const TensorArg &y, aclrtStream stream);
+MSMC_KERNELS_API void ExtractLike2D(KernelState &s, const TensorArg &x, const TensorArg &like, const TensorArg &row,
+                                    const TensorArg &col, const TensorArg &y, aclrtStream stream);
 // Memcpy2D insert: y = dst with y[row:row+h, col:col+w] = src (h, w from the 2-D view of src).
-void Insert2D(KernelState &s, const TensorArg &dst, const TensorArg &src, const TensorArg &row, const TensorArg &col,
-              const TensorArg &y, aclrtStream stream);
+MSMC_KERNELS_API void Insert2D(KernelState &s, const TensorArg &dst, const TensorArg &src, const TensorArg &row,
+                               const TensorArg &col, const TensorArg &y, aclrtStream stream);
 // Memcpy2D d2h: rows of x -> HostBuffer[offset + r*pitch:], out[0] = bytes written.
-void D2H2D(KernelState &s, const TensorArg &x, const TensorArg &offset, const TensorArg &out, aclrtStream stream);
+MSMC_KERNELS_API void D2H2D(KernelState &s, const TensorArg &x, const TensorArg &offset, const TensorArg &out,
+                            aclrtStream stream);
 // Memcpy2D h2d: HostBuffer[offset + r*pitch:] -> rows of y.
-void H2D2D(KernelState &s, const TensorArg &offset, const TensorArg &y, aclrtStream stream);
+MSMC_KERNELS_API void H2D2D(KernelState &s, const TensorArg &offset, const TensorArg &y, aclrtStream stream);
 // MemcpyWithDesc: y = x.
-void DescCopy(KernelState &s, const TensorArg &x, const TensorArg &y, aclrtStream stream);
+MSMC_KERNELS_API void DescCopy(KernelState &s, const TensorArg &x, const TensorArg &y, aclrtStream stream);
 // MemcpyWithDesc window: y = x.flat[start:start+count].
-void DescWindow(KernelState &s, const TensorArg &x, const TensorArg &start, const TensorArg &y, aclrtStream stream);
+MSMC_KERNELS_API void DescWindow(KernelState &s, const TensorArg &x, const TensorArg &start, const TensorArg &y,
+                                 aclrtStream stream);
 // MemcpyWithCondition: y = x; x -> HostBuffer[offset:] (out[0] = bytes); HostBuffer[offset:] -> y.
-void CondD2D(KernelState &s, const TensorArg &x, const TensorArg &y, aclrtStream stream);
-void CondD2H(KernelState &s, const TensorArg &x, const TensorArg &offset, const TensorArg &out, aclrtStream stream);
-void CondH2D(KernelState &s, const TensorArg &offset, const TensorArg &y, aclrtStream stream);
+MSMC_KERNELS_API void CondD2D(KernelState &s, const TensorArg &x, const TensorArg &y, aclrtStream stream);
+MSMC_KERNELS_API void CondD2H(KernelState &s, const TensorArg &x, const TensorArg &offset, const TensorArg &out,
+                              aclrtStream stream);
+MSMC_KERNELS_API void CondH2D(KernelState &s, const TensorArg &offset, const TensorArg &y, aclrtStream stream);
 
 }  // namespace msmc
 

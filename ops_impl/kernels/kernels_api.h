@@ -1,0 +1,13 @@
+// Visibility of libms_memcopy_kernels.so's C++ interface.
+//
+// The library is built with -fvisibility=hidden. The declarations marked MSMC_KERNELS_API are
+// exported because another shared object links against them: the CustomOpBuilder entry layer of
+// the Ascend route (ms_extension/), built by MindSpore at run time, calls the same op bodies,
+// launch context and descriptor copier as aot_entry.cpp, so both entry layers share one
+// HostBuffer table and one ACL runtime.
+#ifndef MS_MEMCOPY_KERNELS_KERNELS_API_H_
+#define MS_MEMCOPY_KERNELS_KERNELS_API_H_
+
+#define MSMC_KERNELS_API __attribute__((visibility("default")))
+
+#endif  // MS_MEMCOPY_KERNELS_KERNELS_API_H_
