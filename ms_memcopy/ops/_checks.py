@@ -16,7 +16,7 @@ def check_host_range(offset, span, capacity, argument, what):
 
 def check_batch_ranges(offsets, sizes, capacity, check_overlap, argument="offsets"):
     if len(offsets) != len(sizes):
-        raise ValueError(f"{argument} has {len(offsets)} values for {len(sizes)} tensors")
+        raise ValueError(f"{argument} must hold {len(sizes)} value(s), got {len(offsets)}")
     for i, (offset, size) in enumerate(zip(offsets, sizes)):
         check_host_range(offset, size, capacity, f"{argument}[{i}]", f"tensor {i}")
     if check_overlap:

@@ -1,7 +1,7 @@
 """MemcpyWithCondition: copies through aclrtMemcpyAsyncWithCondition."""
 import mindspore as ms
 
-from ._base import (CopyPrimitive, check_host_buffer, check_int, check_int64_input, check_supported, eager_int64,
+from ._base import (CopyPrimitive, GradientOp, check_host_buffer, check_int, check_int64_input, check_supported, eager_int64,
                     itemsize, ms_dtype, num_elements, static_shape)
 from ._checks import check_host_range
 
@@ -27,6 +27,7 @@ class MemcpyWithCondition(CopyPrimitive):
         if direction == "d2d":
             if host_buffer is not None or shape is not None or dtype is not None:
                 raise ValueError("MemcpyWithCondition('d2d') takes no host_buffer, shape or dtype")
+            self._grad_copy = GradientOp("memcpy_cond_d2d")
             super().__init__("memcpy_cond_d2d", attrs={}, out_shape=None, out_dtype=lambda x: x,
                              bprop=self._bprop_copy)
             return
@@ -47,7 +48,7 @@ class MemcpyWithCondition(CopyPrimitive):
                              out_dtype=lambda o: out_dtype)
 
     def _bprop_copy(self, x, out, dout):
-        return (self(dout),)
+        return (self._grad_copy(dout),)
 
     def _check_infer(self, args):
         if self.direction == "d2d":

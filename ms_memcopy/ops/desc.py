@@ -1,5 +1,7 @@
 """MemcpyWithDesc: device-to-device copies through a memory-copy descriptor."""
-from ._base import CopyPrimitive, check_int, check_int64_input, check_supported, eager_int64, num_elements, static_shape
+from mindspore import ops
+
+from ._base import CopyPrimitive, GradientOp, check_int, check_int64_input, check_supported, eager_int64, num_elements, static_shape
 from ._checks import check_region
 
 
@@ -19,22 +21,19 @@ class MemcpyWithDesc(CopyPrimitive):
     def __init__(self, count=None):
         if count is None:
             self.count = None
+            self._grad_copy = GradientOp("memcpy_desc_copy")
             super().__init__("memcpy_desc_copy", attrs={}, out_shape=None, out_dtype=lambda x: x,
                              bprop=self._bprop_copy)
         else:
-            from .memcpy2d import _Insert2D
-
             self.count = check_int(count, "count")
-            self._grad_insert = _Insert2D()
+            self._grad_insert = GradientOp("memcpy2d_insert")
             super().__init__("memcpy_desc_window", attrs={"count": self.count}, out_shape=None,
                              out_dtype=lambda x, start: x, bprop=self._bprop_window)
 
     def _bprop_copy(self, x, out, dout):
-        return (self(dout),)
+        return (self._grad_copy(dout),)
 
     def _bprop_window(self, x, start, out, dout):
-        from mindspore import ops
-
         flat = ops.zeros_like(x).reshape(1, -1)
         dx = self._grad_insert(flat, dout.reshape(1, -1), ops.zeros_like(start), start)
         return dx.reshape(x.shape), ops.zeros_like(start)

@@ -6,8 +6,8 @@ columns (a 1-D tensor is one row, a scalar a 1x1 matrix).
 import mindspore as ms
 from mindspore import ops
 
-from ._base import (CopyPrimitive, check_host_buffer, check_int, check_int64_input, check_supported, dtype_name,
-                    eager_int64, itemsize, matrix_view, ms_dtype, num_elements, static_shape)
+from ._base import (CopyPrimitive, GradientOp, check_host_buffer, check_int, check_int64_input, check_supported, dtype_name,
+                    eager_int64, itemsize, matrix_view, ms_dtype, static_shape)
 from ._checks import check_host_range, check_region, pitched_span
 
 _MODES = ("extract", "insert", "d2h", "h2d")
@@ -47,13 +47,13 @@ class Memcpy2D(CopyPrimitive):
         if mode == "extract":
             self.height = check_int(height, "height")
             self.width = check_int(width, "width")
-            self._grad_insert = _Insert2D()
+            self._grad_insert = GradientOp("memcpy2d_insert")
             super().__init__("memcpy2d_extract", attrs={"height": self.height, "width": self.width},
                              out_shape=lambda x, r, c: (self.height, self.width), out_dtype=lambda x, r, c: x,
                              bprop=self._bprop_extract)
         elif mode == "insert":
-            self._grad_insert = _Insert2D()
-            self._grad_extract = _ExtractLike2D()
+            self._grad_insert = GradientOp("memcpy2d_insert")
+            self._grad_extract = GradientOp("memcpy2d_extract_like")
             super().__init__("memcpy2d_insert", attrs={}, out_shape=lambda d, s, r, c: d,
                              out_dtype=lambda d, s, r, c: d, bprop=self._bprop_insert)
         else:
@@ -166,29 +166,3 @@ class Memcpy2D(CopyPrimitive):
         if offset is not None:
             span = pitched_span(rows, cols * itemsize(self.dtype), self.pitch)
             check_host_range(offset[0], span, self.host_buffer.nbytes, "offset", "the pitched rows of the output")
-
-
-class _Insert2D(CopyPrimitive):
-    """Memcpy2D insert without a gradient of its own (used inside the bprops)."""
-
-    def __init__(self):
-        super().__init__("memcpy2d_insert", attrs={}, out_shape=None, out_dtype=lambda d, s, r, c: d)
-
-    def _check_infer(self, args):
-        pass
-
-    def _check_eager(self, inputs):
-        pass
-
-
-class _ExtractLike2D(CopyPrimitive):
-    """Extract of a region shaped like `like` (the gradient of insert with respect to src)."""
-
-    def __init__(self):
-        super().__init__("memcpy2d_extract_like", attrs={}, out_shape=None, out_dtype=lambda x, like, r, c: x)
-
-    def _check_infer(self, args):
-        pass
-
-    def _check_eager(self, inputs):
-        pass

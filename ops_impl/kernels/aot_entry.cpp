@@ -1,7 +1,8 @@
 // Entry layer for MindSpore's ops.Custom(func_type="aot") on the CPU target.
 //
 // For each kernel symbol K named in configs/ops.yaml this file exports K (the launch), KInit (reads
-// the primitive's attributes into a KernelState kept by MindSpore for the kernel's lifetime) and,
+// the primitive's attributes into a KernelState kept by MindSpore for the kernel's lifetime; the ACL
+// runtime is first touched at launch, where MindSpore reports errors with their text) and,
 // for the ops with dynamic_shape, KInferShape. A launch declares the framework's tensors as device
 // memory, runs the op body on the calling thread's stream and synchronizes before returning,
 // because MindSpore may reuse the tensors' memory as soon as the kernel returns.
@@ -48,7 +49,6 @@ int InitState(AotExtra *extra, const char *op) {
     if (s.height < 0 || s.width < 0 || s.pitch < 0 || s.count < 0) {
       throw InputError("attributes", "height, width, pitch and count must not be negative");
     }
-    EnsureDevice();
     delete extra->kernel_data_;
     extra->kernel_data_ = holder.release();
     return 0;

@@ -7,6 +7,8 @@ namespace msmc {
 InputError::InputError(const std::string &argument, const std::string &reason)
     : std::invalid_argument("ValueError: " + argument + ": " + reason) {}
 
+InputError::InputError(const std::string &statement) : std::invalid_argument("ValueError: " + statement) {}
+
 namespace {
 
 std::string FormatAclFailure(aclError code, const std::string &api, size_t fail_index,

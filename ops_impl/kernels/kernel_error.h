@@ -15,10 +15,13 @@ namespace msmc {
 
 constexpr size_t kNoFailIndex = SIZE_MAX;
 
-// An input mistake found before any byte moved. what() reads "ValueError: <argument>: <reason>".
+// An input mistake found before any byte moved. what() reads "ValueError: <argument>: <reason>",
+// or "ValueError: <statement>" for a statement that starts with the argument's name itself
+// ("offsets[1] = 60: ...", "offsets[0] is negative (-1)").
 class InputError : public std::invalid_argument {
  public:
   InputError(const std::string &argument, const std::string &reason);
+  explicit InputError(const std::string &statement);
 };
 
 // A failed ACL call. what() reads

@@ -67,7 +67,8 @@ const int64_t *ReadInt64(KernelState &s, const TensorArg &t, const char *argumen
   }
   const size_t n = NumElements(t, argument);
   if (n != expected) {
-    throw InputError(argument, "has " + std::to_string(n) + " values, expected " + std::to_string(expected));
+    throw InputError(std::string(argument) + " must hold " + std::to_string(expected) + " value(s), got " +
+                     std::to_string(n));
   }
   s.host_values.resize(n);
   if (n > 0) {
@@ -95,11 +96,11 @@ void WriteResults(KernelState &s, const TensorArg &out, aclrtStream stream) {
 size_t CheckHostRange(int64_t offset, size_t span, size_t capacity, const std::string &argument,
                       const std::string &what) {
   if (offset < 0) {
-    throw InputError(argument, "is negative (" + std::to_string(offset) + ")");
+    throw InputError(argument + " is negative (" + std::to_string(offset) + ")");
   }
   const size_t begin = static_cast<size_t>(offset);
   if (begin > capacity || span > capacity - begin) {
-    throw InputError(argument, "= " + std::to_string(offset) + ": " + what + " (" + std::to_string(span) +
+    throw InputError(argument + " = " + std::to_string(offset) + ": " + what + " (" + std::to_string(span) +
                                    " bytes) would end at byte " + std::to_string(begin + span) +
                                    ", past the end of the HostBuffer (" + std::to_string(capacity) +
                                    " bytes); nothing was copied");
@@ -117,7 +118,8 @@ void CheckSameBytes(const TensorArg &a, const TensorArg &b, const char *argument
 
 size_t CheckRegion(int64_t start, size_t extent, size_t limit, const char *argument, const char *dimension) {
   if (start < 0 || static_cast<size_t>(start) > limit || extent > limit - static_cast<size_t>(start)) {
-    throw InputError(argument, "= " + std::to_string(start) + ": the region [" + std::to_string(start) + ", " +
+    throw InputError(std::string(argument) + " = " + std::to_string(start) + ": the region [" +
+                     std::to_string(start) + ", " +
                                    std::to_string(start) + " + " + std::to_string(extent) + ") leaves the " +
                                    std::to_string(limit) + " " + dimension + " of the tensor; nothing was copied");
   }

@@ -1,0 +1,31 @@
+"""Builds the C++ tests of the copy kernels (tests/cpp_kernels) from the kernel sources and the
+shipped ACL library, runs them, and expects exit status 0 and "ALL PASSED"."""
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ms_memcopy import _paths
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNELS = ROOT / "ops_impl" / "kernels"
+# The kernel sources the tests link, without the MindSpore entry layers.
+KERNEL_SOURCES = sorted(p for p in KERNELS.glob("*.cpp") if p.name != "aot_entry.cpp")
+PROGRAMS = sorted((Path(__file__).resolve().parent / "cpp_kernels").glob("*.cpp"))
+
+
+@pytest.mark.skipif(not _paths.uses_host_runtime(), reason="these programs run on the host ACL runtime")
+@pytest.mark.parametrize("source", PROGRAMS, ids=lambda p: p.stem)
+def test_kernel_program(source, tmp_path):
+    library = Path(_paths.get_acl_library())
+    exe = tmp_path / source.stem
+    cmd = [os.environ.get("CXX", "g++"), "-std=c++17", "-O1", "-g", "-pthread", "-Wall", "-Wextra",
+           "-DMS_MEMCOPY_HOST_ACL=1", f"-I{_paths.get_include()}", f"-I{KERNELS}", str(source),
+           *map(str, KERNEL_SOURCES), f"-L{library.parent}", "-lascendcl", f"-Wl,-rpath,{library.parent}",
+           "-o", str(exe)]
+    built = subprocess.run(cmd, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    env = {k: v for k, v in os.environ.items() if k not in ("MS_MEMCOPY_SOC", "MS_MEMCOPY_DEVICE_COUNT")}
+    result = subprocess.run([str(exe)], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0 and "ALL PASSED" in result.stdout, result.stdout + result.stderr

@@ -1,0 +1,200 @@
+"""Bad input: a ValueError or TypeError naming the argument, raised before any byte is copied.
+
+Where the offending value is known before the launch (eager calls, constants in a graph, shapes,
+dtypes, a closed HostBuffer) the Python exception type is raised in both modes. A value that only
+exists while a compiled graph runs is checked by the kernel; MindSpore reports kernel errors as
+RuntimeError, with the kernel's "ValueError: <argument>: ..." text.
+"""
+import numpy as np
+import pytest
+
+import mindspore as ms
+from mindspore import nn
+
+from ms_memcopy import HostBuffer
+from ms_memcopy.ops import Memcpy2D, MemcpyBatch, MemcpyWithCondition, MemcpyWithDesc
+
+from _ops_support import FnCell, int64, ms_mode  # noqa: F401
+
+FILL = 0x5A
+
+
+@pytest.fixture
+def buf():
+    with HostBuffer(64) as b:
+        b.numpy()[:] = FILL
+        yield b
+
+
+def untouched(buf):
+    return (buf.numpy() == FILL).all()
+
+
+def runtime_value_error(mode):
+    """What a bad value held in a graph input raises: ValueError eagerly, the kernel's error in a graph."""
+    return (ValueError, "") if mode == "pynative" else (RuntimeError, "ValueError: ")
+
+
+class ConstOffsets(nn.Cell):
+    def __init__(self, op, offsets):
+        super().__init__()
+        self.op = op
+        self.offsets = ms.Tensor(np.array(offsets, np.int64))
+
+    def construct(self, x, y):
+        return self.op(x, y, self.offsets)
+
+
+def pair():
+    return ms.Tensor(np.ones(4, np.float32)), ms.Tensor(np.ones(4, np.float32))
+
+
+# -- MemcpyBatch ---------------------------------------------------------------------------------
+def test_offset_past_the_end_eager(ms_mode, buf):
+    op = MemcpyBatch("d2h", buf, num_tensors=2)
+    with pytest.raises(ValueError, match=r"offsets\[1\] = 50: tensor 1 \(16 bytes\) would end at byte 66"):
+        op(*pair(), int64(0, 50))
+    assert untouched(buf)
+
+
+def test_offset_past_the_end_constant_in_graph(ms_mode, buf):
+    net = ConstOffsets(MemcpyBatch("d2h", buf, num_tensors=2), [0, 49])
+    with pytest.raises(ValueError, match=r"offsets\[1\] = 49"):
+        net(*pair())
+    assert untouched(buf)
+
+
+def test_offset_past_the_end_as_graph_input(ms_mode, buf):
+    error, prefix = runtime_value_error(ms_mode)
+    net = FnCell(MemcpyBatch("d2h", buf, num_tensors=2))
+    with pytest.raises(error, match=prefix + r"offsets\[1\] = 60"):
+        net(*pair(), int64(0, 60))
+    assert untouched(buf)
+
+
+def test_negative_offset(ms_mode, buf):
+    error, prefix = runtime_value_error(ms_mode)
+    with pytest.raises(error, match=prefix + r"offsets\[0\] is negative \(-1\)"):
+        FnCell(MemcpyBatch("d2h", buf, num_tensors=2))(*pair(), int64(-1, 16))
+    assert untouched(buf)
+
+
+def test_overlapping_destinations(ms_mode, buf):
+    with pytest.raises(ValueError, match=r"offsets: items 0 and 1 write overlapping bytes"):
+        MemcpyBatch("d2h", buf, num_tensors=2)(*pair(), int64(8, 20))
+    error, prefix = runtime_value_error(ms_mode)
+    with pytest.raises(error, match=prefix + "offsets: items 0 and 1 write overlapping bytes"):
+        FnCell(MemcpyBatch("d2h", buf, num_tensors=2))(*pair(), int64(20, 8))
+    assert untouched(buf)
+
+
+def test_offsets_wrong_dtype_and_length(ms_mode, buf):
+    op = FnCell(MemcpyBatch("d2h", buf, num_tensors=2))
+    with pytest.raises(TypeError, match="offsets must be an int64 tensor, got int32"):
+        op(*pair(), ms.Tensor(np.array([0, 16], np.int32)))
+    with pytest.raises(ValueError, match=r"offsets must hold 2 value\(s\)"):
+        FnCell(MemcpyBatch("d2h", buf, num_tensors=2))(*pair(), int64(0, 16, 32))
+    assert untouched(buf)
+
+
+def test_h2d_offset_past_the_end(ms_mode, buf):
+    op = MemcpyBatch("h2d", buf, shapes=[(4,), (3,)], dtypes=[ms.float32, ms.int64])
+    with pytest.raises(ValueError, match=r"offsets\[1\] = 48: tensor 1 \(24 bytes\)"):
+        op(int64(0, 48))
+
+
+def test_closed_host_buffer(ms_mode):
+    buf = HostBuffer(64)
+    op = MemcpyBatch("d2h", buf, num_tensors=1)
+    buf.close()
+    x = ms.Tensor(np.ones(4, np.float32))
+    with pytest.raises(ValueError, match="host_buffer: the HostBuffer is closed"):
+        op(x, int64(0))
+    with pytest.raises(ValueError, match="host_buffer: the HostBuffer is closed"):
+        FnCell(op)(x, int64(0))
+    with pytest.raises(ValueError, match="the HostBuffer is closed"):
+        MemcpyBatch("d2h", buf, num_tensors=1)
+
+
+def test_closed_after_graph_compiled(buf):
+    """A compiled graph outliving its HostBuffer fails in the kernel instead of touching freed memory."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    other = HostBuffer(16)
+    net = FnCell(MemcpyWithCondition("d2h", host_buffer=other))
+    x = ms.Tensor(np.ones(2, np.float32))
+    net(x, int64(0))
+    other.close()
+    with pytest.raises(RuntimeError, match="ValueError: host_buffer: the HostBuffer is closed"):
+        net(x, int64(0))
+
+
+def test_construction_errors(buf):
+    with pytest.raises(ValueError, match="direction"):
+        MemcpyBatch("d2d", buf, num_tensors=1)
+    with pytest.raises(ValueError, match="num_tensors"):
+        MemcpyBatch("d2h", buf)
+    with pytest.raises(TypeError, match="host_buffer must be an ms_memcopy.HostBuffer"):
+        MemcpyBatch("d2h", np.zeros(4), num_tensors=1)
+    with pytest.raises(TypeError, match=r"dtypes\[0\]: dtype complex64 is not supported"):
+        MemcpyBatch("h2d", buf, shapes=[(2,)], dtypes=[ms.complex64])
+    with pytest.raises(ValueError, match=r"shapes\[0\] must hold non-negative ints"):
+        MemcpyBatch("h2d", buf, shapes=[(-1,)], dtypes=[ms.float32])
+
+
+# -- Memcpy2D ------------------------------------------------------------------------------------
+def test_extract_region_outside(ms_mode):
+    x = ms.Tensor(np.zeros((4, 5), np.float32))
+    with pytest.raises(ValueError, match="height 5 exceeds the 4 rows of x"):
+        FnCell(Memcpy2D("extract", height=5, width=1))(x, int64(0), int64(0))
+    with pytest.raises(ValueError, match=r"col = 3: the region \[3, 3 \+ 3\) leaves the 5 columns"):
+        Memcpy2D("extract", height=1, width=3)(x, int64(0), int64(3))
+    error, prefix = runtime_value_error(ms_mode)
+    with pytest.raises(error, match=prefix + r"row = 3: the region \[3, 3 \+ 2\) leaves the 4 rows"):
+        FnCell(Memcpy2D("extract", height=2, width=1))(x, int64(3), int64(0))
+
+
+def test_insert_mismatches(ms_mode):
+    dst = ms.Tensor(np.zeros((3, 3), np.float32))
+    with pytest.raises(TypeError, match="src has dtype float16 but dst has float32"):
+        FnCell(Memcpy2D("insert"))(dst, ms.Tensor(np.zeros((1, 1), np.float16)), int64(0), int64(0))
+    with pytest.raises(ValueError, match=r"src \(4 x 1\) does not fit in dst \(3 x 3\)"):
+        FnCell(Memcpy2D("insert"))(dst, ms.Tensor(np.zeros((4, 1), np.float32)), int64(0), int64(0))
+    with pytest.raises(ValueError, match=r"col = -1"):
+        Memcpy2D("insert")(dst, ms.Tensor(np.zeros((1, 1), np.float32)), int64(0), int64(-1))
+    np.testing.assert_array_equal(dst.asnumpy(), 0)
+
+
+def test_pitched_host_copies_out_of_range(ms_mode, buf):
+    x = ms.Tensor(np.ones((3, 4), np.float32))
+    with pytest.raises(ValueError, match=r"pitch 8 is smaller than a row \(16 bytes\)"):
+        FnCell(Memcpy2D("d2h", host_buffer=buf, pitch=8))(x, int64(0))
+    with pytest.raises(ValueError, match=r"offset = 20: the pitched rows of x \(48 bytes\) would end at byte 68"):
+        Memcpy2D("d2h", host_buffer=buf, pitch=16)(x, int64(20))
+    with pytest.raises(ValueError, match=r"offset = 1: the pitched rows of the output \(76 bytes\) would end at byte 77"):
+        Memcpy2D("h2d", host_buffer=buf, pitch=20, shape=(4, 2), dtype=ms.float64)(int64(1))
+    with pytest.raises(ValueError, match=r"takes \['height', 'width'\]; missing \['width'\]"):
+        Memcpy2D("extract", height=1)
+    assert untouched(buf)
+
+
+# -- MemcpyWithDesc / MemcpyWithCondition --------------------------------------------------------
+def test_desc_window_outside(ms_mode):
+    x = ms.Tensor(np.arange(10, dtype=np.int32))
+    with pytest.raises(ValueError, match="count 11 exceeds the 10 elements of x"):
+        FnCell(MemcpyWithDesc(count=11))(x, int64(0))
+    with pytest.raises(ValueError, match=r"start = 8: the region \[8, 8 \+ 3\) leaves the 10 elements"):
+        MemcpyWithDesc(count=3)(x, int64(8))
+    with pytest.raises(TypeError, match="start must be an int64 tensor, got float32"):
+        FnCell(MemcpyWithDesc(count=3))(x, ms.Tensor(np.zeros(1, np.float32)))
+
+
+def test_condition_out_of_range(ms_mode, buf):
+    x = ms.Tensor(np.ones(10, np.float32))
+    with pytest.raises(ValueError, match=r"offset = 30: x \(40 bytes\) would end at byte 70"):
+        MemcpyWithCondition("d2h", host_buffer=buf)(x, int64(30))
+    error, prefix = runtime_value_error(ms_mode)
+    with pytest.raises(error, match=prefix + r"offset = 25"):
+        FnCell(MemcpyWithCondition("h2d", host_buffer=buf, shape=(10,), dtype=ms.float32))(int64(25))
+    with pytest.raises(ValueError, match="takes no host_buffer"):
+        MemcpyWithCondition("d2d", host_buffer=buf)
+    assert untouched(buf)

@@ -1,0 +1,79 @@
+"""Every primitive gives the same result on every SoC profile, whichever ACL calls the chip has
+(batch, descriptors and 2-D device-to-device copies fall back to aclrtMemcpyAsync where missing)."""
+import pytest
+import yaml
+
+from ms_memcopy import _paths
+
+with open(_paths.configs_dir() / "soc_profiles.yaml", encoding="utf-8") as f:
+    PROFILES = list(yaml.safe_load(f)["profiles"])
+
+SCRIPT = r'''
+import numpy as np, mindspore as ms
+from mindspore import nn
+from ms_memcopy import HostBuffer, runtime
+from ms_memcopy.ops import MemcpyBatch, Memcpy2D, MemcpyWithDesc, MemcpyWithCondition
+
+assert runtime.soc_profile() == "{profile}", runtime.soc_profile()
+i64 = lambda *v: ms.Tensor(np.array(v, np.int64))
+rng = np.random.default_rng(0)
+a = rng.standard_normal((3, 5)).astype(np.float32)
+b = rng.integers(0, 9, (4, 7)).astype(np.int16)
+
+class Net(nn.Cell):
+    def __init__(self, buf):
+        super().__init__()
+        self.out = MemcpyBatch("d2h", buf, num_tensors=2)
+        self.back = MemcpyBatch("h2d", buf, shapes=[(3, 5), (4, 7)], dtypes=[ms.float32, ms.int16])
+        self.extract = Memcpy2D("extract", height=2, width=3)
+        self.insert = Memcpy2D("insert")
+        self.desc = MemcpyWithDesc()
+        self.window = MemcpyWithDesc(count=6)
+        self.cond = MemcpyWithCondition("d2d")
+
+    def construct(self, a, b, offsets, r, c):
+        self.out(a, b, offsets)
+        a2, b2 = self.back(offsets)
+        tile = self.extract(b2, r, c)
+        patched = self.insert(b2, tile * 0 + 1, r, c)
+        return a2, b2, tile, patched, self.desc(a), self.window(b, c), self.cond(b)
+
+for mode in (ms.GRAPH_MODE, ms.PYNATIVE_MODE):
+    ms.set_context(mode=mode)
+    with HostBuffer(256) as buf:
+        a2, b2, tile, patched, dcopy, win, ccopy = Net(buf)(ms.Tensor(a), ms.Tensor(b), i64(0, 100), i64(1), i64(2))
+        np.testing.assert_array_equal(a2.asnumpy(), a)
+        np.testing.assert_array_equal(b2.asnumpy(), b)
+        np.testing.assert_array_equal(tile.asnumpy(), b[1:3, 2:5])
+        expected = b.copy(); expected[1:3, 2:5] = 1
+        np.testing.assert_array_equal(patched.asnumpy(), expected)
+        np.testing.assert_array_equal(dcopy.asnumpy(), a)
+        np.testing.assert_array_equal(win.asnumpy(), b.reshape(-1)[2:8])
+        np.testing.assert_array_equal(ccopy.asnumpy(), b)
+print("OK")
+'''
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_primitives_identical_on_every_profile(run_python, profile):
+    result = run_python(SCRIPT.replace("{profile}", profile), env={"MS_MEMCOPY_SOC": profile}, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert result.stdout.strip().endswith("OK")
+
+
+def test_acl_failure_inside_a_kernel_names_the_call_code_and_message(run_python):
+    """An ACL error in a kernel (here: the emulated SoC is unknown) carries the call, the code's name and
+    number, and the runtime's message."""
+    script = r'''
+import numpy as np, mindspore as ms
+from ms_memcopy.ops import MemcpyWithDesc
+ms.set_context(mode=ms.GRAPH_MODE)
+try:
+    MemcpyWithDesc()(ms.Tensor(np.ones(3, np.float32)))
+except RuntimeError as e:
+    print("ERROR:", e)
+'''
+    result = run_python(script, env={"MS_MEMCOPY_SOC": "Ascend999"}, timeout=120)
+    assert "ms_memcopy MemcpyWithDesc: AclError: aclInit failed: ACL_ERROR_INVALID_PARAM (100000): " in result.stdout, \
+        result.stdout + result.stderr[-2000:]
+    assert "Ascend910B" in result.stdout  # the runtime's message lists the valid profiles
