@@ -25,7 +25,9 @@ exactly these ways:
   touch (dest_max / dest_maxs[i] for destinations, count / sizes[i] for
   sources, the pitched span for 2D copies) must fit in it, and a destination
   array must be writeable: otherwise ValueError, before any C call. Keeping
-  an array alive until an asynchronous copy has run is the caller's job.
+  an array alive until an asynchronous copy has run is the caller's job;
+  an ms_memcopy.HostBuffer passed to an asynchronous copy remembers the
+  stream, and reading or closing it first waits for that stream.
 * Streams are int handles or None (NULL). The async copies default to
   ``stream=None``, the default stream, as in C; ``memcpy_async_with_desc``
   takes the stream positionally because ACL rejects NULL there (100000).
@@ -183,6 +185,14 @@ def free_host(ptr):
 
 # --- copies ------------------------------------------------------------------------------------
 
+def _note_in_flight(stream, *buffers):
+    """HostBuffers given to an asynchronous copy remember its stream: reading them waits for it."""
+    for buf in buffers:
+        note = getattr(buf, "_note_stream", None)
+        if note is not None:
+            note(stream)
+
+
 def _copy_args(dst, dest_max, src, count, kind):
     dest_max = cv.size(dest_max, "dest_max")
     count = cv.size(count, "count")
@@ -198,12 +208,16 @@ def memcpy(dst, dest_max, src, count, kind):
 def memcpy_async(dst, dest_max, src, count, kind, stream=None):
     """aclrtMemcpyAsync(...): enqueued on stream for pinned/device memory; with a pageable
     endpoint ACL drains the stream and copies before returning."""
-    _call("aclrtMemcpyAsync", *_copy_args(dst, dest_max, src, count, kind), cv.stream(stream))
+    args = _copy_args(dst, dest_max, src, count, kind)
+    _note_in_flight(stream, dst, src)
+    _call("aclrtMemcpyAsync", *args, cv.stream(stream))
 
 
 def memcpy_async_with_condition(dst, dest_max, src, count, kind, stream=None):
     """aclrtMemcpyAsyncWithCondition(...) (deprecated in CANN 9.1 in favour of aclrtMemcpyAsync)."""
-    _call("aclrtMemcpyAsyncWithCondition", *_copy_args(dst, dest_max, src, count, kind), cv.stream(stream))
+    args = _copy_args(dst, dest_max, src, count, kind)
+    _note_in_flight(stream, dst, src)
+    _call("aclrtMemcpyAsyncWithCondition", *args, cv.stream(stream))
 
 
 def _copy2d_args(dst, dpitch, src, spitch, width, height, kind):
@@ -221,8 +235,9 @@ def memcpy2d(dst, dpitch, src, spitch, width, height, kind):
 
 def memcpy2d_async(dst, dpitch, src, spitch, width, height, kind, stream=None):
     """aclrtMemcpy2dAsync(...): pitched copy of height rows of width bytes on stream."""
-    _call("aclrtMemcpy2dAsync", *_copy2d_args(dst, dpitch, src, spitch, width, height, kind),
-          cv.stream(stream))
+    args = _copy2d_args(dst, dpitch, src, spitch, width, height, kind)
+    _note_in_flight(stream, dst, src)
+    _call("aclrtMemcpy2dAsync", *args, cv.stream(stream))
 
 
 # --- descriptor copies -------------------------------------------------------------------------
@@ -276,8 +291,9 @@ def memcpy_batch(dsts, dest_maxs, srcs, sizes, attrs, attrs_indexes):
 
 def memcpy_batch_async(dsts, dest_maxs, srcs, sizes, attrs, attrs_indexes, stream=None):
     """aclrtMemcpyBatchAsync(...): batch of H2D/D2H copies on stream (unordered within the batch)."""
-    _batch("aclrtMemcpyBatchAsync", _batch_args(dsts, dest_maxs, srcs, sizes, attrs, attrs_indexes),
-           (cv.stream(stream),))
+    args = _batch_args(dsts, dest_maxs, srcs, sizes, attrs, attrs_indexes)
+    _note_in_flight(stream, *dsts, *srcs)  # a failing item may follow copies already enqueued
+    _batch("aclrtMemcpyBatchAsync", args, (cv.stream(stream),))
 
 
 def memcpy_batch_v2(dsts, dest_maxs, srcs, sizes, attrs, attrs_indexes):
@@ -288,8 +304,9 @@ def memcpy_batch_v2(dsts, dest_maxs, srcs, sizes, attrs, attrs_indexes):
 
 def memcpy_batch_async_v2(dsts, dest_maxs, srcs, sizes, attrs, attrs_indexes, stream=None):
     """aclrtMemcpyBatchAsyncV2(...): memcpy_batch_async without failIndex (CANN 9.1+)."""
-    _batch("aclrtMemcpyBatchAsyncV2", _batch_args(dsts, dest_maxs, srcs, sizes, attrs, attrs_indexes),
-           (cv.stream(stream),), with_fail_index=False)
+    args = _batch_args(dsts, dest_maxs, srcs, sizes, attrs, attrs_indexes)
+    _note_in_flight(stream, *dsts, *srcs)
+    _batch("aclrtMemcpyBatchAsyncV2", args, (cv.stream(stream),), with_fail_index=False)
 
 
 # --- host runtime extras (acl_host/acl_host_ext.h) -----------------------------------------------

@@ -1,0 +1,90 @@
+"""HostBuffer: allocation, views, lifetime, and waiting for the copies in flight."""
+import gc
+
+import numpy as np
+import pytest
+
+from ms_memcopy import HostBuffer, runtime
+from ms_memcopy.acl_constants import ACL_MEMCPY_DEVICE_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE
+
+
+@pytest.mark.parametrize("pinned", [True, False])
+def test_properties_and_views(pinned):
+    with HostBuffer(100, pinned=pinned) as buf:
+        assert buf.nbytes == 100 and buf.pinned is pinned and not buf.closed
+        assert buf.ptr % 64 == 0
+        location = runtime.get_mem_location(buf.ptr)
+        assert location.type == (0 if pinned else 2)  # HOST (pinned) or UNREGISTERED (pageable)
+        raw = buf.numpy()
+        assert raw.dtype == np.uint8 and raw.shape == (100,)
+        raw[:] = np.arange(100)
+        f32 = buf.numpy(np.float32, (2, 3), offset=4)
+        np.testing.assert_array_equal(f32.view(np.uint8).reshape(-1), np.arange(4, 28))
+        assert buf.numpy(np.int64).shape == (12,)  # as many as fit
+        assert buf.numpy(np.int16, shape=0).shape == (0,)
+    assert buf.closed
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError, match="nbytes must be an int"):
+        HostBuffer(1.5)
+    with pytest.raises(ValueError, match="nbytes must be >= 0"):
+        HostBuffer(-1)
+    with pytest.raises(TypeError, match="pinned must be a bool"):
+        HostBuffer(8, pinned=1)
+    with HostBuffer(16) as buf:
+        with pytest.raises(ValueError, match="offset 17 is outside the buffer of 16 bytes"):
+            buf.numpy(offset=17)
+        with pytest.raises(ValueError, match=r"needs 24 bytes from offset 0, but the buffer has 16"):
+            buf.numpy(np.float64, (3,))
+
+
+def test_empty_buffer():
+    with HostBuffer(0) as buf:
+        assert buf.nbytes == 0
+        assert buf.numpy().shape == (0,)
+
+
+def test_use_after_close_raises_and_views_stay_valid():
+    buf = HostBuffer(32)
+    view = buf.numpy()
+    view[:] = 7
+    buf.close()
+    buf.close()  # idempotent
+    for use in (lambda: buf.ptr, lambda: buf.numpy(), buf.wait, lambda: buf.buffer_id, buf.__enter__):
+        with pytest.raises(ValueError, match="HostBuffer is closed"):
+            use()
+    gc.collect()
+    assert (view == 7).all()  # the memory lives as long as a view of it does
+    del view
+    gc.collect()
+
+
+def test_read_waits_for_an_asynchronous_write_in_flight(acl_res):
+    """A pinned HostBuffer written by an async D2H copy queued behind a large copy: numpy() waits."""
+    stream = acl_res.stream()
+    big = 64 << 20
+    a, b = acl_res.device(big), acl_res.device(big)
+    data = np.random.default_rng(0).integers(0, 255, 1 << 20, dtype=np.uint8)
+    src = acl_res.upload(data)
+    with HostBuffer(data.size) as buf:
+        buf.numpy()[:] = 0
+        for _ in range(4):  # keep the stream busy for a while
+            runtime.memcpy_async(b, big, a, big, ACL_MEMCPY_DEVICE_TO_DEVICE, stream)
+        runtime.memcpy_async(buf, data.size, src, data.size, ACL_MEMCPY_DEVICE_TO_HOST, stream)
+        np.testing.assert_array_equal(buf.numpy(), data)  # no explicit synchronize
+
+
+def test_close_waits_for_an_asynchronous_read_in_flight(acl_res):
+    stream = acl_res.stream()
+    big = 64 << 20
+    a, b = acl_res.device(big), acl_res.device(big)
+    dst = acl_res.device(1 << 20)
+    buf = HostBuffer(1 << 20)
+    buf.numpy()[:] = 3
+    for _ in range(4):
+        runtime.memcpy_async(b, big, a, big, ACL_MEMCPY_DEVICE_TO_DEVICE, stream)
+    runtime.memcpy_async(dst, buf.nbytes, buf, buf.nbytes, ACL_MEMCPY_HOST_TO_DEVICE, stream)
+    buf.close()  # must not free the memory under the queued H2D copy
+    runtime.synchronize_stream(stream)
+    assert (acl_res.download(dst, 1 << 20) == 3).all()
