@@ -82,7 +82,8 @@ class BuildSharedLibs(build_ext):
             self._build_kernels(out, tmp)
 
     def _compile_and_link(self, sources, out, tmp, flags, link_args, deps):
-        headers = [p for d in deps for p in Path(d).rglob("*.h")]
+        # Generated tables (soc_profiles.inc) are dependencies too.
+        headers = [p for d in deps for pattern in ("*.h", "*.inc") for p in Path(d).rglob(pattern)]
         objects = []
         jobs = []
         for src in sources:
