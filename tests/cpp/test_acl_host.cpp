@@ -415,7 +415,8 @@ void TestBatch(aclrtStream stream)
     size_t dest_maxs[n];
     for (size_t i = 0; i < 4; ++i) {
         dsts[i] = static_cast<char *>(dev) + i * item;
-        srcs[i] = (i % 2 == 0) ? static_cast<unsigned char *>(pinned) + (i / 2) * item : pageable.data() + (i / 2) * item;
+        unsigned char *host = (i % 2 == 0) ? static_cast<unsigned char *>(pinned) : pageable.data();
+        srcs[i] = host + (i / 2) * item;
         sizes[i] = item;
         dest_maxs[i] = item;
         std::memcpy(expected.data() + i * item, srcs[i], item);
@@ -623,7 +624,8 @@ void TestDescriptor(aclrtStream stream)
     CHECK_RET(aclrtSetMemcpyDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a, zeros.data(), n, nullptr),
               ACL_ERROR_RT_PARAM_INVALID);
     std::vector<unsigned char> host_desc(128);
-    void *host_desc_aligned = reinterpret_cast<void *>((reinterpret_cast<uintptr_t>(host_desc.data()) + 63) & ~uintptr_t{63});
+    const uintptr_t host_desc_address = reinterpret_cast<uintptr_t>(host_desc.data());
+    void *host_desc_aligned = reinterpret_cast<void *>((host_desc_address + 63) & ~uintptr_t{63});
     CHECK_RET(aclrtSetMemcpyDesc(host_desc_aligned, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a, b, n, nullptr),
               ACL_ERROR_RT_PARAM_INVALID);
     CHECK_RET(aclrtSetMemcpyDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a, b, n + 4096, nullptr),

@@ -54,8 +54,9 @@ aclError DeviceManager::DeviceCountLocked(const char *api, int32_t *count)
         errno = 0;
         const long parsed = std::strtol(env, &end, 10);
         if (errno != 0 || end == env || *end != '\0' || parsed < 1 || parsed > kMaxDeviceCount) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "%s=\"%s\" is not a device count; expected an integer in [1, %ld]",
-                        kDeviceCountEnv, env, kMaxDeviceCount);
+            return Fail(ACL_ERROR_INVALID_PARAM, api,
+                        "%s=\"%s\" is not a device count; expected an integer in [1, %ld]", kDeviceCountEnv, env,
+                        kMaxDeviceCount);
         }
         count_ = static_cast<int32_t>(parsed);
     }

@@ -46,7 +46,8 @@ bool AclLayerChecks(const char *api, void *dst, const void *src, size_t count, i
         return true;
     }
     if (dst == nullptr || src == nullptr) {
-        *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected a valid address", dst == nullptr ? "dst" : "src");
+        *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected a valid address",
+                    dst == nullptr ? "dst" : "src");
         return true;
     }
     *ret = CheckCopyKind(api, kind);

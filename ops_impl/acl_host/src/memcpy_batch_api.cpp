@@ -221,12 +221,13 @@ aclError ValidateItem(const char *api, const BatchArgs &a, size_t i, size_t attr
 {
     const size_t size = a.sizes[i];
     if (size == 0 || size > a.destMaxs[i]) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "item %zu: sizes[%zu] is %zu; expected 0 < size <= destMaxs[%zu] %zu",
-                    i, i, size, i, a.destMaxs[i]);
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                    "item %zu: sizes[%zu] is %zu; expected 0 < size <= destMaxs[%zu] %zu", i, i, size, i,
+                    a.destMaxs[i]);
     }
     if (a.srcs[i] == nullptr || a.dsts[i] == nullptr) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "item %zu: %ss[%zu] is NULL", i, a.srcs[i] == nullptr ? "src" : "dst",
-                    i);
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "item %zu: %ss[%zu] is NULL", i,
+                    a.srcs[i] == nullptr ? "src" : "dst", i);
     }
     const aclrtMemcpyBatchAttr &attr = a.attrs[attr_index];
     *dst_info = reader.Lookup(a.dsts[i]);
@@ -374,7 +375,8 @@ extern "C" aclError aclrtMemcpyBatch(void **dsts, size_t *destMaxs, void **srcs,
 {
     constexpr const char *api = "aclrtMemcpyBatch";
     return aclhost::GuardedCall(api, [&] {
-        const aclhost::BatchArgs args{dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs, failIndex};
+        const aclhost::BatchArgs args{dsts,  destMaxs,     srcs,     sizes,    numBatches,
+                                      attrs, attrsIndexes, numAttrs, failIndex};
         return aclhost::MemcpyBatchSyncImpl(api, args, true);
     });
 }
@@ -385,7 +387,8 @@ extern "C" aclError aclrtMemcpyBatchAsync(void **dsts, size_t *destMaxs, void **
 {
     constexpr const char *api = "aclrtMemcpyBatchAsync";
     return aclhost::GuardedCall(api, [&] {
-        const aclhost::BatchArgs args{dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs, failIndex};
+        const aclhost::BatchArgs args{dsts,  destMaxs,     srcs,     sizes,    numBatches,
+                                      attrs, attrsIndexes, numAttrs, failIndex};
         return aclhost::MemcpyBatchAsyncImpl(api, args, true, stream);
     });
 }
@@ -395,7 +398,8 @@ extern "C" aclError aclrtMemcpyBatchV2(void **dsts, size_t *destMaxs, void **src
 {
     constexpr const char *api = "aclrtMemcpyBatchV2";
     return aclhost::GuardedCall(api, [&] {
-        const aclhost::BatchArgs args{dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs, nullptr};
+        const aclhost::BatchArgs args{dsts,  destMaxs,     srcs,     sizes,  numBatches,
+                                      attrs, attrsIndexes, numAttrs, nullptr};
         return aclhost::MemcpyBatchSyncImpl(api, args, false);
     });
 }
@@ -406,7 +410,8 @@ extern "C" aclError aclrtMemcpyBatchAsyncV2(void **dsts, size_t *destMaxs, void 
 {
     constexpr const char *api = "aclrtMemcpyBatchAsyncV2";
     return aclhost::GuardedCall(api, [&] {
-        const aclhost::BatchArgs args{dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs, nullptr};
+        const aclhost::BatchArgs args{dsts,  destMaxs,     srcs,     sizes,  numBatches,
+                                      attrs, attrsIndexes, numAttrs, nullptr};
         return aclhost::MemcpyBatchAsyncImpl(api, args, false, stream);
     });
 }

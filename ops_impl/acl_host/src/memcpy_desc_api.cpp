@@ -255,7 +255,8 @@ aclError SetMemcpyDesc(const char *api, void *desc, int64_t kind, void *srcAddr,
                      __ATOMIC_RELAXED);
     __atomic_store_n(Field<uint64_t>(desc, kDescCountOffset), static_cast<uint64_t>(count), __ATOMIC_RELAXED);
     __atomic_store_n(Field<uint32_t>(desc, kDescVersionOffset), kDescVersion, __ATOMIC_RELAXED);
-    for (size_t offset = kDescLayoutBytes; offset + sizeof(uint64_t) <= DescFootprint(*soc); offset += sizeof(uint64_t)) {
+    const size_t footprint = DescFootprint(*soc);
+    for (size_t offset = kDescLayoutBytes; offset + sizeof(uint64_t) <= footprint; offset += sizeof(uint64_t)) {
         __atomic_store_n(Field<uint64_t>(desc, offset), uint64_t{0}, __ATOMIC_RELAXED);
     }
     __atomic_store_n(Field<uint32_t>(desc, kDescMagicOffset), kDescMagic, __ATOMIC_RELEASE);

@@ -67,7 +67,8 @@ extern "C" aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy
         const size_t extra = IsHuge1gPolicy(aclhost::RawEnumValue(policy)) ? 0 : soc->malloc_extra_bytes;
         size_t rounded = 0;
         size_t padded = 0;
-        if (aclhost::RoundUpOverflows(size, kMallocGranule, &rounded) || aclhost::AddOverflows(rounded, extra, &padded)) {
+        if (aclhost::RoundUpOverflows(size, kMallocGranule, &rounded) ||
+            aclhost::AddOverflows(rounded, extra, &padded)) {
             return Fail(ACL_ERROR_INVALID_PARAM, api, "size %zu is too large to round up to %zu bytes plus %zu", size,
                         kMallocGranule, extra);
         }
