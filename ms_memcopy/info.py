@@ -22,8 +22,10 @@ def soc_profiles():
 
 
 def emulated_soc():
-    """The SoC profile the host runtime emulates: MS_MEMCOPY_SOC, or the table's default."""
-    return os.environ.get("MS_MEMCOPY_SOC") or soc_profiles()["default"]
+    """The SoC profile the host runtime emulates, as the runtime resolved it (None if MS_MEMCOPY_SOC is invalid)."""
+    from . import runtime
+
+    return runtime.soc_profile()
 
 
 def report():
@@ -33,13 +35,15 @@ def report():
         name = emulated_soc()
         profile = soc_profiles()["profiles"].get(name)
         if profile is None:
-            lines.append(f"emulated SoC: {name} is unknown; valid: {', '.join(soc_profiles()['profiles'])}")
+            lines.append(f"emulated SoC: MS_MEMCOPY_SOC={os.environ.get('MS_MEMCOPY_SOC')!r} is unknown; "
+                         f"valid: {', '.join(soc_profiles()['profiles'])}")
         else:
             lines.append(f"emulated SoC: {name} ({profile['product']})")
             lines.append(f"  supported: {_ALWAYS}")
             for key, calls in _GATED_CALLS.items():
                 lines.append(f"  {'supported' if profile[key] else 'NOT supported (207000)'}: {calls}")
-            lines.append(f"  memcpy descriptor size: {profile['memcpy_desc_size']} bytes")
+            if profile["memcpy_desc"]:
+                lines.append(f"  memcpy descriptor size: {profile['memcpy_desc_size']} bytes")
     else:
         lines.append(f"ACL backend: CANN ({_paths.get_acl_library()})")
     try:
