@@ -277,7 +277,8 @@ def call(op_name, inputs, attrs, out_shapes=None, out_dtypes=None, backend=None)
     Args:
         op_name: an op of configs/ops.yaml (see :data:`ROUTES`).
         inputs: its inputs in order; a variadic input is a list or tuple of tensors.
-        attrs: {attribute name: value} for every attribute of the op.
+        attrs: {attribute name: value} for every attribute of the op; ``buffer_id`` may be given
+            as the HostBuffer itself, whose reads then wait for MindSpore's queued launches.
         out_shapes, out_dtypes: the output shapes and dtypes, for the ops that need them (h2d forms).
         backend: the module to use (default: from the device target).
     """
@@ -287,13 +288,22 @@ def call(op_name, inputs, attrs, out_shapes=None, out_dtypes=None, backend=None)
     if len(inputs) != len(op.inputs):
         raise ValueError(f"{op_name} takes {len(op.inputs)} inputs, got {len(inputs)}")
     args = [tuple(x) if t.variadic else x for t, x in zip(op.inputs, inputs)]
-    args += [attrs[name] for name in op.attr_names]
+    args += [_attr_value(attrs[name]) for name in op.attr_names]
     if output_spec_args(op):
         if out_shapes is None or out_dtypes is None:
             raise ValueError(f"{op_name} needs out_shapes and out_dtypes")
         args += output_spec_values(op_name, out_shapes, out_dtypes)
     module = load(backend)
     return getattr(module, op.ascend_function)(*args)
+
+
+def _attr_value(value):
+    from .host_buffer import HostBuffer
+
+    if isinstance(value, HostBuffer):
+        value._attach_primitive()  # as the primitives do: its reads wait for queued launches
+        return value.buffer_id
+    return value
 
 
 @functools.lru_cache(maxsize=None)

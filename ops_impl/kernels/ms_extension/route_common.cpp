@@ -122,11 +122,18 @@ bool IsSupportedOutputDtype(TypeId type) {
 
 void Rethrow(const char *label) {
   const std::string prefix = std::string("ms_memcopy ") + label + ": ";
+  // With launch blocking a launch's error reaches the entry that queued it: prefix it only once.
   try {
     throw;
   } catch (const std::invalid_argument &e) {
+    if (std::string(e.what()).rfind(prefix, 0) == 0) {
+      throw;
+    }
     throw std::invalid_argument(prefix + e.what());
   } catch (const std::exception &e) {
+    if (std::string(e.what()).rfind(prefix, 0) == 0) {
+      throw;
+    }
     throw std::runtime_error(prefix + e.what());
   }
 }

@@ -60,7 +60,8 @@ size_t DtypeSize(TypeId type);
 bool IsSupportedOutputDtype(TypeId type);
 
 // "ms_memcopy <label>: <what>", with the exception kind kept: std::invalid_argument (ValueError in
-// Python) for bad input, std::runtime_error otherwise.
+// Python) for bad input, std::runtime_error otherwise. Text already carrying the prefix is rethrown
+// unchanged.
 [[noreturn]] void Rethrow(const char *label);
 // Throws std::invalid_argument reading "ValueError: <argument>: <reason>" (the InputError form).
 [[noreturn]] void ThrowInput(const std::string &argument, const std::string &reason);
