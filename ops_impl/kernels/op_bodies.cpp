@@ -153,7 +153,7 @@ void BatchH2D(KernelState &s, const TensorArg &offsets, const TensorArg *outputs
   for (size_t i = 0; i < k; ++i) {
     const size_t n = NumBytes(outputs[i], "outputs");
     const size_t begin = CheckHostRange(offs[i], n, buffer.nbytes(), "offsets[" + std::to_string(i) + "]",
-                                        "output " + std::to_string(i));
+                                        "tensor " + std::to_string(i));
     s.items[i] = BatchItem{outputs[i].data, buffer.data() + begin, n};
   }
   s.batch.Run(s.items.data(), k, ACL_MEMCPY_HOST_TO_DEVICE, s.device, nullptr, stream);
