@@ -212,18 +212,29 @@ void Insert2D(KernelState &s, const TensorArg &dst, const TensorArg &src, const 
          stream);
 }
 
+namespace {
+
+// Where the pitched rows of m start in the HostBuffer: at the offset input, row r at + r * pitch.
+// Checks the pitch against a row and the whole span against the buffer.
+uint8_t *PitchedRows(KernelState &s, const Matrix &m, const TensorArg &offset, const HostBufferLease &buffer,
+                     const char *what) {
+  const size_t pitch = static_cast<size_t>(s.pitch);
+  if (m.row_bytes() > pitch) {
+    throw InputError("pitch " + std::to_string(pitch) + " is smaller than a row (" + std::to_string(m.row_bytes()) +
+                     " bytes)");
+  }
+  const int64_t off = ReadInt64(s, offset, "offset", 1)[0];
+  const size_t span = m.rows == 0 ? 0 : CheckedAdd(CheckedMul(m.rows - 1, pitch, what), m.row_bytes(), what);
+  return buffer.data() + CheckHostRange(off, span, buffer.nbytes(), "offset", what);
+}
+
+}  // namespace
+
 void D2H2D(KernelState &s, const TensorArg &x, const TensorArg &offset, const TensorArg &out, aclrtStream stream) {
   HostBufferLease buffer(s.buffer_id, "host_buffer");
   const Matrix m = AsMatrix(x, "x");
-  const size_t pitch = static_cast<size_t>(s.pitch);
-  if (m.row_bytes() > pitch) {
-    throw InputError("pitch", std::to_string(pitch) + " is smaller than a row of x (" +
-                                  std::to_string(m.row_bytes()) + " bytes)");
-  }
-  const int64_t off = ReadInt64(s, offset, "offset", 1)[0];
-  const size_t span = m.rows == 0 ? 0 : CheckedAdd(CheckedMul(m.rows - 1, pitch, "x"), m.row_bytes(), "x");
-  const size_t begin = CheckHostRange(off, span, buffer.nbytes(), "offset", "the pitched rows of x");
-  Copy2D(PitchedCopy{buffer.data() + begin, pitch, x.data, m.row_bytes(), m.row_bytes(), m.rows,
+  uint8_t *rows = PitchedRows(s, m, offset, buffer, "the pitched rows of x");
+  Copy2D(PitchedCopy{rows, static_cast<size_t>(s.pitch), x.data, m.row_bytes(), m.row_bytes(), m.rows,
                      ACL_MEMCPY_DEVICE_TO_HOST},
          stream);
   buffer.NoteInFlight(stream);
@@ -234,15 +245,8 @@ void D2H2D(KernelState &s, const TensorArg &x, const TensorArg &offset, const Te
 void H2D2D(KernelState &s, const TensorArg &offset, const TensorArg &y, aclrtStream stream) {
   HostBufferLease buffer(s.buffer_id, "host_buffer");
   const Matrix m = AsMatrix(y, "output");
-  const size_t pitch = static_cast<size_t>(s.pitch);
-  if (m.row_bytes() > pitch) {
-    throw InputError("pitch", std::to_string(pitch) + " is smaller than a row of the output (" +
-                                  std::to_string(m.row_bytes()) + " bytes)");
-  }
-  const int64_t off = ReadInt64(s, offset, "offset", 1)[0];
-  const size_t span = m.rows == 0 ? 0 : CheckedAdd(CheckedMul(m.rows - 1, pitch, "shape"), m.row_bytes(), "shape");
-  const size_t begin = CheckHostRange(off, span, buffer.nbytes(), "offset", "the pitched rows of the output");
-  Copy2D(PitchedCopy{y.data, m.row_bytes(), buffer.data() + begin, pitch, m.row_bytes(), m.rows,
+  const uint8_t *rows = PitchedRows(s, m, offset, buffer, "the pitched rows of the output");
+  Copy2D(PitchedCopy{y.data, m.row_bytes(), rows, static_cast<size_t>(s.pitch), m.row_bytes(), m.rows,
                      ACL_MEMCPY_HOST_TO_DEVICE},
          stream);
   buffer.NoteInFlight(stream);
