@@ -297,6 +297,62 @@ def call(op_name, inputs, attrs, out_shapes=None, out_dtypes=None, backend=None)
     return getattr(module, op.ascend_function)(*args)
 
 
+# ---- the primitives on Ascend ------------------------------------------------------------------
+
+GRAPH_MODE_MESSAGE = (
+    "ms_memcopy {primitive}: on Ascend the copy primitives run eagerly (PYNATIVE_MODE, outside ms.jit) "
+    "through the Ascend route; inside GRAPH_MODE or ms.jit call the route's functions instead "
+    "(ms_memcopy.ascend_route.load().{function}(...), see docs/ascend_route.md)")
+
+
+def on_ascend():
+    """True when MindSpore's device target is Ascend: the primitives then use this route."""
+    import mindspore as ms
+
+    return ms.get_context("device_target") == "Ascend"
+
+
+def check_graph_use(op_name):
+    """Raises RuntimeError on Ascend: a primitive is being compiled into a graph there (see
+    GRAPH_MODE_MESSAGE). Called by the primitives' __infer__."""
+    if on_ascend():
+        primitive = next((f"{p}({m})" for (p, m), op in ROUTES.items() if op == op_name), op_name)
+        raise RuntimeError(GRAPH_MODE_MESSAGE.format(primitive=primitive, function=function_name(op_name)))
+
+
+def route_for(op_name, attrs, out_shape=None, out_dtype=None, backend=None):
+    """A function running a primitive's eager call through the route.
+
+    The primitives of ms_memcopy.ops call it with their flat eager arguments (a variadic input's
+    tensors one by one) when :func:`on_ascend`; out_shape and out_dtype are the primitive's output
+    functions, used for the ops whose outputs no input describes.
+    """
+    op = op_def(op_name)
+    attrs = dict(attrs)
+    spec = bool(output_spec_args(op))
+
+    def run(args):
+        args = list(args)
+        inputs = []
+        for i, t in enumerate(op.inputs):
+            if t.variadic:
+                rest = len(op.inputs) - i - 1
+                inputs.append(tuple(args[:len(args) - rest]))
+                args = args[len(args) - rest:]
+            else:
+                inputs.append(args.pop(0))
+        shapes = dtypes = None
+        if spec:
+            flat = [x for group in inputs for x in (group if isinstance(group, tuple) else (group,))]
+            shapes = out_shape(*(x.shape for x in flat))
+            dtypes = out_dtype(*(x.dtype for x in flat))
+            if not op.outputs[0].variadic:
+                shapes, dtypes = [shapes], [dtypes]
+        return call(op_name, inputs, attrs, shapes, dtypes, backend=backend)
+
+    return run
+
+
 def _attr_value(value):
     from .host_buffer import HostBuffer
 

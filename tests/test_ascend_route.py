@@ -291,11 +291,50 @@ CHECKS_SCRIPT = textwrap.dedent(r'''
         else:
             raise AssertionError("no error for an unsupported output dtype")
 
+    @check
+    def primitive_dispatch():
+        # The primitives' Ascend wiring (ms_memcopy/ops/_base.py), with the device target faked:
+        # eager calls go through the route (here its CPU build), graph compilation is refused.
+        from ms_memcopy import ops as mops
+
+        real = ascend_route.on_ascend
+        ascend_route.on_ascend = lambda: True
+        try:
+            extract = mops.Memcpy2D("extract", height=3, width=4)
+            assert np.array_equal(extract(T(x57), i64(1), i64(2)).asnumpy(), x57[1:4, 2:6])
+            with HostBuffer(256, pinned=True) as buf:
+                for a, off in zip(arrays[:3], offsets[:3]):
+                    buf.numpy(a.dtype, a.shape, off)[...] = a
+                h2d = mops.MemcpyBatch("h2d", buf, shapes=[a.shape for a in arrays[:3]],
+                                       dtypes=[ms.float32, ms.int8, ms.float16])
+                outs = h2d(i64(*offsets[:3]))
+                for a, t in zip(arrays[:3], outs):
+                    assert np.array_equal(t.asnumpy(), a)
+                d2h = mops.MemcpyBatch("d2h", buf, num_tensors=2)
+                n = d2h(T(arrays[4]), T(arrays[0]), i64(200, 128))
+                assert n.asnumpy().tolist() == [arrays[4].nbytes, arrays[0].nbytes]
+                assert np.array_equal(buf.numpy(np.int64, (2, 3), 200), arrays[4])
+            cond = mops.MemcpyWithCondition("d2d")
+            assert np.array_equal(cond(T(x235)).asnumpy(), x235)
+
+            @ms.jit
+            def compiled(a, r, c):
+                return extract(a, r, c)
+
+            try:
+                compiled(T(x57), i64(1), i64(2))
+            except Exception as e:
+                assert "Ascend route" in str(e) and "memcpy2d_extract" in str(e), str(e)
+            else:
+                raise AssertionError("a primitive compiled into a graph on Ascend should be refused")
+        finally:
+            ascend_route.on_ascend = real
+
     print("ROUTE-RESULTS " + json.dumps(results))
 ''')
 
 SLOW_CHECKS = ["batch_d2h", "batch_h2d", "extract", "extract_like", "insert", "d2h_2d", "h2d_2d", "desc_copy",
-               "desc_window", "cond_d2d", "cond_d2h", "cond_h2d", "bad_offsets", "bad_region", "bad_output_dtype"]
+               "desc_window", "cond_d2d", "cond_d2h", "cond_h2d", "bad_offsets", "bad_region", "bad_output_dtype", "primitive_dispatch"]
 
 
 @pytest.fixture(scope="module")

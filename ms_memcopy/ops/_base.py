@@ -14,7 +14,7 @@ import numpy as np
 import mindspore as ms
 from mindspore import ops
 
-from .. import _paths
+from .. import _paths, ascend_route
 from ..host_buffer import HostBuffer
 from ..op_defs import op_def, reg_info, supported_dtypes
 
@@ -137,13 +137,20 @@ class CopyPrimitive(ops.Custom):
             self.add_prim_attr(name, value)
         if definition.side_effect_mem:
             self.add_prim_attr("side_effect_mem", True)
+        # On Ascend, ops.Custom aot means Ascend C kernels: eager calls take the CustomOpBuilder
+        # route instead, and graph compilation is refused with a pointer to the route's functions
+        # (ms_memcopy/ascend_route.py, docs/ascend_route.md).
+        self._ascend_route = ascend_route.route_for(op_name, attrs, out_shape, out_dtype)
 
     def __infer__(self, *args):
+        ascend_route.check_graph_use(self._op_def.name)
         self._check_infer(args)
         return super().__infer__(*args)
 
     def __call__(self, *args):
         self._check_eager(args)
+        if ascend_route.on_ascend():
+            return self._ascend_route(args)
         return super().__call__(*args)
 
     def _check_infer(self, args):
