@@ -28,6 +28,7 @@ HOST_SOURCES = ROOT / "ops_impl" / "acl_host" / "src"
 KERNEL_SOURCES = ROOT / "ops_impl" / "kernels"
 # The CustomOpBuilder entry layer of the Ascend route: compiled by MindSpore at run time, not here.
 EXTENSION_SOURCES = KERNEL_SOURCES / "ms_extension"
+BENCH_SOURCES = ROOT / "ops_impl" / "bench"  # libms_memcopy_bench.so, for `python -m ms_memcopy bench`
 sys.path.insert(0, str(ROOT / "ops_impl" / "tools"))
 from gen_soc_table import generate as generate_soc_table  # noqa: E402
 
@@ -78,6 +79,8 @@ class BuildSharedLibs(build_ext):
         tmp.mkdir(parents=True, exist_ok=True)
         if ext.name.endswith("libascendcl"):
             self._build_host_runtime(out, tmp)
+        elif ext.name.endswith("libms_memcopy_bench"):
+            self._build_bench(out, tmp)
         else:
             self._build_kernels(out, tmp)
 
@@ -121,6 +124,10 @@ class BuildSharedLibs(build_ext):
         link = ["-Wl,-soname,libascendcl.so", f"-Wl,--version-script={export_map}"]
         self._compile_and_link(sources, out, tmp, flags, link, [HOST_INCLUDE, HOST_SOURCES, gen])
 
+    def _build_bench(self, out, tmp):
+        # Timing loops of `python -m ms_memcopy bench`; they call ACL through pointers, so no link flags.
+        self._compile_and_link(sorted(BENCH_SOURCES.glob("*.cpp")), out, tmp, [], [], [BENCH_SOURCES])
+
     def _build_kernels(self, out, tmp):
         sources = kernel_sources()
         cann = cann_home()
@@ -136,14 +143,16 @@ class BuildSharedLibs(build_ext):
 
 
 class BuildPyWithData(build_py):
-    """Copies the public headers and configs into the package of a wheel."""
+    """Copies the public headers, the configs and the kernel sources (which the Ascend route compiles
+    with CustomOpBuilder) into the package of a wheel."""
 
     def run(self):
         super().run()
         if getattr(self, "editable_mode", False):
             return
         pkg = Path(self.build_lib) / "ms_memcopy"
-        for src, dst in ((HOST_INCLUDE, pkg / "include"), (ROOT / "configs", pkg / "configs")):
+        for src, dst in ((HOST_INCLUDE, pkg / "include"), (ROOT / "configs", pkg / "configs"),
+                         (KERNEL_SOURCES, pkg / "kernels_src")):
             if dst.exists():
                 shutil.rmtree(dst)
             shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
@@ -155,6 +164,8 @@ def extensions():
         exts.append(Extension("ms_memcopy._lib.libascendcl", sources=[]))
     if kernel_sources():
         exts.append(Extension("ms_memcopy._lib.libms_memcopy_kernels", sources=[]))
+    if list(BENCH_SOURCES.glob("*.cpp")):
+        exts.append(Extension("ms_memcopy._lib.libms_memcopy_bench", sources=[]))
     return exts
 
 

@@ -31,7 +31,9 @@ Example (PYNATIVE_MODE)::
 """
 import functools
 import os
+import shutil
 import sys
+import sysconfig
 import threading
 from pathlib import Path
 
@@ -202,6 +204,20 @@ def build_options(backend):
     }
 
 
+def find_ninja():
+    """Path of the ninja CustomOpBuilder runs, or None. A ninja installed in this Python environment
+    (the `ninja` package of the test extra) counts even when the environment is not activated: its
+    scripts directory is then put on PATH for the build."""
+    found = shutil.which("ninja")
+    if found:
+        return found
+    scripts = sysconfig.get_path("scripts")
+    found = shutil.which("ninja", path=scripts)
+    if found:
+        os.environ["PATH"] = os.pathsep.join([scripts, os.environ.get("PATH", "")])
+    return found
+
+
 def load(backend=None, build_dir=None):
     """Builds (when its sources changed) and loads the route for backend; cached per backend.
 
@@ -227,6 +243,8 @@ def load(backend=None, build_dir=None):
         from . import _kernels_lib
 
         _kernels_lib.library()
+        if find_ninja() is None:
+            raise FileNotFoundError("CustomOpBuilder needs ninja: pip install ninja")
         directory = Path(build_dir) if build_dir is not None else default_build_dir(backend)
         directory.mkdir(parents=True, exist_ok=True)
         options = build_options(backend)

@@ -1,4 +1,4 @@
-"""Builds the host ACL runtime together with each tests/cpp program under sanitizers and runs them.
+"""Builds the host ACL runtime together with each C++ test program under sanitizers and runs them.
 
     python ops_impl/tools/run_sanitizers.py            # AddressSanitizer + UndefinedBehaviorSanitizer
     python ops_impl/tools/run_sanitizers.py --tsan     # then a second pass under ThreadSanitizer
@@ -6,7 +6,9 @@
 
 The runtime sources (ops_impl/acl_host/src/*.cpp, with soc_profiles.inc generated from
 configs/soc_profiles.yaml into a temporary directory) are compiled with the sanitizer flags and linked
-statically into every program, so that the sanitizers see the runtime's own code. Exits non-zero when a
+statically into every program, so that the sanitizers see the runtime's own code. The programs of
+tests/cpp_kernels also get the copy kernels' sources (ops_impl/kernels, without the MindSpore entry
+layers). Exits non-zero when a
 build fails, a program fails or does not print "ALL PASSED", or a sanitizer reports anything.
 """
 import argparse
@@ -21,6 +23,11 @@ ROOT = Path(__file__).resolve().parents[2]
 HOST_INCLUDE = ROOT / "ops_impl" / "acl_host" / "include"
 HOST_SOURCES = ROOT / "ops_impl" / "acl_host" / "src"
 TEST_PROGRAMS = ROOT / "tests" / "cpp"
+KERNEL_TEST_PROGRAMS = ROOT / "tests" / "cpp_kernels"
+KERNEL_DIR = ROOT / "ops_impl" / "kernels"
+# The kernel sources a kernel test links: everything but the MindSpore entry layers.
+KERNEL_SOURCES = sorted(p for p in KERNEL_DIR.glob("*.cpp") if p.name != "aot_entry.cpp")
+KERNEL_FLAGS = ["-DMS_MEMCOPY_HOST_ACL=1", f"-I{KERNEL_DIR}"]
 SOC_YAML = ROOT / "configs" / "soc_profiles.yaml"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -87,8 +94,9 @@ def run_pass(name, cxx, programs, work_dir):
     ok = True
     for source in programs:
         exe = pass_dir / source.stem
-        build = run([cxx, *COMMON_FLAGS, *config["flags"], f"-I{HOST_INCLUDE}", str(source), *map(str, objects),
-                     "-o", str(exe)])
+        extra = [*KERNEL_FLAGS, *map(str, KERNEL_SOURCES)] if source.parent == KERNEL_TEST_PROGRAMS else []
+        build = run([cxx, *COMMON_FLAGS, *config["flags"], f"-I{HOST_INCLUDE}", str(source), *extra,
+                     *map(str, objects), "-o", str(exe)])
         if build.returncode != 0:
             print(f"== {name}: {source.name}: FAILED to build\n{build.stdout}{build.stderr}")
             ok = False
@@ -110,7 +118,7 @@ def main():
     parser.add_argument("--tsan-only", action="store_true", help="run only the ThreadSanitizer pass")
     args = parser.parse_args()
     cxx = os.environ.get("CXX", "g++")
-    programs = sorted(TEST_PROGRAMS.glob("*.cpp"))
+    programs = sorted(TEST_PROGRAMS.glob("*.cpp")) + sorted(KERNEL_TEST_PROGRAMS.glob("*.cpp"))
     if not programs:
         print(f"no programs in {TEST_PROGRAMS}")
         return 1
