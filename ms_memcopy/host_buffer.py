@@ -14,6 +14,7 @@ closed and no numpy view of it is alive any more, so a view never dangles.
 """
 import numbers
 import sys
+import warnings
 import weakref
 
 import numpy as np
@@ -206,8 +207,8 @@ class HostBuffer:
         try:
             if getattr(self, "_allocation", None) is not None:
                 self.close()
-        except Exception:  # noqa: BLE001  (a destructor must never raise)
-            pass
+        except Exception as exc:  # noqa: BLE001  (a destructor must never raise)
+            warnings.warn(f"HostBuffer could not be closed when collected: {exc}", ResourceWarning, stacklevel=1)
 
     def _check_open(self):
         if self._allocation is None:
