@@ -1,31 +1,15 @@
-"""Helpers for the primitive tests: MindSpore modes, call styles, tensors of every dtype with a
-numpy reference of their bytes."""
+"""Helpers for the primitive tests: call styles, tensors of every dtype with a numpy reference of
+their bytes. The ms_mode and style fixtures are in conftest.py."""
 import numpy as np
-import pytest
 
 import mindspore as ms
 from mindspore import nn
 
 from ms_memcopy.op_defs import supported_dtypes
 
-MODES = {"graph": ms.GRAPH_MODE, "pynative": ms.PYNATIVE_MODE}
-STYLES = ("cell", "jit", "eager")
 DTYPES = supported_dtypes()
 # Shapes of rank 1 to 4 whose byte sizes are not multiples of 64, and an empty one.
 SHAPES = [(7,), (3, 5), (2, 3, 5), (1, 2, 3, 7), (0, 4)]
-
-
-@pytest.fixture(params=list(MODES))
-def ms_mode(request):
-    ms.set_context(mode=MODES[request.param])
-    ms.set_device("CPU")
-    yield request.param
-    ms.set_context(mode=ms.PYNATIVE_MODE)
-
-
-@pytest.fixture(params=STYLES)
-def style(request):
-    return request.param
 
 
 class FnCell(nn.Cell):
@@ -35,7 +19,6 @@ class FnCell(nn.Cell):
 
     def construct(self, *args):
         return self.fn(*args)
-
 
 def call(style, op, *args):
     """op(*args) inside an nn.Cell's construct, inside an ms.jit function, or eagerly."""
@@ -49,10 +32,8 @@ def call(style, op, *args):
         return run(*args)
     return op(*args)
 
-
 def int64(*values):
     return ms.Tensor(np.array(values, dtype=np.int64))
-
 
 def make(dtype, shape, seed=0):
     """(Tensor of dtype and shape, numpy array of its exact values as float64 or the dtype itself)."""
@@ -72,20 +53,17 @@ def make(dtype, shape, seed=0):
         values = values.astype(dtype)
     return ms.Tensor(values), values
 
-
 def raw_bytes(dtype, values):
     """The bytes MindSpore stores for `values` of dtype (bfloat16: the top half of each float32)."""
     if dtype == "bfloat16":
         return (np.ascontiguousarray(values, np.float32).view(np.uint32) >> 16).astype(np.uint16).tobytes()
     return np.ascontiguousarray(values).tobytes()
 
-
 def as_numpy(tensor):
     """Tensor values as numpy (bfloat16 widened to float32, exactly)."""
     if tensor.dtype == ms.bfloat16:
         return tensor.astype(ms.float32).asnumpy()
     return tensor.asnumpy()
-
 
 def dtype_of(name):
     return ms.bool_ if name == "bool" else getattr(ms, name)

@@ -146,3 +146,25 @@ def run_python(tmp_path):
                               capture_output=True, text=True, timeout=timeout)
 
     return run
+
+
+# ---------------------------------------------------------------------------------------------
+# Primitive tests (tests/test_ops_*.py, test_nn.py)
+#
+# ms_mode    runs the test in GRAPH_MODE and in PYNATIVE_MODE (CPU target).
+# style      runs the test with the op called in an nn.Cell's construct, in ms.jit, and eagerly.
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(params=["graph", "pynative"])
+def ms_mode(request):
+    import mindspore as ms
+
+    ms.set_context(mode=ms.GRAPH_MODE if request.param == "graph" else ms.PYNATIVE_MODE)
+    ms.set_device("CPU")
+    yield request.param
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+@pytest.fixture(params=["cell", "jit", "eager"])
+def style(request):
+    return request.param

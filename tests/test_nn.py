@@ -7,7 +7,7 @@ import mindspore as ms
 from ms_memcopy import HostBuffer
 from ms_memcopy.nn import BlockSlots, SwapInBlocks, SwapOutBlocks
 
-from _ops_support import int64, ms_mode  # noqa: F401
+from _ops_support import int64
 
 
 def test_swap_blocks_to_slots_and_back(ms_mode):

@@ -7,8 +7,7 @@ import mindspore as ms
 from ms_memcopy import HostBuffer
 from ms_memcopy.ops import Memcpy2D
 
-from _ops_support import (DTYPES, FnCell, as_numpy, call, dtype_of, int64, make, ms_mode,  # noqa: F401
-                          raw_bytes, style)
+from _ops_support import DTYPES, as_numpy, call, dtype_of, int64, make, raw_bytes
 
 
 def matrix(values):

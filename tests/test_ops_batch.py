@@ -7,7 +7,7 @@ import mindspore as ms
 from ms_memcopy import HostBuffer
 from ms_memcopy.ops import MemcpyBatch
 
-from _ops_support import DTYPES, FnCell, SHAPES, as_numpy, call, dtype_of, int64, make, ms_mode, raw_bytes, style  # noqa: F401
+from _ops_support import DTYPES, FnCell, SHAPES, as_numpy, call, dtype_of, int64, make, raw_bytes
 
 FILL = 0xAB
 

@@ -14,7 +14,7 @@ from mindspore import nn
 from ms_memcopy import HostBuffer
 from ms_memcopy.ops import Memcpy2D, MemcpyBatch, MemcpyWithCondition, MemcpyWithDesc
 
-from _ops_support import FnCell, int64, ms_mode  # noqa: F401
+from _ops_support import FnCell, int64
 
 FILL = 0x5A
 

@@ -31,6 +31,8 @@ from ms_memcopy.acl_constants import (
     SIZE_MAX,
 )
 
+from _acl_support import ATTR_H2D, code, rand_bytes
+
 INVALID_PARAM = 100000
 REPEAT_INITIALIZE = 100002
 REPEAT_FINALIZE = 100037
@@ -38,22 +40,6 @@ RT_PARAM_INVALID = 107000
 RT_FEATURE_NOT_SUPPORT = 207000
 RT_STREAM_SYNC_TIMEOUT = 507046
 SENTINEL = 0x5EED  # a failIndex value no call writes: "left unwritten"
-
-ATTR_H2D = {"dst_loc": {"id": 0, "type": DEVICE}, "src_loc": {"id": 0, "type": HOST}}
-ATTR_D2H = {"dst_loc": {"id": 0, "type": HOST}, "src_loc": {"id": 0, "type": DEVICE}}
-
-
-def code(fn, *args, **kwargs):
-    """0 when the raising-layer call succeeds, else the AclError code."""
-    try:
-        fn(*args, **kwargs)
-    except AclError as e:
-        return e.code
-    return 0
-
-
-def rand_bytes(n, seed):
-    return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8)
 
 
 # --- copies: aclrtMemcpy / aclrtMemcpyAsync / aclrtMemcpyAsyncWithCondition ----------------------

@@ -9,8 +9,6 @@ import ms_memcopy.acl as acl
 from ms_memcopy import AclError
 from ms_memcopy import runtime as rt
 from ms_memcopy.acl_constants import (
-    ACL_MEM_LOCATION_TYPE_DEVICE as DEVICE,
-    ACL_MEM_LOCATION_TYPE_HOST as HOST,
     ACL_MEMCPY_DEFAULT as DEFAULT,
     ACL_MEMCPY_DEVICE_TO_DEVICE as D2D,
     ACL_MEMCPY_DEVICE_TO_HOST as D2H,
@@ -20,8 +18,8 @@ from ms_memcopy.acl_constants import (
     ACL_MEMCPY_INNER_DEVICE_TO_DEVICE as INNER_D2D,
 )
 
-ATTR_H2D = {"dst_loc": {"id": 0, "type": DEVICE}, "src_loc": {"id": 0, "type": HOST}}
-ATTR_D2H = {"dst_loc": {"id": 0, "type": HOST}, "src_loc": {"id": 0, "type": DEVICE}}
+from _acl_support import ATTR_D2H, ATTR_H2D, rand_bytes
+
 FILL = 0xEE  # what destinations hold before a copy; bytes a copy must not touch keep it
 
 
@@ -30,10 +28,6 @@ def hold(stream):
     gate = threading.Event()
     rt.launch_host_func(stream, lambda: gate.wait(30))
     return gate
-
-
-def rand_bytes(n, seed):
-    return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8)
 
 
 class HostBuf:

@@ -6,7 +6,6 @@ import os
 import numpy as np
 import pytest
 
-from ms_memcopy import AclError
 from ms_memcopy import runtime as rt
 from ms_memcopy.acl_constants import (
     ACL_MEM_LOCATION_TYPE_DEVICE as DEVICE,
@@ -17,18 +16,11 @@ from ms_memcopy.acl_constants import (
     ACL_MEMCPY_HOST_TO_DEVICE as H2D,
 )
 
+from _acl_support import ATTR_D2H, code
+
 INVALID_PARAM = 100000
 RT_PARAM_INVALID = 107000
 RT_INVALID_DEVICEID = 107001
-ATTR_D2H = {"dst_loc": {"id": 0, "type": HOST}, "src_loc": {"id": 0, "type": DEVICE}}
-
-
-def code(fn, *args, **kwargs):
-    try:
-        fn(*args, **kwargs)
-    except AclError as e:
-        return e.code
-    return 0
 
 
 def run_json(run_python, source, env=None):
