@@ -1,5 +1,13 @@
-// The copy engine: every byte the host runtime moves goes through these two functions, so that they
-// can be optimized (narrow-row 2D loops, large copies split across threads) without touching callers.
+// The copy engine: every byte the host runtime moves goes through these functions, so that they can be
+// optimized without touching callers.
+//
+// - Small copies are one std::memcpy (std::memmove when the ranges overlap).
+// - Large copies (kParallelMinBytes and more, ranges not overlapping) are split into parts that a pool
+//   of worker threads and the calling thread copy together. The pool has at most one thread per usable
+//   core, counting the caller (MS_MEMCOPY_COPY_THREADS lowers that; 1 disables the pool), and is started
+//   once, at the first large copy; the caller claims parts itself, so a busy pool never delays a copy.
+// - 2D copies pick a row loop by width: fixed-size moves for narrow rows (1..64 bytes), 16/32-byte
+//   chunks up to 512 bytes, std::memcpy per row beyond; dense rows are one copy.
 #ifndef MS_MEMCOPY_ACL_HOST_COPY_ENGINE_H_
 #define MS_MEMCOPY_ACL_HOST_COPY_ENGINE_H_
 
@@ -7,12 +15,32 @@
 
 namespace aclhost {
 
+struct CopyItem {
+    void *dst;
+    const void *src;
+    size_t size;
+};
+
+// Copies of at least this many bytes (1D, a batch, or a 2D copy's bytes plus a per-row cost) are split
+// across the copy pool.
+constexpr size_t kParallelMinBytes = size_t{4} << 20;
+
 // Copies n bytes. Overlapping ranges are allowed (the result is as if through a temporary buffer).
 void CopyBytes(void *dst, const void *src, size_t n);
 
-// Copies `height` rows of `width` bytes: row r goes from src + r * spitch to dst + r * dpitch.
-// Callers guarantee width <= spitch, width <= dpitch and that the extents do not overflow.
+// Copies `height` rows of `width` bytes: row r goes from src + r * spitch to dst + r * dpitch. The bytes
+// between the rows of dst are never written. Callers guarantee width <= spitch, width <= dpitch and that
+// the extents do not overflow. If the source and destination extents overlap, rows are copied one at a
+// time in order, each as by CopyBytes.
 void Copy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height);
+
+// Copies every item, each as by CopyBytes. Items that overlap each other give an unspecified result
+// (large batches are copied by several threads at once, like the items of a CANN batch, which run in
+// no order).
+void CopyItems(const CopyItem *items, size_t count);
+
+// The number of threads (the caller included) a large copy may use.
+size_t CopyThreads();
 
 }  // namespace aclhost
 

@@ -26,9 +26,7 @@ aclError Copy2DTask::Run(std::string * /*message*/)
 
 aclError BatchRunTask::Run(std::string * /*message*/)
 {
-    for (size_t i = begin_; i < end_; ++i) {
-        CopyBytes(items_[i].dst, items_[i].src, items_[i].size);
-    }
+    CopyItems(items_.get() + begin_, end_ - begin_);
     return ACL_SUCCESS;
 }
 

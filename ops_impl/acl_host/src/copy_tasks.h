@@ -8,15 +8,10 @@
 #include <string>
 
 #include "acl_host/acl_host_ext.h"
+#include "copy_engine.h"
 #include "stream.h"
 
 namespace aclhost {
-
-struct CopyItem {
-    void *dst;
-    const void *src;
-    size_t size;
-};
 
 class CopyTask final : public StreamTask {
 public:
@@ -75,6 +70,7 @@ class HostFuncTask final : public StreamTask {
 public:
     HostFuncTask(aclhostHostFunc fn, void *user_data) : fn_(fn), user_data_(user_data) {}
     aclError Run(std::string *message) override;
+    bool RunsInWaiter() const override { return false; }  // host functions run on the worker thread
 
 private:
     aclhostHostFunc fn_;

@@ -188,15 +188,21 @@ int64_t BatchLocation(const MemInfo &info)
     return info.is_device() ? ACL_MEM_LOCATION_TYPE_DEVICE : ACL_MEM_LOCATION_TYPE_HOST;
 }
 
-aclError CheckAttrLocation(const char *api, size_t item, size_t attr_index, const char *side,
-                           const aclrtMemLocation &declared, const void *ptr, const MemInfo &info)
+// Whether an attribute's declared location matches the real one (the per-item fast path).
+inline bool LocationMatches(const aclrtMemLocation &declared, const MemInfo &info)
 {
     const int64_t raw_type = RawEnumValue(declared.type);
     const int64_t type = raw_type == ACL_MEM_LOCATION_TYPE_HOST_NUMA ? int64_t{ACL_MEM_LOCATION_TYPE_HOST} : raw_type;
     const int64_t real = BatchLocation(info);
-    if (type == real && (real != ACL_MEM_LOCATION_TYPE_DEVICE || static_cast<int64_t>(declared.id) == info.device)) {
-        return ACL_SUCCESS;
-    }
+    return type == real && (real != ACL_MEM_LOCATION_TYPE_DEVICE || static_cast<int64_t>(declared.id) == info.device);
+}
+
+// The failure of a location that does not match (cold: only called when LocationMatches is false).
+__attribute__((noinline, cold)) aclError LocationFailure(const char *api, size_t item, size_t attr_index,
+                                                         const char *side, const aclrtMemLocation &declared,
+                                                         const void *ptr, const MemInfo &info)
+{
+    const int64_t raw_type = RawEnumValue(declared.type);
     char where[96] = " (declare host memory, pinned or pageable, as ACL_MEM_LOCATION_TYPE_HOST)";
     if (info.is_device()) {
         (void)std::snprintf(where, sizeof(where), " of device %d", static_cast<int>(info.device));
@@ -207,44 +213,53 @@ aclError CheckAttrLocation(const char *api, size_t item, size_t attr_index, cons
                 LocationName(raw_type), side, item, ptr, MemKindName(info.kind), where);
 }
 
-aclError ExtentFailure(const char *api, const char *array, size_t i, const void *ptr, size_t size,
-                       const MemInfo &info)
+__attribute__((noinline, cold)) aclError ExtentFailure(const char *api, const char *array, size_t i,
+                                                       const void *ptr, size_t size, const MemInfo &info)
 {
     char name[64];
     (void)std::snprintf(name, sizeof(name), "item %zu: %s[%zu]", i, array, i);
     return CheckExtent(api, name, ptr, size, info);
 }
 
-// Per-item checks of item i under attribute attr_index.
-aclError ValidateItem(const char *api, const BatchArgs &a, size_t i, size_t attr_index,
-                      MemoryRegistry::Reader &reader, MemInfo *dst_info, MemInfo *src_info)
+__attribute__((noinline, cold)) aclError ItemFailure(const char *api, const BatchArgs &a, size_t i)
 {
-    const size_t size = a.sizes[i];
-    if (size == 0 || size > a.destMaxs[i]) {
+    if (a.sizes[i] == 0 || a.sizes[i] > a.destMaxs[i]) {
         return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                    "item %zu: sizes[%zu] is %zu; expected 0 < size <= destMaxs[%zu] %zu", i, i, size, i,
+                    "item %zu: sizes[%zu] is %zu; expected 0 < size <= destMaxs[%zu] %zu", i, i, a.sizes[i], i,
                     a.destMaxs[i]);
     }
-    if (a.srcs[i] == nullptr || a.dsts[i] == nullptr) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "item %zu: %ss[%zu] is NULL", i,
-                    a.srcs[i] == nullptr ? "src" : "dst", i);
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "item %zu: %ss[%zu] is NULL", i, a.srcs[i] == nullptr ? "src" : "dst",
+                i);
+}
+
+__attribute__((noinline, cold)) aclError SameSideFailure(const char *api, size_t i, const MemInfo &src_info)
+{
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                "item %zu: srcs[%zu] and dsts[%zu] are both %s memory; only host-to-device and device-to-host "
+                "copies are supported",
+                i, i, i, src_info.is_device() ? "device" : "host");
+}
+
+// Per-item checks of item i under attribute attr_index. The checks run inline; messages are built by
+// cold functions only when a check fails.
+inline aclError ValidateItem(const char *api, const BatchArgs &a, size_t i, size_t attr_index,
+                             MemoryRegistry::Reader &reader, MemInfo *dst_info, MemInfo *src_info)
+{
+    const size_t size = a.sizes[i];
+    if (size == 0 || size > a.destMaxs[i] || a.srcs[i] == nullptr || a.dsts[i] == nullptr) {
+        return ItemFailure(api, a, i);
     }
     const aclrtMemcpyBatchAttr &attr = a.attrs[attr_index];
     *dst_info = reader.Lookup(a.dsts[i]);
-    aclError ret = CheckAttrLocation(api, i, attr_index, "dst", attr.dstLoc, a.dsts[i], *dst_info);
-    if (ret != ACL_SUCCESS) {
-        return ret;
+    if (!LocationMatches(attr.dstLoc, *dst_info)) {
+        return LocationFailure(api, i, attr_index, "dst", attr.dstLoc, a.dsts[i], *dst_info);
     }
     *src_info = reader.Lookup(a.srcs[i]);
-    ret = CheckAttrLocation(api, i, attr_index, "src", attr.srcLoc, a.srcs[i], *src_info);
-    if (ret != ACL_SUCCESS) {
-        return ret;
+    if (!LocationMatches(attr.srcLoc, *src_info)) {
+        return LocationFailure(api, i, attr_index, "src", attr.srcLoc, a.srcs[i], *src_info);
     }
     if (BatchLocation(*dst_info) == BatchLocation(*src_info)) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                    "item %zu: srcs[%zu] and dsts[%zu] are both %s memory; only host-to-device and device-to-host "
-                    "copies are supported",
-                    i, i, i, src_info->is_device() ? "device" : "host");
+        return SameSideFailure(api, i, *src_info);
     }
     if (!ExtentFits(a.srcs[i], size, *src_info)) {
         return ExtentFailure(api, "srcs", i, a.srcs[i], size, *src_info);
@@ -360,9 +375,11 @@ aclError MemcpyBatchSyncImpl(const char *api, const BatchArgs &a, bool has_fail_
             }
         }
     }
+    std::unique_ptr<CopyItem[]> items(new CopyItem[a.count]);  // one array per call
     for (size_t i = 0; i < a.count; ++i) {
-        CopyBytes(a.dsts[i], a.srcs[i], a.sizes[i]);
+        items[i] = CopyItem{a.dsts[i], a.srcs[i], a.sizes[i]};
     }
+    CopyItems(items.get(), a.count);
     return ACL_SUCCESS;
 }
 
