@@ -67,7 +67,13 @@ bool Stream::WaitIdle(int32_t timeout_ms)
     const uint64_t target = submitted_;
     const auto done = [this, target] { return completed_ >= target; };
     if (timeout_ms < 0) {
-        work_done_.wait(lock, done);
+        while (!done()) {
+            if (!busy_ && !queue_.empty() && queue_.front()->RunsInWaiter()) {
+                RunFront(lock);
+            } else {
+                work_done_.wait(lock);
+            }
+        }
         return true;
     }
     if (timeout_ms == 0) {
@@ -93,23 +99,33 @@ void Stream::WorkerLoop()
 {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
-        work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        work_ready_.wait(lock, [this] { return (!queue_.empty() && !busy_) || (stopping_ && queue_.empty()); });
         if (queue_.empty()) {
             return;  // stopping, and every queued task has run
         }
-        std::unique_ptr<StreamTask> task = std::move(queue_.front());
-        queue_.pop_front();
-        lock.unlock();
-        std::string message;
-        const aclError code = RunGuarded(*task, &message);
-        task.reset();  // staging buffers are released outside the lock
-        lock.lock();
-        if (code != ACL_SUCCESS && failure_code_ == ACL_SUCCESS) {
-            failure_code_ = code;
-            failure_message_.swap(message);
-        }
-        ++completed_;
-        work_done_.notify_all();
+        RunFront(lock);
+    }
+}
+
+void Stream::RunFront(std::unique_lock<std::mutex> &lock)
+{
+    std::unique_ptr<StreamTask> task = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    std::string message;
+    const aclError code = RunGuarded(*task, &message);
+    task.reset();  // staging buffers are released outside the lock
+    lock.lock();
+    busy_ = false;
+    if (code != ACL_SUCCESS && failure_code_ == ACL_SUCCESS) {
+        failure_code_ = code;
+        failure_message_.swap(message);
+    }
+    ++completed_;
+    work_done_.notify_all();
+    if (!queue_.empty()) {
+        work_ready_.notify_one();  // the next task may be the worker's (a waiter ran this one)
     }
 }
 

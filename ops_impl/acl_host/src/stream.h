@@ -21,6 +21,9 @@ class StreamTask {
 public:
     virtual ~StreamTask() = default;
     virtual aclError Run(std::string *message) = 0;
+    // Whether a thread that waits for the stream without a timeout may run the task itself when the
+    // worker is idle (copies: yes; host functions: no, they run on the worker thread).
+    virtual bool RunsInWaiter() const { return true; }
 };
 
 class Stream {
@@ -37,7 +40,9 @@ public:
 
     // Waits until every task submitted before this call has completed.
     // timeout_ms: -1 waits forever, 0 only polls, > 0 waits at most that many milliseconds.
-    // Returns false when the tasks did not complete in time.
+    // Returns false when the tasks did not complete in time. A wait without a timeout runs the queued
+    // tasks that allow it (StreamTask::RunsInWaiter) itself, in order, while the worker is idle: a
+    // copy then costs no hand-off between threads.
     bool WaitIdle(int32_t timeout_ms);
 
     // Moves out the first task failure recorded since the last call; false when there is none.
@@ -45,6 +50,8 @@ public:
 
 private:
     void WorkerLoop();
+    // Runs the front task with the lock released; requires a non-empty queue and !busy_.
+    void RunFront(std::unique_lock<std::mutex> &lock);
 
     const int32_t device_;
     std::mutex mutex_;
@@ -54,6 +61,7 @@ private:
     uint64_t submitted_ = 0;
     uint64_t completed_ = 0;
     bool stopping_ = false;
+    bool busy_ = false;  // a task is running (on the worker or on a waiting thread)
     aclError failure_code_ = 0;
     std::string failure_message_;
     std::thread worker_;
