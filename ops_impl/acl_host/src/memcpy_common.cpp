@@ -111,12 +111,6 @@ aclError CheckStagedLocations(const char *api, const void *src, const MemInfo &s
     return ACL_SUCCESS;
 }
 
-bool ExtentFits(const void *p, size_t n, const MemInfo &info)
-{
-    uintptr_t end = 0;
-    return !RangeEndOverflows(p, n, &end) && (!info.registered() || end <= info.base + info.size);
-}
-
 aclError CheckExtent(const char *api, const char *param, const void *p, size_t n, const MemInfo &info)
 {
     uintptr_t end = 0;

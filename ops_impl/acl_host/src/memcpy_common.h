@@ -32,8 +32,13 @@ aclError CheckStagedLocations(const char *api, const void *src, const MemInfo &s
 // memory, must end inside p's allocation. ACL_ERROR_RT_PARAM_INVALID otherwise.
 aclError CheckExtent(const char *api, const char *param, const void *p, size_t n, const MemInfo &info);
 
-// The check of CheckExtent without the message (for loops over many items).
-bool ExtentFits(const void *p, size_t n, const MemInfo &info);
+// The check of CheckExtent without the message (for loops over many items; inline for them).
+inline bool ExtentFits(const void *p, size_t n, const MemInfo &info)
+{
+    uintptr_t end = 0;
+    return !__builtin_add_overflow(reinterpret_cast<uintptr_t>(p), n, &end) &&
+           (!info.registered() || end <= info.base + info.size);
+}
 
 inline bool IsPageable(const MemInfo &info) { return info.kind == MemKind::kUnregistered; }
 

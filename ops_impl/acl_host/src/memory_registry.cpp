@@ -264,14 +264,8 @@ void MemoryRegistry::Reader::Pause()
 
 void MemoryRegistry::Reader::Resume() { lock_.lock(); }
 
-MemInfo MemoryRegistry::Reader::Lookup(const void *ptr)
+MemInfo MemoryRegistry::Reader::LookupMiss(uintptr_t p)
 {
-    const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
-    for (const Range &range : cache_) {
-        if (range.begin <= p && p < range.end) {
-            return range.info;
-        }
-    }
     Range &slot = cache_[next_slot_];
     next_slot_ ^= 1U;
     slot.info = registry_.LookupLocked(p, &slot.begin, &slot.end);

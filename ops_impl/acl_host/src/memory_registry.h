@@ -64,11 +64,23 @@ public:
     class Reader {
     public:
         explicit Reader(const MemoryRegistry &registry);
-        MemInfo Lookup(const void *ptr);
+        // Inline for the cache hits of batch loops; a miss looks the registry up.
+        MemInfo Lookup(const void *ptr)
+        {
+            const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+            for (const Range &range : cache_) {
+                if (range.begin <= p && p < range.end) {
+                    return range.info;
+                }
+            }
+            return LookupMiss(p);
+        }
         void Pause();   // releases the lock and forgets the cache
         void Resume();  // takes the lock again
 
     private:
+        MemInfo LookupMiss(uintptr_t p);
+
         struct Range {
             uintptr_t begin = 1;
             uintptr_t end = 0;  // empty until filled
