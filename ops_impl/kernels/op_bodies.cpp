@@ -108,6 +108,19 @@ size_t CheckHostRange(int64_t offset, size_t span, size_t capacity, const std::s
   return begin;
 }
 
+// The check of CheckHostRange without its message, for per-item loops: the argument names are built
+// only when an item fails.
+inline bool HostRangeFits(int64_t offset, size_t span, size_t capacity) {
+  return offset >= 0 && static_cast<size_t>(offset) <= capacity && span <= capacity - static_cast<size_t>(offset);
+}
+
+size_t CheckItemRange(int64_t offset, size_t span, size_t capacity, size_t i) {
+  if (!HostRangeFits(offset, span, capacity)) {
+    CheckHostRange(offset, span, capacity, "offsets[" + std::to_string(i) + "]", "tensor " + std::to_string(i));
+  }
+  return static_cast<size_t>(offset);
+}
+
 void CheckSameBytes(const TensorArg &a, const TensorArg &b, const char *argument) {
   const size_t na = NumBytes(a, argument);
   const size_t nb = NumBytes(b, "output");
@@ -136,8 +149,7 @@ void BatchD2H(KernelState &s, const TensorArg *tensors, size_t k, const TensorAr
   s.host_results.resize(k);
   for (size_t i = 0; i < k; ++i) {
     const size_t n = NumBytes(tensors[i], "tensors");
-    const size_t begin = CheckHostRange(offs[i], n, buffer.nbytes(), "offsets[" + std::to_string(i) + "]",
-                                        "tensor " + std::to_string(i));
+    const size_t begin = CheckItemRange(offs[i], n, buffer.nbytes(), i);
     s.items[i] = BatchItem{buffer.data() + begin, tensors[i].data, n};
     s.host_results[i] = static_cast<int64_t>(n);
   }
@@ -152,8 +164,7 @@ void BatchH2D(KernelState &s, const TensorArg &offsets, const TensorArg *outputs
   s.items.resize(k);
   for (size_t i = 0; i < k; ++i) {
     const size_t n = NumBytes(outputs[i], "outputs");
-    const size_t begin = CheckHostRange(offs[i], n, buffer.nbytes(), "offsets[" + std::to_string(i) + "]",
-                                        "tensor " + std::to_string(i));
+    const size_t begin = CheckItemRange(offs[i], n, buffer.nbytes(), i);
     s.items[i] = BatchItem{outputs[i].data, buffer.data() + begin, n};
   }
   s.batch.Run(s.items.data(), k, ACL_MEMCPY_HOST_TO_DEVICE, s.device, nullptr, stream);
