@@ -77,6 +77,7 @@ HOST_PROTOTYPES = {
     "aclhostRegisterDeviceMemory": (aclError, [c_void_p, c_size_t]),
     "aclhostUnregisterDeviceMemory": (aclError, [c_void_p]),
     "aclhostGetMemLocation": (aclError, [c_void_p, POINTER(c_int32), POINTER(c_int32), _p_ptr, _p_size]),
+    "aclhostSetStreamDeferred": (aclError, [_stream, c_int32]),
     "aclhostLaunchHostFunc": (aclError, [_stream, aclhostHostFunc, c_void_p]),
     "aclhostGetSocProfile": (c_char_p, []),
 }

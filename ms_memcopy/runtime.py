@@ -45,7 +45,7 @@ exactly these ways:
   lengths that differ) raises TypeError/ValueError naming the argument before
   any C call; values C checks itself (kinds, zero sizes, NULL) go to C.
 * ``register_device_memory``, ``unregister_device_memory``,
-  ``get_mem_location``, ``launch_host_func`` and ``soc_profile`` exist only
+  ``get_mem_location``, ``set_stream_deferred``, ``launch_host_func`` and ``soc_profile`` exist only
   with the host runtime (NotImplementedError naming the call otherwise).
   ``launch_host_func(stream, fn)`` takes any Python callable (no userData:
   use a closure); the wrapper keeps it alive until the stream has run it.
@@ -68,7 +68,8 @@ __all__ = [
     "memcpy", "memcpy_async", "memcpy_async_with_condition", "memcpy2d", "memcpy2d_async",
     "get_memcpy_desc_size", "set_memcpy_desc", "memcpy_async_with_desc",
     "memcpy_batch", "memcpy_batch_async", "memcpy_batch_v2", "memcpy_batch_async_v2",
-    "register_device_memory", "unregister_device_memory", "get_mem_location", "launch_host_func", "soc_profile",
+    "register_device_memory", "unregister_device_memory", "get_mem_location", "set_stream_deferred",
+    "launch_host_func", "soc_profile",
     "MemLocation",
 ]
 
@@ -329,6 +330,15 @@ def get_mem_location(ptr):
     _call("aclhostGetMemLocation", cv.address(ptr, "ptr"), ctypes.byref(loc_type), ctypes.byref(device_id),
           ctypes.byref(base), ctypes.byref(size))
     return MemLocation(loc_type.value, device_id.value, base.value or 0, size.value)
+
+
+def set_stream_deferred(stream, deferred):
+    """aclhostSetStreamDeferred(stream, deferred): with deferred True, enqueueing on stream wakes no thread
+    and the queued tasks run when a thread waits for the stream (synchronize, free, destroy); False
+    restores background execution. For callers that synchronize right after enqueueing."""
+    if not isinstance(deferred, bool):
+        raise TypeError(f"deferred must be a bool, not {type(deferred).__name__}")
+    _call("aclhostSetStreamDeferred", cv.stream(stream), int(deferred))
 
 
 _host_funcs = {}  # key -> callable, until the stream runs it

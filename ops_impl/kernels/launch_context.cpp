@@ -32,6 +32,11 @@ aclrtStream ThreadStream() {
   if (stream == nullptr) {
     EnsureDevice();
     CheckAcl(aclrtCreateStream(&stream), "aclrtCreateStream");
+#ifdef MS_MEMCOPY_HOST_ACL
+    // Every launch synchronizes this stream before returning, and the synchronizing thread runs the
+    // copies itself: waking the stream's own thread for each copy would only add a thread wake-up.
+    CheckAcl(aclhostSetStreamDeferred(stream, 1), "aclhostSetStreamDeferred");
+#endif
   }
   return stream;
 }

@@ -20,6 +20,8 @@ constexpr int32_t kHostTargetDevice = 0;
 MSMC_KERNELS_API void EnsureDevice();
 
 // A stream owned by the calling thread, created on first use and kept for the life of the process.
+// With the host runtime it is deferred (aclhostSetStreamDeferred): callers synchronize it after
+// enqueueing, and only then do the queued copies run, on the synchronizing thread.
 MSMC_KERNELS_API aclrtStream ThreadStream();
 
 // Declares framework-owned buffers as device memory until destroyed (host ACL runtime only; with

@@ -1,6 +1,7 @@
 // The copy engine through the public C API: every row loop of 2D copies (widths 1..600, gaps between
 // rows never written), copies large enough to be split across the copy pool (1D, 2D, batches, sync and
-// async, from several threads at once), and a synchronize that runs queued copies itself.
+// async, from several threads at once), a synchronize that runs queued copies itself, and deferred
+// streams (aclhostSetStreamDeferred).
 //
 // Build: g++ -std=c++17 -I<include dir> test_copy_engine.cpp -L<lib dir> -lascendcl -Wl,-rpath,<lib dir>
 // Prints "ALL PASSED" and exits 0, or lists the failed checks and exits 1.
@@ -199,6 +200,49 @@ void TestWaiterKeepsOrder(aclrtStream stream)
     CHECK(std::memcmp(pair.dev, pair.host, 4096) == 0);
 }
 
+// Deferred streams: queued copies run at a synchronize (plain or timed), host functions on the worker,
+// and turning deferral off lets queued tasks run in the background.
+void TestDeferredStream()
+{
+    aclrtStream stream = nullptr;
+    CHECK_OK(aclrtCreateStream(&stream));
+    CHECK(aclhostSetStreamDeferred(nullptr, 1) == ACL_ERROR_INVALID_PARAM);
+    (void)aclGetRecentErrMsg();
+    CHECK_OK(aclhostSetStreamDeferred(stream, 1));
+    Pair pair(8192);
+    Fill(pair.host, 8192, 9);
+    std::memset(pair.dev, 0, 8192);
+    CHECK_OK(aclrtMemcpyAsync(pair.dev, 4096, pair.host, 4096, ACL_MEMCPY_HOST_TO_DEVICE, stream));
+    CHECK_OK(aclrtSynchronizeStream(stream));
+    CHECK(std::memcmp(pair.dev, pair.host, 4096) == 0);
+    CHECK_OK(aclrtMemcpyAsync(pair.dev + 4096, 4096, pair.host + 4096, 4096, ACL_MEMCPY_HOST_TO_DEVICE, stream));
+    CHECK_OK(aclrtSynchronizeStreamWithTimeout(stream, 10000));
+    CHECK(std::memcmp(pair.dev + 4096, pair.host + 4096, 4096) == 0);
+    struct Where {
+        std::thread::id id;
+    } where;
+    CHECK_OK(aclhostLaunchHostFunc(
+        stream, [](void *user) { static_cast<Where *>(user)->id = std::this_thread::get_id(); }, &where));
+    CHECK_OK(aclrtSynchronizeStream(stream));
+    CHECK(where.id != std::thread::id() && where.id != std::this_thread::get_id());
+    std::memset(pair.dev, 0, 8192);
+    CHECK_OK(aclrtMemcpyAsync(pair.dev, 8192, pair.host, 8192, ACL_MEMCPY_HOST_TO_DEVICE, stream));
+    CHECK_OK(aclhostSetStreamDeferred(stream, 0));
+    aclError polled = ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
+    for (int i = 0; i < 10000 && polled == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT; ++i) {
+        polled = aclrtSynchronizeStreamWithTimeout(stream, 0);  // polls only: the worker runs the copy
+        if (polled == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
+            (void)aclGetRecentErrMsg();
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    }
+    CHECK(polled == ACL_SUCCESS);
+    CHECK(std::memcmp(pair.dev, pair.host, 8192) == 0);
+    CHECK_OK(aclrtDestroyStream(stream));
+    CHECK(aclhostSetStreamDeferred(stream, 1) == ACL_ERROR_RT_PARAM_INVALID);
+    (void)aclGetRecentErrMsg();
+}
+
 }  // namespace
 
 int main()
@@ -208,6 +252,7 @@ int main()
     CHECK_OK(aclrtCreateStream(&stream));
     TestRowLoops(stream);
     TestWaiterKeepsOrder(stream);
+    TestDeferredStream();
     TestLargeCopies(stream, 1);
     // Several threads with their own streams split large copies at the same time.
     std::vector<std::thread> threads;

@@ -57,8 +57,23 @@ void Stream::Enqueue(std::unique_ptr<StreamTask> task)
         }
         queue_.push_back(std::move(task));
         ++submitted_;
+        if (deferred_) {
+            return;  // a waiter runs it, or wakes the worker
+        }
     }
     work_ready_.notify_one();
+}
+
+void Stream::SetDeferred(bool deferred)
+{
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        deferred_ = deferred;
+        if (deferred || queue_.empty()) {
+            return;
+        }
+    }
+    work_ready_.notify_one();  // tasks queued while deferred run in the background from now on
 }
 
 bool Stream::WaitIdle(int32_t timeout_ms)
@@ -70,11 +85,17 @@ bool Stream::WaitIdle(int32_t timeout_ms)
         while (!done()) {
             if (!busy_ && !queue_.empty() && queue_.front()->RunsInWaiter()) {
                 RunFront(lock);
-            } else {
-                work_done_.wait(lock);
+                continue;
             }
+            if (deferred_ && !busy_ && !queue_.empty()) {
+                work_ready_.notify_one();  // a host function: the worker runs it
+            }
+            work_done_.wait(lock);
         }
         return true;
+    }
+    if (deferred_ && !queue_.empty()) {
+        work_ready_.notify_one();  // a timed wait or a poll lets the worker run the deferred tasks
     }
     if (timeout_ms == 0) {
         return done();
@@ -124,7 +145,7 @@ void Stream::RunFront(std::unique_lock<std::mutex> &lock)
     }
     ++completed_;
     work_done_.notify_all();
-    if (!queue_.empty()) {
+    if (!queue_.empty() && !deferred_) {
         work_ready_.notify_one();  // the next task may be the worker's (a waiter ran this one)
     }
 }

@@ -35,8 +35,15 @@ public:
 
     int32_t device() const { return device_; }
 
-    // Appends a task; the worker thread starts on the first call.
+    // Appends a task; the worker thread starts on the first call. The worker is woken unless the stream
+    // is deferred.
     void Enqueue(std::unique_ptr<StreamTask> task);
+
+    // Deferred launch (aclhostSetStreamDeferred): enqueueing does not wake the worker; the queued tasks
+    // run when a thread waits for the stream (the waiter runs copies itself and wakes the worker for
+    // the rest; a timed wait and the stream's destruction wake it too). Saves a thread wake-up per
+    // task for callers that synchronize right after enqueueing.
+    void SetDeferred(bool deferred);
 
     // Waits until every task submitted before this call has completed.
     // timeout_ms: -1 waits forever, 0 only polls, > 0 waits at most that many milliseconds.
@@ -62,6 +69,7 @@ private:
     uint64_t completed_ = 0;
     bool stopping_ = false;
     bool busy_ = false;  // a task is running (on the worker or on a waiting thread)
+    bool deferred_ = false;
     aclError failure_code_ = 0;
     std::string failure_message_;
     std::thread worker_;

@@ -1,4 +1,5 @@
-// aclrtCreateStream, aclrtDestroyStream, aclrtSynchronizeStream(WithTimeout), aclhostLaunchHostFunc.
+// aclrtCreateStream, aclrtDestroyStream, aclrtSynchronizeStream(WithTimeout), aclhostSetStreamDeferred,
+// aclhostLaunchHostFunc.
 //
 // Host-runtime choices (documented in docs/host_runtime.md):
 // - A stream belongs to the device current at creation (ACL_ERROR_RT_CONTEXT_NULL without one); its worker
@@ -88,6 +89,23 @@ extern "C" aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_
             return ret;
         }
         return aclhost::SynchronizeStream(api, *target, timeout);
+    });
+}
+
+extern "C" aclError aclhostSetStreamDeferred(aclrtStream stream, int32_t deferred)
+{
+    constexpr const char *api = "aclhostSetStreamDeferred";
+    return GuardedCall(api, [&]() -> aclError {
+        if (stream == nullptr) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a stream from aclrtCreateStream");
+        }
+        std::shared_ptr<Stream> target;
+        const aclError ret = aclhost::ResolveStream(api, stream, &target);
+        if (ret != ACL_SUCCESS) {
+            return ret;
+        }
+        target->SetDeferred(deferred != 0);
+        return ACL_SUCCESS;
     });
 }
 

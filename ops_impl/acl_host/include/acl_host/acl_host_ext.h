@@ -42,6 +42,17 @@ ACL_FUNC_VISIBILITY aclError aclhostGetMemLocation(const void *ptr, int32_t *typ
                                                    void **base, size_t *size);
 
 /*
+ * Deferred launch of a stream's tasks (deferred != 0), for callers that synchronize the stream right
+ * after enqueueing, such as ms_memcopy's CPU kernels: enqueueing then wakes no thread. The queued tasks
+ * run when a thread waits for the stream: aclrtSynchronizeStream runs the queued copies on the calling
+ * thread (host functions still run on the stream's thread), and a timed synchronize, a pageable copy's
+ * drain, aclrtFree/aclrtFreeHost and aclrtDestroyStream let them run too. Without a wait they do not
+ * run, unlike a CANN stream; deferred 0 restores background execution. NULL stream: 100000; unknown
+ * stream: 107000.
+ */
+ACL_FUNC_VISIBILITY aclError aclhostSetStreamDeferred(aclrtStream stream, int32_t deferred);
+
+/*
  * Enqueues fn(userData) on a stream (NULL: the current device's default stream). It runs on the
  * stream's worker thread after every task submitted before it, and the tasks submitted after it wait
  * for it to return. Tests use it to hold a stream busy deterministically. fn must not call ACL
