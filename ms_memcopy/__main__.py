@@ -9,7 +9,11 @@ def main(argv=None):
     sub.add_parser("info", help="version, ACL backend, emulated SoC and its calls, MindSpore")
     bench = sub.add_parser("bench", help="run the benchmark suite", add_help=False)
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
-    args = parser.parse_args(argv)
+    # REMAINDER does not take arguments that start with "-" (python -m ms_memcopy bench --quick): the
+    # bench command gets whatever the top-level parser does not know.
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.command != "bench":
+        parser.error("unrecognized arguments: " + " ".join(rest))
     if args.command == "info":
         from .info import report
 
@@ -17,7 +21,7 @@ def main(argv=None):
         return 0
     from .benchmarks.cli import main as bench_main
 
-    return bench_main(args.bench_args)
+    return bench_main(rest + args.bench_args)
 
 
 if __name__ == "__main__":

@@ -205,3 +205,9 @@ MSMC_BENCH_API int64_t msmc_bench_acl_desc(void *set_fn, void *copy_fn, void *sy
     return ret != 0 ? ret : wait(stream);
   });
 }
+
+// --- MindSpore reference ---------------------------------------------------------------------------
+
+// An ops.Custom(func_type="aot") kernel that does nothing: the bench runs it over the same inputs as a
+// primitive to tell MindSpore's own cost of launching a custom op from the primitive's kernel time.
+MSMC_BENCH_API int msmc_bench_null_aot(int, void **, int *, int64_t **, const char **, void *, void *) { return 0; }

@@ -1,0 +1,162 @@
+"""Cases of the raw runtime calls (ms_memcopy.runtime / the ACL C API).
+
+"Ours" is each ACL call timed in a C loop (what a C++ caller pays), and the Python
+``ms_memcopy.runtime`` call for the same copy (what a Python caller pays). Copies go from pinned
+host memory (aclrtMallocHost) to device memory (aclrtMalloc); descriptor copies within the device.
+"""
+import numpy as np
+
+from ms_memcopy import _acl_lib, runtime
+from ms_memcopy.acl_constants import (ACL_MEM_LOCATION_TYPE_DEVICE, ACL_MEM_LOCATION_TYPE_HOST,
+                                      ACL_MEMCPY_DEVICE_TO_DEVICE, ACL_MEMCPY_HOST_TO_DEVICE,
+                                      ACL_MEMCPY_INNER_DEVICE_TO_DEVICE)
+from ms_memcopy.errors import AclError
+
+from . import baselines as bl
+from . import native
+from .case import BASELINE, OURS, Case
+from .timing import python_loop
+
+H2D = ACL_MEMCPY_HOST_TO_DEVICE
+_state = {}
+
+
+def _stream():
+    if "stream" not in _state:
+        runtime.set_device(0)
+        _state["stream"] = runtime.create_stream()
+    return _state["stream"]
+
+
+def _device(stack, nbytes):
+    ptr = runtime.malloc(max(nbytes, 1))
+    stack.callback(runtime.free, ptr)
+    return ptr
+
+
+def _pinned(stack, nbytes, fill=None):
+    ptr = runtime.malloc_host(max(nbytes, 1))
+    stack.callback(runtime.free_host, ptr)
+    if fill is not None:
+        bl.view(ptr, nbytes)[:] = fill
+    return ptr
+
+
+def _split_threads(nbytes):
+    cores = bl.usable_cores()
+    return cores if cores > 1 and nbytes >= (1 << 20) else None
+
+
+def memcpy_case(nbytes, full):
+    def build(stack):
+        stream = _stream()
+        src, dst = _pinned(stack, nbytes, 7), _device(stack, nbytes)
+        impls = {
+            "aclrtMemcpy": (OURS, native.acl_memcpy(dst, nbytes, src, nbytes, H2D)),
+            "aclrtMemcpyAsync+sync": (OURS, native.acl_memcpy_async(dst, nbytes, src, nbytes, H2D, stream)),
+            "runtime.memcpy (Python)": (OURS, python_loop(lambda: runtime.memcpy(dst, nbytes, src, nbytes, H2D))),
+            "memcpy (C++)": (BASELINE, bl.memcpy_loop([dst], [src], [nbytes])),
+            "np.copyto": (BASELINE, bl.numpy_one_copy(bl.view(dst, nbytes), bl.view(src, nbytes))),
+        }
+        if full:
+            impls["aclrtMemcpyAsyncWithCondition+sync"] = (OURS, native.acl_memcpy_async(
+                dst, nbytes, src, nbytes, H2D, stream, api="aclrtMemcpyAsyncWithCondition"))
+        threads = _split_threads(nbytes)
+        if threads:
+            impls[f"memcpy x{threads} threads (C++)"] = (BASELINE, bl.memcpy_split(dst, src, nbytes, threads))
+        return impls
+    return Case("runtime.memcpy", "H2D pinned->device", nbytes, build=build)
+
+
+def memcpy2d_case(width, region, full):
+    height = max(1, region // width)
+    spitch, dpitch = 2 * width, width  # the region x[:, :w] of a matrix with 2w bytes per row, to a dense one
+
+    def build(stack):
+        stream = _stream()
+        src_bytes, dst_bytes = (height - 1) * spitch + width, height * dpitch
+        src, dst = _pinned(stack, src_bytes, 3), _device(stack, dst_bytes)
+        impls = {
+            "aclrtMemcpy2d": (OURS, native.acl_memcpy2d(dst, dpitch, src, spitch, width, height, H2D)),
+            "aclrtMemcpy2dAsync+sync": (OURS, native.acl_memcpy2d_async(dst, dpitch, src, spitch, width, height, H2D,
+                                                                        stream)),
+            "memcpy rows (C++)": (BASELINE, bl.memcpy_rows(dst, dpitch, src, spitch, width, height)),
+        }
+        if full:
+            impls["runtime.memcpy2d (Python)"] = (OURS, python_loop(
+                lambda: runtime.memcpy2d(dst, dpitch, src, spitch, width, height, H2D)))
+        src2d = _as_rows(bl.view(src, src_bytes), height, spitch, width)
+        dst2d = bl.view(dst, dst_bytes).reshape(height, dpitch)
+        impls["numpy slice"] = (BASELINE, bl.numpy_slice_assign(dst2d, src2d, width))
+        return impls
+    return Case("runtime.memcpy2d", f"H2D rows of {width} B, pitch {spitch} -> {dpitch}", width * height,
+                count=height, params={"width": width, "height": height, "spitch": spitch, "dpitch": dpitch},
+                build=build)
+
+
+def _as_rows(flat, height, pitch, width):
+    """A (height, width) strided view whose rows start every `pitch` bytes of flat."""
+    return np.lib.stride_tricks.as_strided(flat, shape=(height, width), strides=(pitch, 1))
+
+
+def batch_case(size, count, full):
+    stride = (size + 63) // 64 * 64 + 64  # separate items: no two are adjacent
+
+    def build(stack):
+        stream = _stream()
+        total = stride * count
+        src, dst = _pinned(stack, total, 5), _device(stack, total)
+        srcs = [src + i * stride for i in range(count)]
+        dsts = [dst + i * stride for i in range(count)]
+        sizes = [size] * count
+        attr = _acl_lib.aclrtMemcpyBatchAttr()
+        attr.dstLoc.id, attr.dstLoc.type = 0, ACL_MEM_LOCATION_TYPE_DEVICE
+        attr.srcLoc.id, attr.srcLoc.type = 0, ACL_MEM_LOCATION_TYPE_HOST
+        src_view, dst_view = bl.view(src, total), bl.view(dst, total)
+        impls = {
+            "aclrtMemcpyBatch": (OURS, native.acl_batch(dsts, srcs, sizes, attr)),
+            "aclrtMemcpyBatchAsync+sync": (OURS, native.acl_batch_async(dsts, srcs, sizes, attr, stream)),
+            "memcpy loop (C++)": (BASELINE, bl.memcpy_loop(dsts, srcs, sizes)),
+            "np.copyto per item": (BASELINE, bl.numpy_copyto_items(
+                [dst_view[i * stride:i * stride + size] for i in range(count)],
+                [src_view[i * stride:i * stride + size] for i in range(count)])),
+            "np.copyto one copy": (BASELINE, bl.numpy_one_copy(dst_view[:size * count], src_view[:size * count])),
+        }
+        if full or count <= 256:
+            attrs = [{"dst_loc": {"id": 0, "type": ACL_MEM_LOCATION_TYPE_DEVICE},
+                      "src_loc": {"id": 0, "type": ACL_MEM_LOCATION_TYPE_HOST}}]
+            impls["runtime.memcpy_batch (Python)"] = (OURS, python_loop(
+                lambda: runtime.memcpy_batch(dsts, sizes, srcs, sizes, attrs, [0])))
+        return impls
+    return Case("runtime.batch", f"H2D pinned->device, {count} x {size} B", size * count, count=count,
+                params={"item_size": size, "stride": stride}, build=build)
+
+
+def desc_case(nbytes):
+    def build(stack):
+        stream = _stream()
+        try:
+            desc_size = runtime.get_memcpy_desc_size(ACL_MEMCPY_INNER_DEVICE_TO_DEVICE)
+        except AclError:
+            return {}  # no descriptors on this SoC profile
+        desc = _device(stack, desc_size)
+        src, dst = _device(stack, nbytes), _device(stack, nbytes)
+        bl.view(src, nbytes)[:] = 1
+        return {
+            "aclrtSetMemcpyDesc+MemcpyAsyncWithDesc+sync": (OURS, native.acl_desc(
+                desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, src, dst, nbytes, stream)),
+            "aclrtMemcpyAsync+sync (D2D)": (OURS, native.acl_memcpy_async(
+                dst, nbytes, src, nbytes, ACL_MEMCPY_DEVICE_TO_DEVICE, stream)),
+            "memcpy (C++)": (BASELINE, bl.memcpy_loop([dst], [src], [nbytes])),
+            "np.copyto": (BASELINE, bl.numpy_one_copy(bl.view(dst, nbytes), bl.view(src, nbytes))),
+        }
+    return Case("runtime.desc", "D2D within the device", nbytes, build=build)
+
+
+def cases(settings):
+    full = settings.name == "full"
+    out = [memcpy_case(n, full) for n in settings.copy_sizes]
+    out += [batch_case(size, count, full) for size, count in settings.batch_items]
+    out += [memcpy2d_case(w, r, full) for r in settings.region_sizes for w in settings.row_widths if w <= r]
+    out += [desc_case(n) for n in settings.copy_sizes if n <= 4 * 1024 * 1024 or full]
+    return out

@@ -1,0 +1,147 @@
+"""``python -m ms_memcopy bench``: measure ms_memcopy against the baselines a user would pick instead.
+
+Runs the runtime cases (ACL calls timed in C, and through ms_memcopy.runtime) and the primitive
+cases (GRAPH_MODE steps), prints a table of microseconds per call, GB/s and the ratio of our time to
+each baseline's (below 1 means faster), evaluates the issue's targets, and writes results.json,
+results.md and bandwidth.png to --out.
+"""
+import argparse
+import contextlib
+import datetime
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+from . import plot, report, targets
+from .settings import MODES
+from .timing import measure
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python -m ms_memcopy bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_const", const="quick", dest="mode",
+                      help="fewer sizes and shorter samples (under a minute)")
+    mode.add_argument("--smoke", action="store_const", const="smoke", dest="mode",
+                      help="one or two sizes per case, one sample: checks that everything runs")
+    p.add_argument("--out", default="bench_results", help="directory for results.json, results.md, bandwidth.png "
+                   "(default: ./bench_results)")
+    p.add_argument("--only", choices=("runtime", "ops"), help="run only the runtime or only the primitive cases")
+    p.add_argument("--no-plot", action="store_true", help="skip the PNG")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(mode="full")
+    return p.parse_args(argv)
+
+
+def machine():
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    info = {"cpu": cpu, "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+            else os.cpu_count(), "os": platform.platform(), "python": platform.python_version()}
+    try:
+        with open("/proc/meminfo") as f:
+            info["memory_gib"] = round(int(f.readline().split()[1]) / (1 << 20), 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return info
+
+
+def versions(with_ms):
+    import numpy
+
+    from ms_memcopy import __version__, _paths
+
+    out = {"ms_memcopy": __version__, "numpy": numpy.__version__,
+           "acl": "host runtime" if _paths.uses_host_runtime() else "CANN"}
+    if _paths.uses_host_runtime():
+        from ms_memcopy import runtime
+
+        out["soc_profile"] = runtime.soc_profile()
+    out["MS_MEMCOPY_COPY_THREADS"] = os.environ.get("MS_MEMCOPY_COPY_THREADS", "")
+    if with_ms:
+        import mindspore
+
+        out["mindspore"] = mindspore.__version__
+    return out
+
+
+def load():
+    return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
+
+
+def collect(settings, only):
+    cases = []
+    if only in (None, "runtime"):
+        from . import cases_runtime
+
+        cases += cases_runtime.cases(settings)
+    if only in (None, "ops"):
+        from . import cases_primitives, ms_graphs
+
+        ms_graphs.use_graph_mode()
+        cases += cases_primitives.cases(settings)
+    return cases
+
+
+def run(cases, settings, quiet):
+    results = []
+    start = time.perf_counter()
+    for i, case in enumerate(cases, 1):
+        t0 = time.perf_counter()
+        with contextlib.ExitStack() as stack:
+            impls = case.build(stack)
+            if not impls:
+                continue
+            stats = measure({name: loop for name, (_, loop) in impls.items()}, settings.sample_s,
+                            settings.samples * case.samples_scale)
+            measured = {name: (impls[name][0], stats[name]) for name in impls}
+        results.append(report.summarize(case, measured))
+        if not quiet:
+            print(f"[{i:3d}/{len(cases)}] {case.group:17s} {case.label:45.45s} {report.fmt_size(case.nbytes):>8s} "
+                  f"{time.perf_counter() - t0:5.1f} s  (total {time.perf_counter() - start:5.1f} s)",
+                  file=sys.stderr, flush=True)
+    return results
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    settings = MODES[args.mode]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    command = "python -m ms_memcopy bench" + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
+    started = datetime.datetime.now(datetime.timezone.utc)
+    load_before = load()
+    cases = collect(settings, args.only)
+    results = run(cases, settings, args.quiet)
+    meta = {"command": command, "mode": settings.name, "started": started.isoformat(timespec="seconds"),
+            "seconds": round((datetime.datetime.now(datetime.timezone.utc) - started).total_seconds(), 1),
+            "machine": machine(), "versions": versions(args.only != "runtime"),
+            "load_average": {"before": load_before, "after": load()},
+            "timing": {"sample_s": settings.sample_s, "samples": settings.samples, "statistic": "median"}}
+    evaluated = targets.evaluate(results)
+    print(f"ms_memcopy bench ({settings.name}): {meta['machine']['cpu']}, {meta['machine']['cores_usable']} cores; "
+          f"us = median time per call; 'x name' = our time / that baseline's time (below 1: faster)\n")
+    print(report.text_table(results))
+    print("Targets:\n" + report.targets_text(evaluated))
+    report.write_json(out / "results.json", meta, results, evaluated)
+    with open(out / "results.md", "w") as f:
+        f.write(f"Command: `{command}`; machine: {meta['machine']}; load average before/after: "
+                f"{meta['load_average']}\n\n" + report.markdown_table(results) + "\nTargets:\n\n"
+                + report.targets_text(evaluated) + "\n")
+    written = [out / "results.json", out / "results.md"]
+    if args.no_plot:
+        pass
+    elif plot.available():
+        plot.write_png(out / "bandwidth.png", results, f"ms_memcopy bench ({settings.name}), {meta['machine']['cpu']}")
+        written.append(out / "bandwidth.png")
+    else:
+        print("matplotlib is not installed: no bandwidth.png (pip install 'ms_memcopy[bench]')", file=sys.stderr)
+    print("\nWrote " + ", ".join(str(p) for p in written))
+    return 0

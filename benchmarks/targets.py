@@ -1,0 +1,117 @@
+"""The issue's speed targets, evaluated on one run's results.
+
+Each target is reported as met, missed (with the numbers) or not measured (a mode that skips the
+cases it needs). Times are the medians of the run.
+"""
+MiB = 1 << 20
+
+
+def _find(results, group, pred=lambda r: True):
+    return [r for r in results if r["group"] == group and pred(r)]
+
+
+def _us(result, name):
+    impl = result["impls"].get(name)
+    return None if impl is None else impl["us"]
+
+
+def _target(name, goal, status, detail):
+    return {"target": name, "goal": goal, "status": status, "detail": detail}
+
+
+def batch_target(results):
+    goal = "aclrtMemcpyBatch of 4096 x 4 KiB pinned->device <= 1.25x the C++ memcpy loop"
+    rows = _find(results, "runtime.batch", lambda r: r["count"] == 4096 and r["params"]["item_size"] == 4096)
+    if not rows:
+        return _target("batch 4096 x 4 KiB", goal, "not measured", "")
+    r = rows[0]
+    floor = _us(r, "memcpy loop (C++)")
+    sync, asynchronous = _us(r, "aclrtMemcpyBatch") / floor, _us(r, "aclrtMemcpyBatchAsync+sync") / floor
+    return _target("batch 4096 x 4 KiB", goal, "met" if sync <= 1.25 else "missed",
+                   f"aclrtMemcpyBatch {sync:.2f}x, aclrtMemcpyBatchAsync+sync {asynchronous:.2f}x "
+                   f"(memcpy loop {floor:.0f} us)")
+
+
+def large_copy_target(results):
+    goal = "single copies >= 16 MiB reach >= 85% of the best memcpy bandwidth (1 thread or split)"
+    rows = _find(results, "runtime.memcpy", lambda r: r["nbytes"] >= 16 * MiB)
+    if not rows:
+        return _target("large single copies", goal, "not measured", "")
+    parts, ok = [], True
+    for r in rows:
+        best = min(v["us"] for k, v in r["impls"].items() if k.startswith("memcpy"))
+        frac = best / _us(r, "aclrtMemcpy")
+        frac_async = best / _us(r, "aclrtMemcpyAsync+sync")
+        ok = ok and frac >= 0.85
+        parts.append(f"{r['nbytes'] // MiB} MiB: aclrtMemcpy {frac:.0%}, async+sync {frac_async:.0%} "
+                     f"(best memcpy {r['nbytes'] / best / 1e3:.1f} GB/s)")
+    return _target("large single copies", goal, "met" if ok else "missed", "; ".join(parts))
+
+
+def copy2d_target(results):
+    goal = ("2D: aclrtMemcpy2d <= 1.25x the C++ row loop and faster than numpy slice assignment; "
+            "Memcpy2D extract at least as fast as MindSpore's x[:, :w] in GRAPH_MODE")
+    rt = _find(results, "runtime.memcpy2d")
+    ops = _find(results, "ops.Memcpy2D")
+    if not rt and not ops:
+        return _target("2D copies", goal, "not measured", "")
+    parts, ok = [], True
+    if rt:
+        largest = max(r["nbytes"] for r in rt)
+        for r in (r for r in rt if r["nbytes"] == largest):
+            ours = _us(r, "aclrtMemcpy2d")
+            loop, npy = ours / _us(r, "memcpy rows (C++)"), ours / _us(r, "numpy slice")
+            ok = ok and loop <= 1.25 and npy < 1
+            parts.append(f"{r['params']['width']} B rows: {loop:.2f}x row loop, {npy:.2f}x numpy")
+    if ops:
+        largest = max(r["nbytes"] for r in ops)
+        for r in (r for r in ops if r["nbytes"] == largest):
+            ours, ms_slice = _us(r, "Memcpy2D extract"), _us(r, "ms x[:, :w]")
+            ok = ok and ours <= ms_slice
+            parts.append(f"extract {r['params']['width']} B rows: {r['nbytes'] / ours / 1e3:.2f} GB/s vs "
+                         f"x[:, :w] {r['nbytes'] / ms_slice / 1e3:.2f} GB/s")
+    return _target("2D copies", goal, "met" if ok else "missed", "; ".join(parts))
+
+
+def graph_batch_target(results):
+    goal = ("MemcpyBatch of 256 small tensors in one GRAPH_MODE step: cost beyond the empty graph >= 10x lower "
+            "than one ops.Identity per tensor in one graph")
+    rows = [r for r in _find(results, "ops.MemcpyBatch") if any(k.startswith("ms Identity x") for k in r["impls"])]
+    if not rows:
+        return _target("MemcpyBatch in a graph", goal, "not measured", "")
+    r = max(rows, key=lambda r: r["count"])
+    empty = _us(r, "empty graph")
+    builtin = next(v["us"] for k, v in r["impls"].items() if k.startswith("ms Identity x"))
+    ours_extra, builtin_extra = _us(r, "MemcpyBatch d2h") - empty, builtin - empty
+    gain = builtin_extra / ours_extra if ours_extra > 0 else float("inf")
+    status = "met" if gain >= 10 else "missed"
+    if r["count"] < 256:
+        status += f" (at {r['count']} tensors; 256 only in the full run)"
+    detail = (f"{r['count']} tensors: MemcpyBatch +{ours_extra:.0f} us, built-in copies +{builtin_extra:.0f} us "
+              f"over the empty graph ({empty:.0f} us): {gain:.1f}x")
+    null = _us(r, "null aot op")
+    if null is not None:
+        detail += (f"; of MemcpyBatch's +{ours_extra:.0f} us, MindSpore's launch of a do-nothing aot op over the "
+                   f"same tensors takes +{null - empty:.0f} us")
+    return _target("MemcpyBatch in a graph", goal, status, detail)
+
+
+def overhead_target(results):
+    goal = "per-call cost of a primitive on 16 elements in GRAPH_MODE <= 1.2x ops.Identity's"
+    rows = _find(results, "ops.overhead")
+    if not rows:
+        return _target("per-call overhead", goal, "not measured", "")
+    r = rows[0]
+    ident = _us(r, "ms Identity")
+    ratios = {k: v["us"] / ident for k, v in r["impls"].items() if v["role"] == "ours"}
+    worst = max(ratios, key=ratios.get)
+    within = sum(1 for v in ratios.values() if v <= 1.2)
+    return _target("per-call overhead", goal, "met" if ratios[worst] <= 1.2 else "missed",
+                   f"Identity {ident:.0f} us, empty graph {_us(r, 'empty graph'):.0f} us; {within}/{len(ratios)} "
+                   f"primitives within 1.2x; worst {worst} {ratios[worst]:.2f}x; "
+                   + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
+
+
+def evaluate(results):
+    return [f(results) for f in (batch_target, large_copy_target, copy2d_target, graph_batch_target,
+                                 overhead_target)]
