@@ -31,6 +31,19 @@ class OpCell(nn.Cell):
         return self.op(*xs)
 
 
+class PickCell(nn.Cell):
+    """op applied to some of the inputs (indexes in `picks`): graphs that share one input list, so that
+    each pays the same per-input cost of a graph call and they differ only by their kernel."""
+
+    def __init__(self, op, picks):
+        super().__init__()
+        self.op = op
+        self.picks = tuple(picks)
+
+    def construct(self, *xs):
+        return self.op(*[xs[i] for i in self.picks])
+
+
 class EmptyCell(nn.Cell):
     """The same inputs and no kernel: returns the last input (the graph step's own cost)."""
 
