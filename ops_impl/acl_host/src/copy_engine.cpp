@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -25,6 +26,7 @@ constexpr size_t kMinPartBytes = size_t{1} << 20;  // parts smaller than this ar
 // loses nothing: the caller claims the parts nobody has started.
 constexpr size_t kPartsPerThread = 1;
 constexpr size_t kRowCostBytes = 32;               // a 2D row costs about as much as copying this many bytes
+constexpr std::chrono::microseconds kSpinTime{200};  // how long an idle pool thread or a waiting caller spins
 
 bool Overlaps(uintptr_t d, uintptr_t s, size_t dn, size_t sn)
 {
@@ -73,7 +75,8 @@ public:
     }
     bool Exhausted() const { return next_.load() >= parts_; }
 
-    size_t workers = 0;  // pool workers inside RunParts; guarded by the pool's mutex
+    // Pool workers inside RunParts: changed under the pool's mutex, read without it by a caller that spins.
+    std::atomic<size_t> workers{0};
 
 protected:
     virtual void RunPart(size_t part) = 0;
@@ -101,19 +104,28 @@ public:
             {
                 std::lock_guard<std::mutex> lock(mutex_);
                 queue_.push_back(&job);
+                submitted_.fetch_add(1, std::memory_order_release);
             }
-            work_ready_.notify_all();
+            work_ready_.notify_all();  // no system call when every worker is spinning
         }
         job.RunParts();
         if (helpers_ == 0) {
             return;
         }
-        std::unique_lock<std::mutex> lock(mutex_);
-        const auto it = std::find(queue_.begin(), queue_.end(), &job);
-        if (it != queue_.end()) {
-            queue_.erase(it);
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            const auto it = std::find(queue_.begin(), queue_.end(), &job);
+            if (it != queue_.end()) {
+                queue_.erase(it);
+            }
         }
-        job_done_.wait(lock, [&job] { return job.workers == 0; });
+        // A helper's part is about as long as the caller's: spin a little before sleeping, since waking
+        // a sleeping thread costs tens of microseconds on a virtual machine.
+        if (SpinUntil([&job] { return job.workers.load(std::memory_order_acquire) == 0; })) {
+            return;
+        }
+        std::unique_lock<std::mutex> lock(mutex_);
+        job_done_.wait(lock, [&job] { return job.workers.load(std::memory_order_acquire) == 0; });
     }
 
 private:
@@ -128,17 +140,25 @@ private:
     {
         std::unique_lock<std::mutex> lock(mutex_);
         for (;;) {
+            if (queue_.empty()) {
+                // Just finished a part: spin a little before sleeping, so that back-to-back large copies
+                // find this worker awake instead of paying a thread wake-up each.
+                const uint64_t seen = submitted_.load(std::memory_order_acquire);
+                lock.unlock();
+                SpinUntil([this, seen] { return submitted_.load(std::memory_order_acquire) != seen; });
+                lock.lock();
+            }
             work_ready_.wait(lock, [this] { return !queue_.empty(); });
             Job *job = queue_.front();
             if (job->Exhausted()) {
                 queue_.pop_front();
                 continue;
             }
-            ++job->workers;
+            job->workers.fetch_add(1, std::memory_order_relaxed);
             lock.unlock();
             job->RunParts();
             lock.lock();
-            --job->workers;
+            job->workers.fetch_sub(1, std::memory_order_release);
             if (!queue_.empty() && queue_.front() == job) {
                 queue_.pop_front();  // every part is claimed
             }
@@ -146,7 +166,22 @@ private:
         }
     }
 
+    // Polls done() for at most kSpinTime; true when it became true.
+    template <typename Done>
+    static bool SpinUntil(Done done)
+    {
+        const auto until = std::chrono::steady_clock::now() + kSpinTime;
+        while (!done()) {
+            if (std::chrono::steady_clock::now() >= until) {
+                return false;
+            }
+            std::this_thread::yield();
+        }
+        return true;
+    }
+
     const size_t helpers_;
+    std::atomic<uint64_t> submitted_{0};  // jobs ever queued (lets a spinning worker see new work)
     std::mutex mutex_;
     std::condition_variable work_ready_;
     std::condition_variable job_done_;
