@@ -18,6 +18,7 @@ from .case import BASELINE, OURS, Case
 from .timing import python_loop
 
 H2D = ACL_MEMCPY_HOST_TO_DEVICE
+MAX_2D_HEIGHT = 5242880  # rows per aclrtMemcpy2d call
 _state = {}
 
 
@@ -157,6 +158,7 @@ def cases(settings):
     full = settings.name == "full"
     out = [memcpy_case(n, full) for n in settings.copy_sizes]
     out += [batch_case(size, count, full) for size, count in settings.batch_items]
-    out += [memcpy2d_case(w, r, full) for r in settings.region_sizes for w in settings.row_widths if w <= r]
+    out += [memcpy2d_case(w, r, full) for r in settings.region_sizes for w in settings.row_widths
+            if w <= r and r // w <= MAX_2D_HEIGHT]
     out += [desc_case(n) for n in settings.copy_sizes if n <= 4 * 1024 * 1024 or full]
     return out

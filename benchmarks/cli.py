@@ -91,23 +91,31 @@ def collect(settings, only):
 
 
 def run(cases, settings, quiet):
-    results = []
+    """(results, errors): a case that fails is reported and skipped; the others still run."""
+    results, errors = [], []
     start = time.perf_counter()
     for i, case in enumerate(cases, 1):
         t0 = time.perf_counter()
-        with contextlib.ExitStack() as stack:
-            impls = case.build(stack)
-            if not impls:
-                continue
-            stats = measure({name: loop for name, (_, loop) in impls.items()}, settings.sample_s,
-                            settings.samples * case.samples_scale)
-            measured = {name: (impls[name][0], stats[name]) for name in impls}
+        try:
+            with contextlib.ExitStack() as stack:
+                impls = case.build(stack)
+                if not impls:
+                    continue
+                stats = measure({name: loop for name, (_, loop) in impls.items()}, settings.sample_s,
+                                settings.samples * case.samples_scale)
+                measured = {name: (impls[name][0], stats[name]) for name in impls}
+        except Exception as e:  # noqa: BLE001  (one broken case must not lose a long run)
+            errors.append({"group": case.group, "label": case.label, "nbytes": case.nbytes,
+                           "error": f"{type(e).__name__}: {e}"})
+            print(f"[{i:3d}/{len(cases)}] {case.group} {case.label}: FAILED: {type(e).__name__}: {e}",
+                  file=sys.stderr, flush=True)
+            continue
         results.append(report.summarize(case, measured))
         if not quiet:
             print(f"[{i:3d}/{len(cases)}] {case.group:17s} {case.label:45.45s} {report.fmt_size(case.nbytes):>8s} "
                   f"{time.perf_counter() - t0:5.1f} s  (total {time.perf_counter() - start:5.1f} s)",
                   file=sys.stderr, flush=True)
-    return results
+    return results, errors
 
 
 def main(argv=None):
@@ -119,7 +127,7 @@ def main(argv=None):
     started = datetime.datetime.now(datetime.timezone.utc)
     load_before = load()
     cases = collect(settings, args.only)
-    results = run(cases, settings, args.quiet)
+    results, errors = run(cases, settings, args.quiet)
     meta = {"command": command, "mode": settings.name, "started": started.isoformat(timespec="seconds"),
             "seconds": round((datetime.datetime.now(datetime.timezone.utc) - started).total_seconds(), 1),
             "machine": machine(), "versions": versions(args.only != "runtime"),
@@ -130,10 +138,13 @@ def main(argv=None):
           f"us = median time per call; 'x name' = our time / that baseline's time (below 1: faster)\n")
     print(report.text_table(results))
     print("Targets:\n" + report.targets_text(evaluated))
+    if errors:
+        print(f"{len(errors)} case(s) failed: " + "; ".join(f"{e['group']} {e['label']}: {e['error']}"
+                                                         for e in errors))
+    meta["errors"] = errors
     report.write_json(out / "results.json", meta, results, evaluated)
     with open(out / "results.md", "w") as f:
-        f.write(f"Command: `{command}`; machine: {meta['machine']}; load average before/after: "
-                f"{meta['load_average']}\n\n" + report.markdown_table(results) + "\nTargets:\n\n"
+        f.write(report.markdown_header(meta) + "\n" + report.markdown_table(results) + "\nTargets:\n\n"
                 + report.targets_text(evaluated) + "\n")
     written = [out / "results.json", out / "results.md"]
     if args.no_plot:
@@ -144,4 +155,4 @@ def main(argv=None):
     else:
         print("matplotlib is not installed: no bandwidth.png (pip install 'ms_memcopy[bench]')", file=sys.stderr)
     print("\nWrote " + ", ".join(str(p) for p in written))
-    return 0
+    return 1 if errors else 0

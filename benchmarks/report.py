@@ -64,6 +64,18 @@ def text_table(results):
     return "\n".join(out)
 
 
+def markdown_header(meta):
+    m, v = meta["machine"], meta["versions"]
+    lines = [f"- command: `{meta['command']}` ({meta['seconds']} s, {meta['started']})",
+             f"- machine: {m['cpu']}, {m['cores_usable']} usable cores, {m.get('memory_gib', '?')} GiB, {m['os']}",
+             "- software: " + ", ".join(f"{k} {val}" for k, val in v.items() if val != ""),
+             f"- load average (1, 5, 15 min) before: {meta['load_average']['before']}, "
+             f"after: {meta['load_average']['after']}",
+             f"- timing: median of {meta['timing']['samples']} samples of at least {meta['timing']['sample_s']} s per "
+             "implementation, interleaved; 'x name' = our time / that baseline's time (below 1: faster)"]
+    return "\n".join(lines) + "\n"
+
+
 def markdown_table(results):
     out = []
     for group, header, rows in _rows(results):
