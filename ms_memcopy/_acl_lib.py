@@ -76,6 +76,8 @@ aclhostHostFunc = ctypes.CFUNCTYPE(None, c_void_p)
 HOST_PROTOTYPES = {
     "aclhostRegisterDeviceMemory": (aclError, [c_void_p, c_size_t]),
     "aclhostUnregisterDeviceMemory": (aclError, [c_void_p]),
+    "aclhostRegisterDeviceMemoryBatch": (aclError, [_p_ptr, _p_size, c_size_t]),
+    "aclhostUnregisterDeviceMemoryBatch": (aclError, [_p_ptr, c_size_t]),
     "aclhostGetMemLocation": (aclError, [c_void_p, POINTER(c_int32), POINTER(c_int32), _p_ptr, _p_size]),
     "aclhostSetStreamDeferred": (aclError, [_stream, c_int32]),
     "aclhostLaunchHostFunc": (aclError, [_stream, aclhostHostFunc, c_void_p]),

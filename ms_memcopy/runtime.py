@@ -44,7 +44,7 @@ exactly these ways:
 * Python-level misuse (wrong types, negative or oversized integers, list
   lengths that differ) raises TypeError/ValueError naming the argument before
   any C call; values C checks itself (kinds, zero sizes, NULL) go to C.
-* ``register_device_memory``, ``unregister_device_memory``,
+* ``register_device_memory``, ``unregister_device_memory``, their ``_batch`` forms,
   ``get_mem_location``, ``set_stream_deferred``, ``launch_host_func`` and ``soc_profile`` exist only
   with the host runtime (NotImplementedError naming the call otherwise).
   ``launch_host_func(stream, fn)`` takes any Python callable (no userData:
@@ -68,7 +68,8 @@ __all__ = [
     "memcpy", "memcpy_async", "memcpy_async_with_condition", "memcpy2d", "memcpy2d_async",
     "get_memcpy_desc_size", "set_memcpy_desc", "memcpy_async_with_desc",
     "memcpy_batch", "memcpy_batch_async", "memcpy_batch_v2", "memcpy_batch_async_v2",
-    "register_device_memory", "unregister_device_memory", "get_mem_location", "set_stream_deferred",
+    "register_device_memory", "unregister_device_memory", "register_device_memory_batch",
+    "unregister_device_memory_batch", "get_mem_location", "set_stream_deferred",
     "launch_host_func", "soc_profile",
     "MemLocation",
 ]
@@ -321,6 +322,26 @@ def register_device_memory(ptr, size):
 def unregister_device_memory(ptr):
     """aclhostUnregisterDeviceMemory(ptr): drops one reference of a registration made at ptr."""
     _call("aclhostUnregisterDeviceMemory", cv.address(ptr, "ptr"))
+
+
+def register_device_memory_batch(ptrs, sizes):
+    """aclhostRegisterDeviceMemoryBatch(ptrs, sizes, count): register_device_memory of every range under
+    one lock; all or nothing (a refused range i is reported with "item i" and nothing stays registered)."""
+    ptrs, sizes = cv.sequence(ptrs, "ptrs"), cv.sequence(sizes, "sizes")
+    if len(ptrs) != len(sizes):
+        raise ValueError(f"ptrs and sizes must have the same length, got {len(ptrs)} and {len(sizes)}")
+    c_sizes = (ctypes.c_size_t * len(sizes))(*[cv.size(v, f"sizes[{i}]") for i, v in enumerate(sizes)])
+    c_ptrs = (ctypes.c_void_p * len(ptrs))(*[cv.address(v, f"ptrs[{i}]", need=c_sizes[i])
+                                              for i, v in enumerate(ptrs)])
+    _call("aclhostRegisterDeviceMemoryBatch", c_ptrs, c_sizes, len(ptrs))
+
+
+def unregister_device_memory_batch(ptrs):
+    """aclhostUnregisterDeviceMemoryBatch(ptrs, count): unregister_device_memory of every pointer under one
+    lock; the first unknown one is reported after the others are released."""
+    ptrs = cv.sequence(ptrs, "ptrs")
+    c_ptrs = (ctypes.c_void_p * len(ptrs))(*[cv.address(v, f"ptrs[{i}]") for i, v in enumerate(ptrs)])
+    _call("aclhostUnregisterDeviceMemoryBatch", c_ptrs, len(ptrs))
 
 
 def get_mem_location(ptr):

@@ -43,7 +43,8 @@ def test_public_api_covers_every_c_call():
                 "memcpy_async", "memcpy_async_with_condition", "memcpy2d", "memcpy2d_async",
                 "get_memcpy_desc_size", "set_memcpy_desc", "memcpy_async_with_desc", "memcpy_batch",
                 "memcpy_batch_async", "memcpy_batch_v2", "memcpy_batch_async_v2", "register_device_memory",
-                "unregister_device_memory", "get_mem_location", "set_stream_deferred", "launch_host_func", "soc_profile"}
+                "unregister_device_memory", "register_device_memory_batch", "unregister_device_memory_batch",
+                "get_mem_location", "set_stream_deferred", "launch_host_func", "soc_profile"}
     assert expected <= set(rt.__all__)
     assert len(_acl_lib.PROTOTYPES) + len(_acl_lib.HOST_PROTOTYPES) == len(expected)  # one function per C call
     for name in expected:

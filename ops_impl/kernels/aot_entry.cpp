@@ -85,6 +85,7 @@ class CpuLaunch {
 
   aclrtStream Begin() {
     stream_ = ThreadStream();
+    memory_.Reserve(args_.size());
     for (const TensorArg &t : args_) {
       memory_.Add(t.data, NumBytes(t, "tensor"));
     }

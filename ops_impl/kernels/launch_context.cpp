@@ -43,8 +43,8 @@ aclrtStream ThreadStream() {
 
 DeviceMemoryScope::~DeviceMemoryScope() {
 #ifdef MS_MEMCOPY_HOST_ACL
-  for (void *ptr : registered_) {
-    (void)aclhostUnregisterDeviceMemory(ptr);
+  if (!registered_.empty()) {
+    (void)aclhostUnregisterDeviceMemoryBatch(registered_.data(), registered_.size());
   }
 #endif
 }
@@ -71,10 +71,19 @@ void DeviceMemoryScope::Register() {
     ranges_[merged++] = ranges_[i];
   }
   ranges_.resize(merged);
-  registered_.reserve(merged);
-  for (const auto &range : ranges_) {
-    CheckAcl(aclhostRegisterDeviceMemory(range.first, range.second), "aclhostRegisterDeviceMemory");
-    registered_.push_back(range.first);
+  // One call for all the ranges: one registry lock per launch, not one per tensor.
+  registered_.resize(merged);
+  sizes_.resize(merged);
+  for (size_t i = 0; i < merged; ++i) {
+    registered_[i] = ranges_[i].first;
+    sizes_[i] = ranges_[i].second;
+  }
+  if (merged > 0) {
+    const aclError ret = aclhostRegisterDeviceMemoryBatch(registered_.data(), sizes_.data(), merged);
+    if (ret != ACL_SUCCESS) {
+      registered_.clear();  // all or nothing: nothing is registered
+      CheckAcl(ret, "aclhostRegisterDeviceMemoryBatch");
+    }
   }
 #endif
 }

@@ -34,6 +34,7 @@ class MSMC_KERNELS_API DeviceMemoryScope {
   DeviceMemoryScope(const DeviceMemoryScope &) = delete;
   DeviceMemoryScope &operator=(const DeviceMemoryScope &) = delete;
 
+  void Reserve(size_t count) { ranges_.reserve(count); }
   void Add(const void *ptr, size_t nbytes);
   // Registers what was added; throws AclCallError if the runtime refuses a range.
   void Register();
@@ -41,6 +42,7 @@ class MSMC_KERNELS_API DeviceMemoryScope {
  private:
   std::vector<std::pair<char *, size_t>> ranges_;
   std::vector<void *> registered_;
+  std::vector<size_t> sizes_;
 };
 
 // Synchronizes stream; throws AclCallError on failure.

@@ -137,6 +137,51 @@ extern "C" aclError aclhostUnregisterDeviceMemory(void *ptr)
     });
 }
 
+extern "C" aclError aclhostRegisterDeviceMemoryBatch(void *const *ptrs, const size_t *sizes, size_t count)
+{
+    constexpr const char *api = "aclhostRegisterDeviceMemoryBatch";
+    return GuardedCall(api, [&]() -> aclError {
+        if (count == 0) {
+            return ACL_SUCCESS;
+        }
+        if (ptrs == nullptr || sizes == nullptr) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected an array of count (%zu) values",
+                        ptrs == nullptr ? "ptrs" : "sizes", count);
+        }
+        for (size_t i = 0; i < count; ++i) {
+            if (ptrs[i] == nullptr || sizes[i] == 0) {
+                return Fail(ACL_ERROR_INVALID_PARAM, api, "item %zu: %s; nothing was registered", i,
+                            ptrs[i] == nullptr ? "ptr is NULL" : "size is 0");
+            }
+        }
+        int32_t device = -1;
+        const aclError ret = DeviceManager::Instance().CurrentDevice(api, &device);
+        if (ret != ACL_SUCCESS) {
+            return ret;
+        }
+        return MemoryRegistry::Instance().RegisterMany(api, ptrs, sizes, count, device);
+    });
+}
+
+extern "C" aclError aclhostUnregisterDeviceMemoryBatch(void *const *ptrs, size_t count)
+{
+    constexpr const char *api = "aclhostUnregisterDeviceMemoryBatch";
+    return GuardedCall(api, [&]() -> aclError {
+        if (count == 0) {
+            return ACL_SUCCESS;
+        }
+        if (ptrs == nullptr) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "ptrs is NULL; expected an array of count (%zu) pointers", count);
+        }
+        for (size_t i = 0; i < count; ++i) {
+            if (ptrs[i] == nullptr) {
+                return Fail(ACL_ERROR_INVALID_PARAM, api, "item %zu: ptr is NULL; nothing was unregistered", i);
+            }
+        }
+        return MemoryRegistry::Instance().UnregisterMany(api, ptrs, count);
+    });
+}
+
 extern "C" aclError aclhostGetMemLocation(const void *ptr, int32_t *type, int32_t *deviceId, void **base,
                                           size_t *size)
 {

@@ -13,6 +13,7 @@
 // - any other overlap with an existing range: ACL_ERROR_RT_PARAM_INVALID.
 #include "memory_registry.h"
 
+#include <cstdio>
 #include <iterator>
 #include <limits>
 #include <mutex>
@@ -146,14 +147,53 @@ aclError MemoryRegistry::Release(const char *api, const char *param, MemKind kin
     return ACL_SUCCESS;  // storage is freed here, outside the lock
 }
 
+namespace {
+
+constexpr size_t kMaxSpareNodes = 4096;
+
+// "item 3: " for a range of a batch call, "" for a single call.
+struct ItemPrefix {
+    char text[40] = "";
+    explicit ItemPrefix(size_t item)
+    {
+        if (item != SIZE_MAX) {
+            (void)std::snprintf(text, sizeof(text), "item %zu: ", item);
+        }
+    }
+};
+
+}  // namespace
+
 aclError MemoryRegistry::Register(const char *api, void *ptr, size_t size, int32_t device)
+{
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    return RegisterLocked(api, ptr, size, device, SIZE_MAX);
+}
+
+aclError MemoryRegistry::RegisterMany(const char *api, void *const *ptrs, const size_t *sizes, size_t count,
+                                      int32_t device)
+{
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    for (size_t i = 0; i < count; ++i) {
+        const aclError ret = RegisterLocked(api, ptrs[i], sizes[i], device, i);
+        if (ret != ACL_SUCCESS) {
+            for (size_t j = i; j-- > 0;) {
+                (void)UnregisterLocked(api, ptrs[j], j);  // cannot fail: registered above
+            }
+            return ret;
+        }
+    }
+    return ACL_SUCCESS;
+}
+
+aclError MemoryRegistry::RegisterLocked(const char *api, void *ptr, size_t size, int32_t device, size_t item)
 {
     const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
     uintptr_t end = 0;
     if (RangeEndOverflows(ptr, size, &end)) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "ptr %p + size %zu overflows the address space", ptr, size);
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "%sptr %p + size %zu overflows the address space",
+                    ItemPrefix(item).text, ptr, size);
     }
-    std::unique_lock<std::shared_mutex> lock(mutex_);
     auto next = entries_.upper_bound(p);
     if (next != entries_.begin()) {
         const auto prev = std::prev(next);
@@ -163,15 +203,15 @@ aclError MemoryRegistry::Register(const char *api, void *ptr, size_t size, int32
             const bool device_memory = holder.kind == MemKind::kDevice || holder.kind == MemKind::kFramework;
             if (device_memory && holder.device != device) {
                 return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                            "ptr %p lies in device memory of device %d; the current device is %d", ptr,
-                            static_cast<int>(holder.device), static_cast<int>(device));
+                            "%sptr %p lies in device memory of device %d; the current device is %d",
+                            ItemPrefix(item).text, ptr, static_cast<int>(holder.device), static_cast<int>(device));
             }
             if (holder.kind == MemKind::kFramework && prev->first == p) {
                 if (end > holder_end) {
                     if (next != entries_.end() && next->first < end) {
                         return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                                    "range [%p, +%zu) overlaps another allocation or registration at %p", ptr,
-                                    size, reinterpret_cast<void *>(next->first));
+                                    "%srange [%p, +%zu) overlaps another allocation or registration at %p",
+                                    ItemPrefix(item).text, ptr, size, reinterpret_cast<void *>(next->first));
                     }
                     holder.size = size;
                 }
@@ -182,32 +222,79 @@ aclError MemoryRegistry::Register(const char *api, void *ptr, size_t size, int32
                 ++nested_registrations_[p];
                 return ACL_SUCCESS;
             }
-            return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                        "range [%p, +%zu) partly overlaps %s at %p of %zu bytes", ptr, size,
-                        MemKindName(holder.kind), reinterpret_cast<void *>(prev->first), holder.size);
+            return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "%srange [%p, +%zu) partly overlaps %s at %p of %zu bytes",
+                        ItemPrefix(item).text, ptr, size, MemKindName(holder.kind),
+                        reinterpret_cast<void *>(prev->first), holder.size);
         }
     }
     if (next != entries_.end() && next->first < end) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "range [%p, +%zu) partly overlaps %s at %p", ptr, size,
-                    MemKindName(next->second.kind), reinterpret_cast<void *>(next->first));
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "%srange [%p, +%zu) partly overlaps %s at %p",
+                    ItemPrefix(item).text, ptr, size, MemKindName(next->second.kind),
+                    reinterpret_cast<void *>(next->first));
     }
+    InsertFrameworkLocked(next, p, size, device);
+    return ACL_SUCCESS;
+}
+
+void MemoryRegistry::InsertFrameworkLocked(std::map<uintptr_t, Entry>::const_iterator hint, uintptr_t p, size_t size,
+                                           int32_t device)
+{
     Entry entry;
     entry.size = size;
     entry.kind = MemKind::kFramework;
     entry.device = device;
     entry.references = 1;
-    entries_.emplace_hint(next, p, std::move(entry));
-    return ACL_SUCCESS;
+    if (spare_nodes_.empty()) {
+        entries_.emplace_hint(hint, p, std::move(entry));
+        return;
+    }
+    auto node = std::move(spare_nodes_.back());
+    spare_nodes_.pop_back();
+    node.key() = p;
+    node.mapped() = std::move(entry);
+    entries_.insert(hint, std::move(node));
 }
 
 aclError MemoryRegistry::Unregister(const char *api, void *ptr)
 {
-    const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
     std::unique_lock<std::shared_mutex> lock(mutex_);
+    return UnregisterLocked(api, ptr, SIZE_MAX);
+}
+
+aclError MemoryRegistry::UnregisterMany(const char *api, void *const *ptrs, size_t count)
+{
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    aclError first = ACL_SUCCESS;
+    for (size_t i = 0; i < count; ++i) {
+        if (first == ACL_SUCCESS) {
+            first = UnregisterLocked(api, ptrs[i], i);  // its message stays the reported one
+        } else {
+            const uintptr_t p = reinterpret_cast<uintptr_t>(ptrs[i]);
+            const auto it = entries_.find(p);
+            const bool known = (it != entries_.end() && it->second.kind == MemKind::kFramework) ||
+                               nested_registrations_.count(p) != 0;
+            if (known) {
+                (void)UnregisterLocked(api, ptrs[i], i);
+            }
+        }
+    }
+    return first;
+}
+
+aclError MemoryRegistry::UnregisterLocked(const char *api, void *ptr, size_t item)
+{
+    const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
     const auto it = entries_.find(p);
     if (it != entries_.end() && it->second.kind == MemKind::kFramework) {
         if (--it->second.references == 0) {
-            entries_.erase(it);
+            if (spare_nodes_.capacity() == 0) {
+                spare_nodes_.reserve(kMaxSpareNodes);  // once: pushing a spare node never allocates
+            }
+            if (spare_nodes_.size() < kMaxSpareNodes) {
+                spare_nodes_.push_back(entries_.extract(it));
+            } else {
+                entries_.erase(it);
+            }
         }
         return ACL_SUCCESS;
     }
@@ -218,7 +305,8 @@ aclError MemoryRegistry::Unregister(const char *api, void *ptr)
         }
         return ACL_SUCCESS;
     }
-    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "ptr %p was not registered by aclhostRegisterDeviceMemory", ptr);
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "%sptr %p was not registered by aclhostRegisterDeviceMemory",
+                ItemPrefix(item).text, ptr);
 }
 
 MemInfo MemoryRegistry::LookupLocked(uintptr_t p, uintptr_t *begin, uintptr_t *end) const

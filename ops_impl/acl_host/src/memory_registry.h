@@ -9,6 +9,7 @@
 #include <memory>
 #include <new>
 #include <shared_mutex>
+#include <vector>
 
 #include "acl/acl_rt.h"
 
@@ -53,6 +54,12 @@ public:
     // Framework registration (see acl_host_ext.h for the rules).
     aclError Register(const char *api, void *ptr, size_t size, int32_t device);
     aclError Unregister(const char *api, void *ptr);
+    // Many registrations under one lock. All or nothing: when range i is refused, the ranges this call
+    // registered are unregistered again and range i's error is returned (its message names the index).
+    aclError RegisterMany(const char *api, void *const *ptrs, const size_t *sizes, size_t count, int32_t device);
+    // Unregisters every pointer under one lock; the first unknown one is reported (107000) after the
+    // others are released.
+    aclError UnregisterMany(const char *api, void *const *ptrs, size_t count);
 
     // One lookup under the registry's shared lock.
     MemInfo Lookup(const void *ptr) const;
@@ -107,6 +114,12 @@ private:
     };
 
     MemoryRegistry() = default;
+    // item: the index of the range in a batch (named in messages), or SIZE_MAX for a single call.
+    aclError RegisterLocked(const char *api, void *ptr, size_t size, int32_t device, size_t item);
+    aclError UnregisterLocked(const char *api, void *ptr, size_t item);
+    // Inserts a framework entry, reusing a map node released by an earlier unregistration if there is one.
+    void InsertFrameworkLocked(std::map<uintptr_t, Entry>::const_iterator hint, uintptr_t p, size_t size,
+                               int32_t device);
     // The entry containing p, and the address range [*begin, *end) over which that answer holds.
     MemInfo LookupLocked(uintptr_t p, uintptr_t *begin, uintptr_t *end) const;
     // Stores the message for "ptr is not the base of an allocation of kind" and returns 107000.
@@ -114,6 +127,9 @@ private:
 
     mutable std::shared_mutex mutex_;
     std::map<uintptr_t, Entry> entries_;
+    // Map nodes of released framework registrations, reused by the next ones: kernels register and
+    // unregister every tensor at every launch, and this keeps that free of allocations.
+    std::vector<std::map<uintptr_t, Entry>::node_type> spare_nodes_;
     // Registrations that lie inside a device allocation of the same device: counted, no new entry.
     std::map<uintptr_t, uint64_t> nested_registrations_;
 };

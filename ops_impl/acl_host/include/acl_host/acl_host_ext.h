@@ -32,6 +32,22 @@ ACL_FUNC_VISIBILITY aclError aclhostRegisterDeviceMemory(void *ptr, size_t size)
 ACL_FUNC_VISIBILITY aclError aclhostUnregisterDeviceMemory(void *ptr);
 
 /*
+ * aclhostRegisterDeviceMemory of count ranges under one lock of the runtime's memory registry (kernels
+ * register every tensor of a launch with it). All or nothing: when range i is refused, the ranges this
+ * call registered are released again and range i's error is returned, its message naming "item i".
+ * count 0: success. ptrs or sizes NULL (count > 0), a NULL ptrs[i] or a zero sizes[i]: 100000, nothing
+ * registered. No current device: 107002.
+ */
+ACL_FUNC_VISIBILITY aclError aclhostRegisterDeviceMemoryBatch(void *const *ptrs, const size_t *sizes, size_t count);
+
+/*
+ * aclhostUnregisterDeviceMemory of count pointers under one lock. Every known pointer is released; the
+ * first unknown one is then reported (107000, "item i"). count 0: success. ptrs NULL (count > 0) or a
+ * NULL ptrs[i]: 100000, nothing released.
+ */
+ACL_FUNC_VISIBILITY aclError aclhostUnregisterDeviceMemoryBatch(void *const *ptrs, size_t count);
+
+/*
  * Location of ptr as the runtime sees it: *type is an aclrtMemLocationType
  * (HOST for aclrtMallocHost memory, DEVICE for aclrtMalloc or registered
  * memory, UNREGISTERED otherwise), *deviceId the device for DEVICE memory
