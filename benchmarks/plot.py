@@ -1,4 +1,10 @@
-"""Bandwidth against size, one panel per group (needs matplotlib: `pip install ms_memcopy[bench]`)."""
+"""Bandwidth against size, one panel per group (needs matplotlib: `pip install ms_memcopy[bench]`).
+
+A group measured at one size only (the per-call overhead) is drawn as bars of microseconds per call.
+Batch panels show the 64 B and 4 KiB item series only, to stay readable (the table has them all).
+"""
+
+_BATCH_ITEMS = (64, 4096)
 
 
 def available():
@@ -18,6 +24,21 @@ def _series_key(record):
     return ""
 
 
+def _bars(ax, group, records):
+    """Microseconds per call of every implementation, for a group measured at one size."""
+    r = records[0]
+    names = list(r["impls"])
+    values = [r["impls"][n]["us"] for n in names]
+    colors = ["tab:blue" if r["impls"][n]["role"] == "ours" else "tab:gray" for n in names]
+    ax.barh(range(len(names)), values, color=colors)
+    ax.set_yticks(range(len(names)))
+    ax.set_yticklabels(names, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("us per call (blue: ours)")
+    ax.set_title(f"{group}: {r['label']}")
+    ax.grid(True, axis="x", alpha=0.3)
+
+
 def write_png(path, results, title):
     import matplotlib
 
@@ -32,10 +53,16 @@ def write_png(path, results, title):
     rows = (len(groups) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(7 * cols, 4.2 * rows), squeeze=False)
     for ax, group in zip(axes.flat, groups):
+        records = [r for r in results if r["group"] == group]
+        if len({r["nbytes"] for r in records}) == 1:
+            _bars(ax, group, records)
+            continue
         series = {}
-        for r in (r for r in results if r["group"] == group):
+        for r in records:
+            if "item_size" in r["params"] and r["params"]["item_size"] not in _BATCH_ITEMS:
+                continue
             for name, v in r["impls"].items():
-                if v["gbps"] is None or v["role"] == "reference":
+                if v["gbps"] is None or v["role"] == "reference" or "(Python)" in name:
                     continue
                 key = (name, _series_key(r), v["role"])
                 series.setdefault(key, []).append((r["nbytes"], v["gbps"]))
@@ -54,6 +81,6 @@ def write_png(path, results, title):
     for ax in list(axes.flat)[len(groups):]:
         ax.axis("off")
     fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.98))
     fig.savefig(path, dpi=110)
     plt.close(fig)
