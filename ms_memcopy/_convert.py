@@ -167,9 +167,21 @@ def _array(values, count, name, ctype, convert):
     values = sequence(values, name)
     if len(values) < count:
         raise ValueError(f"{name} has {len(values)} entries but {count} are passed")
+    plain = ctype is ctypes.c_void_p or ctype is ctypes.c_size_t
+    if plain and count > 0:
+        head = values[:count]
+        if set(map(type, head)) == {int} and min(head) >= 0 and max(head) <= SIZE_MAX:
+            # Plain ints in range: convert would return each unchanged; copy them in C loops.
+            import numpy as np
+
+            return (ctype * count).from_buffer_copy(np.array(head, dtype=np.uint64))
     arr = (ctype * count)()
     for i in range(count):
-        arr[i] = convert(values[i], f"{name}[{i}]", i)
+        v = values[i]
+        if plain and type(v) is int and 0 <= v <= SIZE_MAX:
+            arr[i] = v  # what convert returns for a plain int, without building the argument's name
+        else:
+            arr[i] = convert(v, f"{name}[{i}]", i)
     return arr
 
 
