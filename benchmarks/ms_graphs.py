@@ -6,18 +6,13 @@ iteration is one whole graph step as a user sees it.
 import mindspore as ms
 from mindspore import nn, ops
 
+from .._framework import sync_launches
 from .timing import python_loop
 
 
 def use_graph_mode():
     ms.set_context(mode=ms.GRAPH_MODE)
     ms.set_device("CPU")
-
-
-def _sync():
-    from mindspore.common.api import _pynative_executor
-
-    _pynative_executor.sync()
 
 
 class OpCell(nn.Cell):
@@ -110,11 +105,11 @@ class SliceCell(nn.Cell):
 def graph_loop(cell, *inputs):
     """Compiles cell for inputs (first call) and returns a loop of whole graph steps."""
     cell(*inputs)
-    _sync()
+    sync_launches()
 
     def step():
         cell(*inputs)
-        _sync()
+        sync_launches()
     return python_loop(step)
 
 

@@ -20,6 +20,7 @@ import weakref
 import numpy as np
 
 from . import _kernels_lib
+from ._framework import sync_launches
 from .errors import AclError
 
 _ALIGNMENT = 64
@@ -45,17 +46,6 @@ class _Allocation:
             shift = (-raw.ctypes.data) % _ALIGNMENT
             self._keepalive = raw
             self.ptr = raw.ctypes.data + shift
-
-
-def _sync_framework():
-    """Waits for the MindSpore launches queued so far (PYNATIVE_MODE runs ops asynchronously)."""
-    if "mindspore" not in sys.modules:
-        return
-    try:
-        from mindspore.common.api import _pynative_executor
-    except ImportError:
-        return
-    _pynative_executor.sync()
 
 
 def _free_pinned(ptr):
@@ -167,7 +157,7 @@ class HostBuffer:
         """Blocks until the copies in flight that read or write this buffer have completed."""
         self._check_open()
         if self._used_by_primitives:
-            _sync_framework()
+            sync_launches()
         ret = _kernels_lib.library().msmc_hostbuffer_wait(self._id)
         if ret != 0:
             raise AclError(ret, "aclrtSynchronizeStream")
@@ -188,7 +178,7 @@ class HostBuffer:
         if self._allocation is None:
             return
         if self._used_by_primitives:
-            _sync_framework()
+            sync_launches()
         ret = _kernels_lib.library().msmc_hostbuffer_close(self._id)
         self._allocation = None
         if ret not in (0, -1):

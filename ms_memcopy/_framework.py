@@ -1,0 +1,14 @@
+"""What ms_memcopy needs from MindSpore outside the primitives, in one place."""
+import sys
+
+
+def sync_launches():
+    """Waits for the MindSpore launches queued so far (PYNATIVE_MODE runs ops asynchronously on its own
+    thread). Does nothing when MindSpore has not been imported: then nothing can be queued."""
+    if "mindspore" not in sys.modules:
+        return
+    try:
+        from mindspore.graph.api import _pynative_executor
+    except ImportError:  # MindSpore before 2.9 kept it in mindspore.common.api
+        from mindspore.common.api import _pynative_executor
+    _pynative_executor.sync()
