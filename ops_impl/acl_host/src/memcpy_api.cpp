@@ -54,10 +54,14 @@ bool AclLayerChecks(const char *api, void *dst, const void *src, size_t count, i
     return *ret != ACL_SUCCESS;
 }
 
-// Location checks shared by sync and async copies; *resolved receives the effective kind.
+// Location checks shared by sync and async copies: looks both endpoints up (*dst_info, *src_info)
+// and gives the effective kind in *resolved.
 aclError CheckLocations(const char *api, void *dst, const void *src, size_t count, int64_t kind,
-                        const MemInfo &dst_info, const MemInfo &src_info, int64_t *resolved)
+                        MemInfo *dst_info_out, MemInfo *src_info_out, int64_t *resolved)
 {
+    const MemoryRegistry &registry = MemoryRegistry::Instance();
+    const MemInfo &dst_info = *dst_info_out = registry.Lookup(dst);
+    const MemInfo &src_info = *src_info_out = registry.Lookup(src);
     aclError ret = ACL_SUCCESS;
     if (kind == ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
         ret = CheckStagedLocations(api, src, src_info, dst, dst_info);
@@ -94,11 +98,10 @@ aclError MemcpySync(const char *api, void *dst, size_t destMax, const void *src,
     if (ret != ACL_SUCCESS) {
         return ret;
     }
-    const MemoryRegistry &registry = MemoryRegistry::Instance();
-    const MemInfo dst_info = registry.Lookup(dst);
-    const MemInfo src_info = registry.Lookup(src);
+    MemInfo dst_info;
+    MemInfo src_info;
     int64_t resolved = kind;
-    ret = CheckLocations(api, dst, src, count, kind, dst_info, src_info, &resolved);
+    ret = CheckLocations(api, dst, src, count, kind, &dst_info, &src_info, &resolved);
     if (ret != ACL_SUCCESS) {
         return ret;
     }
@@ -125,11 +128,10 @@ aclError MemcpyAsyncCommon(const char *api, void *dst, size_t destMax, const voi
     if (ret != ACL_SUCCESS) {
         return ret;
     }
-    const MemoryRegistry &registry = MemoryRegistry::Instance();
-    const MemInfo dst_info = registry.Lookup(dst);
-    const MemInfo src_info = registry.Lookup(src);
+    MemInfo dst_info;
+    MemInfo src_info;
     int64_t resolved = kind;
-    ret = CheckLocations(api, dst, src, count, kind, dst_info, src_info, &resolved);
+    ret = CheckLocations(api, dst, src, count, kind, &dst_info, &src_info, &resolved);
     if (ret != ACL_SUCCESS) {
         return ret;
     }
