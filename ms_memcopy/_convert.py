@@ -216,6 +216,22 @@ def span_2d(pitch, width, height):
     return (height - 1) * pitch + width
 
 
+def copy_args(dst, dest_max, src, count, kind):
+    """The C arguments (dst, destMax, src, count, kind) of aclrtMemcpy and its async forms."""
+    dest_max, count = size(dest_max, "dest_max"), size(count, "count")
+    return (address(dst, "dst", need=dest_max, write=True), dest_max,
+            address(src, "src", need=count), count, int32(kind, "kind"))
+
+
+def copy2d_args(dst, dpitch, src, spitch, width, height, kind):
+    """The C arguments (dst, dpitch, src, spitch, width, height, kind) of aclrtMemcpy2d(Async)."""
+    dpitch, spitch = size(dpitch, "dpitch"), size(spitch, "spitch")
+    width, height = size(width, "width"), size(height, "height")
+    return (address(dst, "dst", need=span_2d(dpitch, width, height), write=True), dpitch,
+            address(src, "src", need=span_2d(spitch, width, height)), spitch,
+            width, height, int32(kind, "kind"))
+
+
 def config_path(value):
     """aclInit's configPath: None (NULL), str, bytes or os.PathLike."""
     if value is None:

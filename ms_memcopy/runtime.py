@@ -195,49 +195,34 @@ def _note_in_flight(stream, *buffers):
             note(stream)
 
 
-def _copy_args(dst, dest_max, src, count, kind):
-    dest_max = cv.size(dest_max, "dest_max")
-    count = cv.size(count, "count")
-    return (cv.address(dst, "dst", need=dest_max, write=True), dest_max,
-            cv.address(src, "src", need=count), count, cv.int32(kind, "kind"))
-
-
 def memcpy(dst, dest_max, src, count, kind):
     """aclrtMemcpy(dst, destMax, src, count, kind): synchronous copy."""
-    _call("aclrtMemcpy", *_copy_args(dst, dest_max, src, count, kind))
+    _call("aclrtMemcpy", *cv.copy_args(dst, dest_max, src, count, kind))
 
 
 def memcpy_async(dst, dest_max, src, count, kind, stream=None):
     """aclrtMemcpyAsync(...): enqueued on stream for pinned/device memory; with a pageable
     endpoint ACL drains the stream and copies before returning."""
-    args = _copy_args(dst, dest_max, src, count, kind)
+    args = cv.copy_args(dst, dest_max, src, count, kind)
     _note_in_flight(stream, dst, src)
     _call("aclrtMemcpyAsync", *args, cv.stream(stream))
 
 
 def memcpy_async_with_condition(dst, dest_max, src, count, kind, stream=None):
     """aclrtMemcpyAsyncWithCondition(...) (deprecated in CANN 9.1 in favour of aclrtMemcpyAsync)."""
-    args = _copy_args(dst, dest_max, src, count, kind)
+    args = cv.copy_args(dst, dest_max, src, count, kind)
     _note_in_flight(stream, dst, src)
     _call("aclrtMemcpyAsyncWithCondition", *args, cv.stream(stream))
 
 
-def _copy2d_args(dst, dpitch, src, spitch, width, height, kind):
-    dpitch, spitch = cv.size(dpitch, "dpitch"), cv.size(spitch, "spitch")
-    width, height = cv.size(width, "width"), cv.size(height, "height")
-    return (cv.address(dst, "dst", need=cv.span_2d(dpitch, width, height), write=True), dpitch,
-            cv.address(src, "src", need=cv.span_2d(spitch, width, height)), spitch,
-            width, height, cv.int32(kind, "kind"))
-
-
 def memcpy2d(dst, dpitch, src, spitch, width, height, kind):
     """aclrtMemcpy2d(...): synchronous pitched copy of height rows of width bytes."""
-    _call("aclrtMemcpy2d", *_copy2d_args(dst, dpitch, src, spitch, width, height, kind))
+    _call("aclrtMemcpy2d", *cv.copy2d_args(dst, dpitch, src, spitch, width, height, kind))
 
 
 def memcpy2d_async(dst, dpitch, src, spitch, width, height, kind, stream=None):
     """aclrtMemcpy2dAsync(...): pitched copy of height rows of width bytes on stream."""
-    args = _copy2d_args(dst, dpitch, src, spitch, width, height, kind)
+    args = cv.copy2d_args(dst, dpitch, src, spitch, width, height, kind)
     _note_in_flight(stream, dst, src)
     _call("aclrtMemcpy2dAsync", *args, cv.stream(stream))
 

@@ -96,43 +96,29 @@ def free_host(host_ptr):
     return _c("aclrtFreeHost")(cv.address(host_ptr, "host_ptr"))
 
 
-def _copy_args(dst, dest_max, src, count, kind):
-    dest_max, count = cv.size(dest_max, "dest_max"), cv.size(count, "count")
-    return (cv.address(dst, "dst", need=dest_max, write=True), dest_max,
-            cv.address(src, "src", need=count), count, cv.int32(kind, "kind"))
-
-
 def memcpy(dst, dest_max, src, count, kind):
     """ret = acl.rt.memcpy(dst, dest_max, src, count, kind)"""
-    return _c("aclrtMemcpy")(*_copy_args(dst, dest_max, src, count, kind))
+    return _c("aclrtMemcpy")(*cv.copy_args(dst, dest_max, src, count, kind))
 
 
 def memcpy_async(dst, dest_max, src, count, kind, stream):
     """ret = acl.rt.memcpy_async(dst, dest_max, src, count, kind, stream)"""
-    return _c("aclrtMemcpyAsync")(*_copy_args(dst, dest_max, src, count, kind), cv.stream(stream))
+    return _c("aclrtMemcpyAsync")(*cv.copy_args(dst, dest_max, src, count, kind), cv.stream(stream))
 
 
 def memcpy_async_with_condition(dst, dest_max, src, count, kind, stream):
     """ret = acl.rt.memcpy_async_with_condition(dst, dest_max, src, count, kind, stream)"""
-    return _c("aclrtMemcpyAsyncWithCondition")(*_copy_args(dst, dest_max, src, count, kind), cv.stream(stream))
-
-
-def _copy2d_args(dst, dpitch, src, spitch, width, height, kind):
-    dpitch, spitch = cv.size(dpitch, "dpitch"), cv.size(spitch, "spitch")
-    width, height = cv.size(width, "width"), cv.size(height, "height")
-    return (cv.address(dst, "dst", need=cv.span_2d(dpitch, width, height), write=True), dpitch,
-            cv.address(src, "src", need=cv.span_2d(spitch, width, height)), spitch,
-            width, height, cv.int32(kind, "kind"))
+    return _c("aclrtMemcpyAsyncWithCondition")(*cv.copy_args(dst, dest_max, src, count, kind), cv.stream(stream))
 
 
 def memcpy2d(dst, dpitch, src, spitch, width, height, kind):
     """ret = acl.rt.memcpy2d(dst, dpitch, src, spitch, width, height, kind)"""
-    return _c("aclrtMemcpy2d")(*_copy2d_args(dst, dpitch, src, spitch, width, height, kind))
+    return _c("aclrtMemcpy2d")(*cv.copy2d_args(dst, dpitch, src, spitch, width, height, kind))
 
 
 def memcpy2d_async(dst, dpitch, src, spitch, width, height, kind, stream):
     """ret = acl.rt.memcpy2d_async(dst, dpitch, src, spitch, width, height, kind, stream)"""
-    return _c("aclrtMemcpy2dAsync")(*_copy2d_args(dst, dpitch, src, spitch, width, height, kind),
+    return _c("aclrtMemcpy2dAsync")(*cv.copy2d_args(dst, dpitch, src, spitch, width, height, kind),
                                     cv.stream(stream))
 
 
