@@ -38,6 +38,7 @@ REPEAT_INITIALIZE = 100002
 REPEAT_FINALIZE = 100037
 RT_PARAM_INVALID = 107000
 RT_FEATURE_NOT_SUPPORT = 207000
+RT_MEMORY_ALLOCATION = 207001
 RT_STREAM_SYNC_TIMEOUT = 507046
 SENTINEL = 0x5EED  # a failIndex value no call writes: "left unwritten"
 
@@ -728,6 +729,24 @@ def test_malloc_size_zero(acl_device, size, expected):
             continue
         assert expected == 0 and ptr != 0
         free(ptr)
+
+
+@pytest.mark.parametrize("size", [SIZE_MAX, SIZE_MAX - 31, SIZE_MAX - 63])
+def test_malloc_size_whose_append_overflows(acl_device, size):
+    """CANN appends 64 bytes to every request; a size whose sum overflows is 100000, never a small block."""
+    for fn, args in (("aclrtMalloc", (size, 0)), ("aclrtMallocHost", (size,))):
+        ptr = ctypes.c_void_p(0xDEAD)
+        assert _acl_lib.func(fn)(ctypes.byref(ptr), *args) == INVALID_PARAM, fn
+        assert ptr.value == 0xDEAD, f"{fn} wrote an address for a refused size"
+
+
+@pytest.mark.parametrize("size", [SIZE_MAX - 64, SIZE_MAX - 127, 1 << 62])
+def test_malloc_size_too_large_for_memory(acl_device, size):
+    """A size that does not overflow but cannot be allocated fails (207001), never returns a block."""
+    for fn, args in (("aclrtMalloc", (size, 0)), ("aclrtMallocHost", (size,))):
+        ptr = ctypes.c_void_p(0xDEAD)
+        assert _acl_lib.func(fn)(ctypes.byref(ptr), *args) == RT_MEMORY_ALLOCATION, fn
+        assert ptr.value == 0xDEAD
 
 
 def test_malloc_null_output(acl_device):

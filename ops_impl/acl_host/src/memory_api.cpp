@@ -3,8 +3,10 @@
 // Host-runtime choices (documented in docs/host_runtime.md):
 // - aclrtMalloc returns 64-byte aligned host memory recorded as DEVICE memory of the current device. Its
 //   size is rounded up to a multiple of 32 and the SoC profile's malloc_extra_bytes are added (not for the
-//   HUGE1G policies, as CANN); a size whose rounding overflows is ACL_ERROR_INVALID_PARAM (as CANN).
-// - aclrtMallocHost returns 64-byte aligned memory recorded as pinned HOST memory; it needs no device.
+//   HUGE1G policies, as CANN). CANN appends 32 bytes plus 32 of padding to every request: a size whose
+//   64-byte append (or rounding) overflows is ACL_ERROR_INVALID_PARAM, as in CANN's source.
+// - aclrtMallocHost returns 64-byte aligned memory recorded as pinned HOST memory; it needs no device. The
+//   same 64-byte append rule applies (host choice: CANN's host allocator path is not in its open source).
 // - aclrtFree / aclrtFreeHost take only the base of an allocation of their own kind (else 107000), and
 //   first wait for every stream to drain, so memory is never freed under a queued copy.
 #include "acl/acl_rt.h"
@@ -26,6 +28,20 @@ using aclhost::MemoryRegistry;
 namespace {
 
 constexpr size_t kMallocGranule = 32;
+// CANN adds 32 bytes and 32 bytes of padding to every allocation request before it allocates.
+constexpr size_t kMallocAppendBytes = 64;
+
+// True (after setting the error) when size plus CANN's append does not fit in size_t.
+bool AppendOverflows(const char *api, size_t size, aclError *ret)
+{
+    size_t appended = 0;
+    if (!aclhost::AddOverflows(size, kMallocAppendBytes, &appended)) {
+        return false;
+    }
+    *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "size %zu is too large: size plus the %zu bytes every allocation "
+                "appends overflows", size, kMallocAppendBytes);
+    return true;
+}
 
 bool IsHuge1gPolicy(int64_t policy)
 {
@@ -60,6 +76,9 @@ extern "C" aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy
             return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
         }
         aclError ret = ACL_SUCCESS;
+        if (AppendOverflows(api, size, &ret)) {
+            return ret;
+        }
         const aclhost::SocProfile *soc = aclhost::RequireSoc(api, &ret);
         if (soc == nullptr) {
             return ret;
@@ -90,6 +109,10 @@ extern "C" aclError aclrtMallocHost(void **hostPtr, size_t size)
         }
         if (size == 0) {
             return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
+        }
+        aclError ret = ACL_SUCCESS;
+        if (AppendOverflows(api, size, &ret)) {
+            return ret;
         }
         return MemoryRegistry::Instance().Allocate(api, MemKind::kPinnedHost, -1, size, hostPtr);
     });

@@ -69,6 +69,12 @@ MemoryRegistry &MemoryRegistry::Instance()
 
 aclError MemoryRegistry::Allocate(const char *api, MemKind kind, int32_t device, size_t bytes, void **out)
 {
+    // The aligned operator new rounds the size up to the alignment; a size that would wrap there would
+    // give a block smaller than asked for, so it is refused before it reaches the allocator.
+    size_t aligned = 0;
+    if (RoundUpOverflows(bytes, static_cast<size_t>(kAllocationAlignment), &aligned)) {
+        return Fail(ACL_ERROR_RT_MEMORY_ALLOCATION, api, "cannot allocate %zu bytes of host memory", bytes);
+    }
     Storage storage(::operator new(bytes, kAllocationAlignment, std::nothrow));
     if (storage == nullptr) {
         return Fail(ACL_ERROR_RT_MEMORY_ALLOCATION, api, "cannot allocate %zu bytes of host memory", bytes);
