@@ -65,6 +65,14 @@ def matrix_view(shape):
     return num_elements(shape[:-1]), shape[-1]
 
 
+OUTPUT_SIGNATURE_ATTR = "output_signature"
+
+
+def output_signature(shapes, dtypes):
+    """A text naming the shapes and dtypes of the outputs a primitive was built for."""
+    return ";".join(f"{dtype_name(d)}{list(s)}" for s, d in zip(shapes, dtypes))
+
+
 def check_int(value, argument, minimum=0):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{argument} must be an int, not {type(value).__name__}")
@@ -119,7 +127,7 @@ class CopyPrimitive(ops.Custom):
     ``_check_eager(inputs)`` with the tensors of an eager call.
     """
 
-    def __init__(self, op_name, *, attrs, out_shape, out_dtype, variadic_count=None, bprop=None):
+    def __init__(self, op_name, *, attrs, out_shape, out_dtype, variadic_count=None, bprop=None, outputs=None):
         definition = op_def(op_name)
         if set(attrs) != set(definition.attr_names):
             raise AssertionError(f"{op_name}: attributes {sorted(attrs)} differ from configs/ops.yaml "
@@ -137,6 +145,10 @@ class CopyPrimitive(ops.Custom):
             self.add_prim_attr(name, value)
         if definition.side_effect_mem:
             self.add_prim_attr("side_effect_mem", True)
+        if outputs is not None:
+            # PYNATIVE caches an op's inferred outputs under its attributes and inputs: two primitives
+            # that differ only in the outputs they were built for must not share that entry.
+            self.add_prim_attr(OUTPUT_SIGNATURE_ATTR, output_signature(*outputs))
         # On Ascend, ops.Custom aot means Ascend C kernels: eager calls take the CustomOpBuilder
         # route instead, and graph compilation is refused with a pointer to the route's functions
         # (ms_memcopy/ascend_route.py, docs/ascend_route.md).

@@ -49,7 +49,8 @@ class MemcpyBatch(CopyPrimitive):
             self._sizes = [num_elements(s) * itemsize(d) for s, d in zip(self.shapes, self.dtypes)]
             out_shapes, out_dtypes = list(self.shapes), list(self.dtypes)
             super().__init__("memcpy_batch_h2d", attrs=attrs, out_shape=lambda offsets: out_shapes,
-                             out_dtype=lambda offsets: out_dtypes, variadic_count=self.num_tensors)
+                             out_dtype=lambda offsets: out_dtypes, variadic_count=self.num_tensors,
+                             outputs=(out_shapes, out_dtypes))
 
     @staticmethod
     def _check_shape(shape, i):

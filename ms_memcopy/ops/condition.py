@@ -45,7 +45,7 @@ class MemcpyWithCondition(CopyPrimitive):
             self.dtype = ms_dtype(dtype, "dtype")
             out_shape, out_dtype = self.shape, self.dtype
             super().__init__("memcpy_cond_h2d", attrs=attrs, out_shape=lambda o: out_shape,
-                             out_dtype=lambda o: out_dtype)
+                             out_dtype=lambda o: out_dtype, outputs=([out_shape], [out_dtype]))
 
     def _bprop_copy(self, x, out, dout):
         return (self._grad_copy(dout),)

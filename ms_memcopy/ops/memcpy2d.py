@@ -70,7 +70,7 @@ class Memcpy2D(CopyPrimitive):
                 self._check_pitch(cols * itemsize(self.dtype))
                 out_shape, out_dtype = self.shape, self.dtype
                 super().__init__("memcpy2d_h2d", attrs=attrs, out_shape=lambda o: out_shape,
-                                 out_dtype=lambda o: out_dtype)
+                                 out_dtype=lambda o: out_dtype, outputs=([out_shape], [out_dtype]))
 
     # -- gradients ---------------------------------------------------------------------------
     def _bprop_extract(self, x, row, col, out, dout):
