@@ -56,8 +56,20 @@ def test_d2h_then_h2d_round_trip(ms_mode, style, pinned):
 def test_single_tensor_h2d_returns_one_tensor(ms_mode):
     with HostBuffer(64) as buf:
         buf.numpy(np.float32)[:] = np.arange(16)
-        (out,) = MemcpyBatch("h2d", buf, shapes=[(2, 3)], dtypes=[ms.float32])(int64(8))
-        np.testing.assert_array_equal(out.asnumpy(), np.arange(2, 8, dtype=np.float32).reshape(2, 3))
+        result = MemcpyBatch("h2d", buf, shapes=[(2, 3)], dtypes=[ms.float32])(int64(8))
+        assert isinstance(result, tuple) and len(result) == 1
+        np.testing.assert_array_equal(result[0].asnumpy(), np.arange(2, 8, dtype=np.float32).reshape(2, 3))
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_h2d_returns_a_tuple_in_every_style(ms_mode, style, count):
+    with HostBuffer(64) as buf:
+        buf.numpy(np.float32)[:] = np.arange(16)
+        op = MemcpyBatch("h2d", buf, shapes=[(2,)] * count, dtypes=[ms.float32] * count)
+        result = call(style, op, int64(*range(0, 8 * count, 8)))
+        assert isinstance(result, tuple) and len(result) == count
+        for i, out in enumerate(result):
+            np.testing.assert_array_equal(out.asnumpy(), np.arange(2 * i, 2 * i + 2, dtype=np.float32))
 
 
 def test_more_items_than_one_acl_call_takes():

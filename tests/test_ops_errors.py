@@ -141,6 +141,41 @@ def test_construction_errors(buf):
         MemcpyBatch("h2d", buf, shapes=[(-1,)], dtypes=[ms.float32])
 
 
+
+def test_d2h_called_with_the_wrong_number_of_tensors(ms_mode, buf):
+    op = MemcpyBatch("d2h", buf, num_tensors=2)
+    one = ms.Tensor(np.ones(2, np.float32))
+    for args in ((one, int64(0, 16)), (one, one, one, int64(0, 16))):
+        with pytest.raises(ValueError, match=r"built for num_tensors=2: it takes 2 tensor\(s\) plus offsets"):
+            FnCell(op)(*args) if ms_mode == "graph" else op(*args)
+    assert untouched(buf)
+
+
+@pytest.mark.parametrize("build,argument", [
+    (lambda buf: Memcpy2D("d2h", host_buffer=buf, pitch=2**63), "pitch"),
+    (lambda buf: Memcpy2D("extract", height=2**64, width=1), "height"),
+    (lambda buf: Memcpy2D("extract", height=1, width=2**63), "width"),
+    (lambda buf: MemcpyWithDesc(count=2**63), "count"),
+    (lambda buf: Memcpy2D("h2d", host_buffer=buf, pitch=8, shape=(2**63, 1), dtype=ms.int8), "shape"),
+    (lambda buf: MemcpyWithCondition("h2d", host_buffer=buf, shape=(2**62, 4), dtype=ms.int8), "shape"),
+    (lambda buf: MemcpyBatch("h2d", buf, shapes=[(1,), (2**63,)], dtypes=[ms.int8] * 2), r"shapes\[1\]"),
+])
+def test_attribute_values_beyond_int64(buf, build, argument):
+    with pytest.raises(ValueError, match=argument):
+        build(buf)
+
+
+@pytest.mark.parametrize("build,argument", [
+    (lambda buf: Memcpy2D("h2d", host_buffer=buf, pitch=8, shape=4, dtype=ms.int8), "shape"),
+    (lambda buf: MemcpyWithCondition("h2d", host_buffer=buf, shape=4, dtype=ms.int8), "shape"),
+    (lambda buf: MemcpyWithCondition("h2d", host_buffer=buf, shape=(2, 2.0), dtype=ms.int8), "shape"),
+    (lambda buf: MemcpyBatch("h2d", buf, shapes=[4], dtypes=[ms.int8]), r"shapes\[0\]"),
+    (lambda buf: Memcpy2D("d2h", host_buffer=buf, pitch=8.0), "pitch"),
+])
+def test_wrong_attribute_types_name_the_argument(buf, build, argument):
+    with pytest.raises(TypeError, match=argument):
+        build(buf)
+
 # -- Memcpy2D ------------------------------------------------------------------------------------
 def test_extract_region_outside(ms_mode):
     x = ms.Tensor(np.zeros((4, 5), np.float32))

@@ -73,12 +73,36 @@ def output_signature(shapes, dtypes):
     return ";".join(f"{dtype_name(d)}{list(s)}" for s, d in zip(shapes, dtypes))
 
 
+INT64_MAX = 2**63 - 1
+
+
 def check_int(value, argument, minimum=0):
+    """An int in [minimum, INT64_MAX] (attributes reach the kernel as int64); TypeError/ValueError naming argument."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{argument} must be an int, not {type(value).__name__}")
     if value < minimum:
         raise ValueError(f"{argument} must be >= {minimum}, got {value}")
+    if value > INT64_MAX:
+        raise ValueError(f"{argument} must be at most {INT64_MAX} (int64), got {value}")
     return int(value)
+
+
+def check_shape(shape, argument):
+    """A shape given as a tuple or list of non-negative ints, as a tuple; TypeError/ValueError naming argument."""
+    if not isinstance(shape, (tuple, list)):
+        raise TypeError(f"{argument} must be a tuple of ints, not {type(shape).__name__}")
+    for d in shape:
+        if isinstance(d, bool) or not isinstance(d, numbers.Integral):
+            raise TypeError(f"{argument} must be a tuple of ints, got {tuple(shape)}")
+    if any(d < 0 for d in shape):
+        raise ValueError(f"{argument} must hold non-negative ints, got {tuple(shape)}")
+    dims = tuple(check_int(d, f"{argument}[{i}]") for i, d in enumerate(shape))
+    elements = 1
+    for d in dims:
+        elements *= d
+    if elements > INT64_MAX:
+        raise ValueError(f"{argument} {dims} holds more than {INT64_MAX} elements")
+    return dims
 
 
 def check_host_buffer(host_buffer, argument="host_buffer"):

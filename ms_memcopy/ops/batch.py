@@ -1,7 +1,7 @@
 """MemcpyBatch: many tensors to or from a HostBuffer in one aclrtMemcpyBatchAsync per 4096 items."""
 import mindspore as ms
 
-from ._base import (CopyPrimitive, check_host_buffer, check_int64_input, check_supported, eager_int64, itemsize,
+from ._base import (CopyPrimitive, check_host_buffer, check_int64_input, check_shape, check_supported, eager_int64, itemsize,
                     ms_dtype, num_elements, static_shape)
 from ._checks import check_batch_ranges
 
@@ -16,7 +16,8 @@ class MemcpyBatch(CopyPrimitive):
     per tensor. Destination ranges must not overlap (the copies run in no order).
 
     ``MemcpyBatch("h2d", host_buffer, shapes=[...], dtypes=[...])``: ``(t0, ..., t{k-1}) = op(offsets)``
-    reads new tensors of the given shapes and dtypes from byte ``offsets[i]`` of the HostBuffer.
+    reads new tensors of the given shapes and dtypes from byte ``offsets[i]`` of the HostBuffer, returned
+    as a tuple in GRAPH_MODE and PYNATIVE_MODE alike (a 1-tuple for one tensor: ``(t0,) = op(offsets)``).
 
     ``offsets`` is an int64 tensor of k values (a tensor, so it can change without recompiling).
     Zero-size tensors are skipped; k may exceed ACL's 4096 items per call; on a SoC without the
@@ -43,21 +44,23 @@ class MemcpyBatch(CopyPrimitive):
                 raise ValueError("num_tensors is for direction 'd2h'; 'h2d' takes shapes and dtypes")
             if not shapes or dtypes is None or len(shapes) != len(dtypes):
                 raise ValueError("h2d needs shapes and dtypes: two lists of the same non-zero length")
-            self.shapes = [self._check_shape(s, i) for i, s in enumerate(shapes)]
+            self.shapes = [check_shape(s, f"shapes[{i}]") for i, s in enumerate(shapes)]
             self.dtypes = [ms_dtype(d, f"dtypes[{i}]") for i, d in enumerate(dtypes)]
             self.num_tensors = len(self.shapes)
             self._sizes = [num_elements(s) * itemsize(d) for s, d in zip(self.shapes, self.dtypes)]
-            out_shapes, out_dtypes = list(self.shapes), list(self.dtypes)
+            out_shapes, out_dtypes = tuple(self.shapes), tuple(self.dtypes)
             super().__init__("memcpy_batch_h2d", attrs=attrs, out_shape=lambda offsets: out_shapes,
                              out_dtype=lambda offsets: out_dtypes, variadic_count=self.num_tensors,
                              outputs=(out_shapes, out_dtypes))
 
-    @staticmethod
-    def _check_shape(shape, i):
-        shape = tuple(shape)
-        if any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in shape):
-            raise ValueError(f"shapes[{i}] must hold non-negative ints, got {shape}")
-        return shape
+    def _check_input_count(self, count):
+        k = self.num_tensors
+        if self.direction == "h2d":
+            if count != 1:
+                raise ValueError(f"MemcpyBatch(h2d) takes one input (offsets), got {count}")
+        elif count != k + 1:
+            raise ValueError(f"MemcpyBatch(d2h) was built for num_tensors={k}: it takes {k} tensor(s) plus offsets, "
+                             f"got {count - 1} tensor(s) plus offsets")
 
     def _tensor_sizes(self, shapes_and_dtypes):
         sizes = []
@@ -71,17 +74,13 @@ class MemcpyBatch(CopyPrimitive):
     def _check_infer(self, args):
         check_host_buffer(self.host_buffer)
         k = self.num_tensors
+        self._check_input_count(len(args))
         if self.direction == "d2h":
-            if len(args) != k + 1:
-                raise ValueError(f"MemcpyBatch(d2h) was built for {k} tensors and takes {k} tensors plus offsets, "
-                                 f"got {len(args)} inputs")
             for i, arg in enumerate(args[:-1]):
                 check_supported(arg, f"tensors[{i}]")
             offsets = check_int64_input(args[-1], "offsets", k)
             sizes = self._tensor_sizes((a["shape"], a["dtype"]) for a in args[:-1])
         else:
-            if len(args) != 1:
-                raise ValueError(f"MemcpyBatch(h2d) takes one input (offsets), got {len(args)}")
             offsets = check_int64_input(args[0], "offsets", k)
             sizes = self._sizes
         if offsets is not None and sizes is not None:
@@ -89,6 +88,7 @@ class MemcpyBatch(CopyPrimitive):
 
     def _check_eager(self, inputs):
         check_host_buffer(self.host_buffer)
+        self._check_input_count(len(inputs))
         offsets = eager_int64(inputs[-1], "offsets")
         if self.direction == "d2h":
             sizes = [t.nbytes for t in inputs[:-1]]

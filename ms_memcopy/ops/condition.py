@@ -1,8 +1,8 @@
 """MemcpyWithCondition: copies through aclrtMemcpyAsyncWithCondition."""
 import mindspore as ms
 
-from ._base import (CopyPrimitive, GradientOp, check_host_buffer, check_int, check_int64_input, check_supported, eager_int64,
-                    itemsize, ms_dtype, num_elements, static_shape)
+from ._base import (CopyPrimitive, GradientOp, check_host_buffer, check_int, check_int64_input, check_shape,
+                    check_supported, eager_int64, itemsize, ms_dtype, num_elements, static_shape)
 from ._checks import check_host_range
 
 _DIRECTIONS = ("d2d", "d2h", "h2d")
@@ -41,7 +41,7 @@ class MemcpyWithCondition(CopyPrimitive):
         else:
             if shape is None or dtype is None:
                 raise ValueError("MemcpyWithCondition('h2d') needs shape and dtype")
-            self.shape = tuple(check_int(d, "shape") for d in shape)
+            self.shape = check_shape(shape, "shape")
             self.dtype = ms_dtype(dtype, "dtype")
             out_shape, out_dtype = self.shape, self.dtype
             super().__init__("memcpy_cond_h2d", attrs=attrs, out_shape=lambda o: out_shape,

@@ -6,8 +6,8 @@ columns (a 1-D tensor is one row, a scalar a 1x1 matrix).
 import mindspore as ms
 from mindspore import ops
 
-from ._base import (CopyPrimitive, GradientOp, check_host_buffer, check_int, check_int64_input, check_supported, dtype_name,
-                    eager_int64, itemsize, matrix_view, ms_dtype, static_shape)
+from ._base import (CopyPrimitive, GradientOp, check_host_buffer, check_int, check_int64_input, check_shape,
+                    check_supported, dtype_name, eager_int64, itemsize, matrix_view, ms_dtype, static_shape)
 from ._checks import check_host_range, check_region, pitched_span
 
 _MODES = ("extract", "insert", "d2h", "h2d")
@@ -64,7 +64,7 @@ class Memcpy2D(CopyPrimitive):
                 super().__init__("memcpy2d_d2h", attrs=attrs, out_shape=lambda x, o: (1,),
                                  out_dtype=lambda x, o: ms.int64)
             else:
-                self.shape = tuple(check_int(d, "shape") for d in shape)
+                self.shape = check_shape(shape, "shape")
                 self.dtype = ms_dtype(dtype, "dtype")
                 rows, cols = matrix_view(self.shape)
                 self._check_pitch(cols * itemsize(self.dtype))
