@@ -77,3 +77,29 @@ except RuntimeError as e:
     assert "ms_memcopy MemcpyWithDesc: AclError: aclInit failed: ACL_ERROR_INVALID_PARAM (100000): " in result.stdout, \
         result.stdout + result.stderr[-2000:]
     assert "Ascend910B" in result.stdout  # the runtime's message lists the valid profiles
+
+
+def test_misspelt_soc_is_reported_every_time_and_recovers_when_fixed(run_python):
+    """Every launch under an unknown MS_MEMCOPY_SOC names the variable and the valid profiles (not only the
+    first), and once the variable is fixed the same process copies correctly."""
+    script = r'''
+import os
+import numpy as np, mindspore as ms
+from ms_memcopy.ops import MemcpyWithDesc
+ms.set_context(mode=ms.PYNATIVE_MODE)
+x = ms.Tensor(np.arange(5, dtype=np.float32))
+for attempt in range(3):
+    try:
+        MemcpyWithDesc()(x).asnumpy()
+        print("NO ERROR")
+    except RuntimeError as e:
+        print("ERROR:", str(e).replace("\n", " "))
+os.environ["MS_MEMCOPY_SOC"] = "Ascend910B"
+print("FIXED:", MemcpyWithDesc()(x).asnumpy().tolist())
+'''
+    result = run_python(script, env={"MS_MEMCOPY_SOC": "Ascend9l0B"}, timeout=120)
+    errors = [line for line in result.stdout.splitlines() if line.startswith("ERROR:")]
+    assert len(errors) == 3, result.stdout + result.stderr[-2000:]
+    for line in errors:
+        assert 'MS_MEMCOPY_SOC="Ascend9l0B" names no SoC profile' in line and "Ascend910B" in line, line
+    assert "FIXED: [0.0, 1.0, 2.0, 3.0, 4.0]" in result.stdout, result.stdout + result.stderr[-2000:]

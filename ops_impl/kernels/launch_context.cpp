@@ -1,6 +1,7 @@
 #include "launch_context.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 
 #include "kernel_error.h"
@@ -11,13 +12,18 @@
 namespace msmc {
 
 void EnsureDevice() {
-  static std::once_flag init_once;
-  static aclError init_ret = ACL_SUCCESS;
-  std::call_once(init_once, [] {
-    const aclError ret = aclInit(nullptr);
-    init_ret = (ret == ACL_ERROR_REPEAT_INITIALIZE) ? ACL_SUCCESS : ret;
-  });
-  CheckAcl(init_ret, "aclInit");
+  // Only success is remembered: a failed aclInit (a misspelt MS_MEMCOPY_SOC, say) is retried by the
+  // next launch, so every launch reports why, and fixing the environment recovers the process.
+  static std::atomic<bool> initialized{false};
+  if (!initialized.load(std::memory_order_acquire)) {
+    static std::mutex init_mutex;
+    std::lock_guard<std::mutex> lock(init_mutex);
+    if (!initialized.load(std::memory_order_relaxed)) {
+      const aclError ret = aclInit(nullptr);
+      CheckAcl(ret == ACL_ERROR_REPEAT_INITIALIZE ? ACL_SUCCESS : ret, "aclInit");
+      initialized.store(true, std::memory_order_release);
+    }
+  }
   thread_local bool device_set = false;
   if (!device_set) {
     CheckAcl(aclrtSetDevice(kHostTargetDevice), "aclrtSetDevice");
