@@ -88,3 +88,22 @@ def test_close_waits_for_an_asynchronous_read_in_flight(acl_res):
     buf.close()  # must not free the memory under the queued H2D copy
     runtime.synchronize_stream(stream)
     assert (acl_res.download(dst, 1 << 20) == 3).all()
+
+
+@pytest.mark.parametrize("step", ["numpy", "wait", "close"])
+def test_a_destroyed_stream_that_ran_a_copy_is_no_error(acl_res, step):
+    """The stream of a finished copy into the buffer is destroyed; waiting for the buffer must not report
+    the stale handle (destroying a stream waited for its copies)."""
+    stream = acl_res.stream()
+    data = np.arange(256, dtype=np.uint8)
+    src = acl_res.upload(data)
+    buf = HostBuffer(data.size)
+    runtime.memcpy_async(buf, data.size, src, data.size, ACL_MEMCPY_DEVICE_TO_HOST, stream)
+    runtime.synchronize_stream(stream)
+    acl_res.forget_stream(stream)
+    runtime.destroy_stream(stream)
+    if step == "numpy":
+        np.testing.assert_array_equal(buf.numpy(), data)
+    elif step == "wait":
+        buf.wait()
+    buf.close()

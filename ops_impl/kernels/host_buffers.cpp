@@ -11,6 +11,9 @@
 namespace msmc {
 namespace {
 
+// ACL_ERROR_RT_INVALID_HANDLE: what CANN returns for a destroyed stream (older headers lack the name).
+constexpr aclError kInvalidStreamHandle = 107017;
+
 struct Entry {
   uint8_t *data = nullptr;
   size_t nbytes = 0;
@@ -39,7 +42,8 @@ class HostBufferTable {
       return -1;
     }
     it->second.closing = true;
-    idle_.wait(lock, [&] { return it->second.leases == 0; });
+    // Looked up again after every wake-up: an Open on another thread may rehash the map meanwhile.
+    idle_.wait(lock, [&] { return entries_.at(id).leases == 0; });
     const int32_t ret = WaitLocked(lock, id);
     entries_.erase(id);
     return ret;
@@ -102,6 +106,11 @@ class HostBufferTable {
     int32_t ret = ACL_SUCCESS;
     for (aclrtStream s : streams) {
       const aclError r = aclrtSynchronizeStream(s);
+      // A stream destroyed since it ran a copy of this buffer has nothing left to wait for: destroying a
+      // stream waits for its tasks. Its handle is now invalid, which is not an error of this buffer.
+      if (r == ACL_ERROR_RT_PARAM_INVALID || r == kInvalidStreamHandle) {
+        continue;
+      }
       if (r != ACL_SUCCESS && ret == ACL_SUCCESS) {
         ret = r;
       }
