@@ -79,12 +79,13 @@ class HostBufferTable {
     bool pinned;
   };
 
-  Leased Lease(int64_t id, const char *argument) {
+  Leased Lease(int64_t id, const char *argument, aclrtStream stream) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = entries_.find(id);
     if (it == entries_.end() || it->second.closing) {
       throw InputError(argument, "the HostBuffer is closed (id " + std::to_string(id) + ")");
     }
+    it->second.inflight.insert(stream);
     ++it->second.leases;
     return Leased{it->second.data, it->second.nbytes, it->second.pinned};
   }
@@ -133,8 +134,8 @@ HostBufferTable &Table() {
 
 }  // namespace
 
-HostBufferLease::HostBufferLease(int64_t id, const char *argument) : id_(id) {
-  const auto e = Table().Lease(id, argument);
+HostBufferLease::HostBufferLease(int64_t id, const char *argument, aclrtStream stream) : id_(id) {
+  const auto e = Table().Lease(id, argument, stream);
   data_ = e.data;
   nbytes_ = e.nbytes;
   pinned_ = e.pinned;
@@ -142,7 +143,6 @@ HostBufferLease::HostBufferLease(int64_t id, const char *argument) : id_(id) {
 
 HostBufferLease::~HostBufferLease() { Table().Release(id_); }
 
-void HostBufferLease::NoteInFlight(aclrtStream stream) const { Table().NoteStream(id_, stream); }
 
 }  // namespace msmc
 

@@ -28,11 +28,13 @@ MSMC_EXPORT int32_t msmc_hostbuffer_inflight(int64_t id);
 
 namespace msmc {
 
-// A HostBuffer held open for the duration of one launch.
+// A HostBuffer held open for the duration of one launch whose copies run on `stream`. The stream is
+// recorded as in flight before any copy is enqueued, so that a close() waits for the copies a launch
+// queued even when the launch fails part way and releases the lease early.
 class HostBufferLease {
  public:
   // Throws InputError naming `argument` when id is unknown or the buffer is closed.
-  HostBufferLease(int64_t id, const char *argument);
+  HostBufferLease(int64_t id, const char *argument, aclrtStream stream);
   ~HostBufferLease();
   HostBufferLease(const HostBufferLease &) = delete;
   HostBufferLease &operator=(const HostBufferLease &) = delete;
@@ -40,8 +42,6 @@ class HostBufferLease {
   uint8_t *data() const { return data_; }
   size_t nbytes() const { return nbytes_; }
   bool pinned() const { return pinned_; }
-  // Call when the launch returns before its copies complete (asynchronous streams).
-  void NoteInFlight(aclrtStream stream) const;
 
  private:
   int64_t id_;

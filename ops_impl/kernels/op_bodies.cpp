@@ -143,7 +143,7 @@ size_t CheckRegion(int64_t start, size_t extent, size_t limit, const char *argum
 
 void BatchD2H(KernelState &s, const TensorArg *tensors, size_t k, const TensorArg &offsets, const TensorArg &out,
               aclrtStream stream) {
-  HostBufferLease buffer(s.buffer_id, "host_buffer");
+  HostBufferLease buffer(s.buffer_id, "host_buffer", stream);
   const int64_t *offs = ReadInt64(s, offsets, "offsets", k);
   s.items.resize(k);
   s.host_results.resize(k);
@@ -154,12 +154,11 @@ void BatchD2H(KernelState &s, const TensorArg *tensors, size_t k, const TensorAr
     s.host_results[i] = static_cast<int64_t>(n);
   }
   s.batch.Run(s.items.data(), k, ACL_MEMCPY_DEVICE_TO_HOST, s.device, "offsets", stream);
-  buffer.NoteInFlight(stream);
   WriteResults(s, out, stream);
 }
 
 void BatchH2D(KernelState &s, const TensorArg &offsets, const TensorArg *outputs, size_t k, aclrtStream stream) {
-  HostBufferLease buffer(s.buffer_id, "host_buffer");
+  HostBufferLease buffer(s.buffer_id, "host_buffer", stream);
   const int64_t *offs = ReadInt64(s, offsets, "offsets", k);
   s.items.resize(k);
   for (size_t i = 0; i < k; ++i) {
@@ -168,7 +167,6 @@ void BatchH2D(KernelState &s, const TensorArg &offsets, const TensorArg *outputs
     s.items[i] = BatchItem{outputs[i].data, buffer.data() + begin, n};
   }
   s.batch.Run(s.items.data(), k, ACL_MEMCPY_HOST_TO_DEVICE, s.device, nullptr, stream);
-  buffer.NoteInFlight(stream);
 }
 
 namespace {
@@ -242,25 +240,23 @@ uint8_t *PitchedRows(KernelState &s, const Matrix &m, const TensorArg &offset, c
 }  // namespace
 
 void D2H2D(KernelState &s, const TensorArg &x, const TensorArg &offset, const TensorArg &out, aclrtStream stream) {
-  HostBufferLease buffer(s.buffer_id, "host_buffer");
+  HostBufferLease buffer(s.buffer_id, "host_buffer", stream);
   const Matrix m = AsMatrix(x, "x");
   uint8_t *rows = PitchedRows(s, m, offset, buffer, "the pitched rows of x");
   Copy2D(PitchedCopy{rows, static_cast<size_t>(s.pitch), x.data, m.row_bytes(), m.row_bytes(), m.rows,
                      ACL_MEMCPY_DEVICE_TO_HOST},
          stream);
-  buffer.NoteInFlight(stream);
   s.host_results.assign(1, static_cast<int64_t>(m.rows * m.row_bytes()));
   WriteResults(s, out, stream);
 }
 
 void H2D2D(KernelState &s, const TensorArg &offset, const TensorArg &y, aclrtStream stream) {
-  HostBufferLease buffer(s.buffer_id, "host_buffer");
+  HostBufferLease buffer(s.buffer_id, "host_buffer", stream);
   const Matrix m = AsMatrix(y, "output");
   const uint8_t *rows = PitchedRows(s, m, offset, buffer, "the pitched rows of the output");
   Copy2D(PitchedCopy{y.data, m.row_bytes(), rows, static_cast<size_t>(s.pitch), m.row_bytes(), m.rows,
                      ACL_MEMCPY_HOST_TO_DEVICE},
          stream);
-  buffer.NoteInFlight(stream);
 }
 
 void DescCopy(KernelState &s, const TensorArg &x, const TensorArg &y, aclrtStream stream) {
@@ -286,22 +282,20 @@ void CondD2D(KernelState &, const TensorArg &x, const TensorArg &y, aclrtStream 
 }
 
 void CondD2H(KernelState &s, const TensorArg &x, const TensorArg &offset, const TensorArg &out, aclrtStream stream) {
-  HostBufferLease buffer(s.buffer_id, "host_buffer");
+  HostBufferLease buffer(s.buffer_id, "host_buffer", stream);
   const size_t n = NumBytes(x, "x");
   const size_t begin = CheckHostRange(ReadInt64(s, offset, "offset", 1)[0], n, buffer.nbytes(), "offset", "x");
   CopyWithCondition(buffer.data() + begin, buffer.nbytes() - begin, x.data, n, ACL_MEMCPY_DEVICE_TO_HOST, stream);
-  buffer.NoteInFlight(stream);
   s.host_results.assign(1, static_cast<int64_t>(n));
   WriteResults(s, out, stream);
 }
 
 void CondH2D(KernelState &s, const TensorArg &offset, const TensorArg &y, aclrtStream stream) {
-  HostBufferLease buffer(s.buffer_id, "host_buffer");
+  HostBufferLease buffer(s.buffer_id, "host_buffer", stream);
   const size_t n = NumBytes(y, "output");
   const size_t begin =
       CheckHostRange(ReadInt64(s, offset, "offset", 1)[0], n, buffer.nbytes(), "offset", "the output");
   CopyWithCondition(y.data, n, buffer.data() + begin, n, ACL_MEMCPY_HOST_TO_DEVICE, stream);
-  buffer.NoteInFlight(stream);
 }
 
 }  // namespace msmc
