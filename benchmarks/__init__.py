@@ -10,6 +10,6 @@ Modules, one job each:
 - ``baselines``: the numpy and C++ baselines over given buffers;
 - ``ms_graphs``: GRAPH_MODE cells: our primitives, MindSpore built-ins, the empty graph;
 - ``cases_runtime`` / ``cases_primitives``: what is measured, as cases of "ours" and baselines;
-- ``targets``: the issue's targets evaluated on the results;
+- ``targets``: the project's speed goals evaluated on the results;
 - ``report``: the table and the JSON;  ``plot``: the PNG (needs matplotlib).
 """

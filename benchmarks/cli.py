@@ -2,7 +2,7 @@
 
 Runs the runtime cases (ACL calls timed in C, and through ms_memcopy.runtime) and the primitive
 cases (GRAPH_MODE steps), prints a table of microseconds per call, GB/s and the ratio of our time to
-each baseline's (below 1 means faster), evaluates the issue's targets, and writes results.json,
+each baseline's (below 1 means faster), evaluates the speed goals, and writes results.json,
 results.md and bandwidth.png to --out.
 """
 import argparse
@@ -133,7 +133,7 @@ def main(argv=None):
             "machine": machine(), "versions": versions(args.only != "runtime"),
             "load_average": {"before": load_before, "after": load()},
             "timing": {"sample_s": settings.sample_s, "samples": settings.samples, "statistic": "median"}}
-    evaluated = targets.evaluate(results)
+    evaluated = targets.evaluate(results, settings.name)
     print(f"ms_memcopy bench ({settings.name}): {meta['machine']['cpu']}, {meta['machine']['cores_usable']} cores; "
           f"us = median time per call; 'x name' = our time / that baseline's time (below 1: faster)\n")
     print(report.text_table(results))
