@@ -136,6 +136,27 @@ def func(name):
 
 
 def recent_err_msg():
-    """aclGetRecentErrMsg() of the calling thread as str, or None (reading consumes it)."""
+    """aclGetRecentErrMsg() of the calling thread as str, or None.
+
+    As in CANN, reading does not clear the text, and each failure's message is put in front of the older
+    ones (new + "\n" + old).
+    """
     raw = func("aclGetRecentErrMsg")()
-    return None if raw is None else raw.decode("utf-8", errors="replace")
+    text = None if raw is None else raw.decode("utf-8", errors="replace")
+    _seen.text = text
+    return text
+
+
+_seen = threading.local()
+
+
+def new_err_msg():
+    """The part of this thread's aclGetRecentErrMsg() text added since ms_memcopy last read it on the thread
+    (after a failing call: that failure's message without the older ones), or None."""
+    previous = getattr(_seen, "text", None)
+    text = recent_err_msg()
+    if text is None or text == previous:
+        return None
+    if previous and text.endswith("\n" + previous):
+        return text[:-len(previous) - 1]
+    return text

@@ -11,10 +11,10 @@ exactly these ways:
   ``get_recent_err_msg``; ``aclhostGetSocProfile`` -> ``soc_profile``).
 * A non-zero aclError raises :class:`ms_memcopy.AclError` carrying the code,
   its header name, the C function name, the batch failIndex (when not
-  SIZE_MAX) and ``aclGetRecentErrMsg()``, which the wrapper reads on the
-  failing thread right after the call, so that message is consumed: a later
-  ``get_recent_err_msg()`` returns None. Success returns None unless the C
-  call has an output parameter.
+  SIZE_MAX) and the message this failure added to ``aclGetRecentErrMsg()``,
+  which the wrapper reads on the failing thread right after the call (the
+  text keeps older messages after it, as CANN's does; reading does not clear
+  it). Success returns None unless the C call has an output parameter.
 * Output parameters are return values: ``malloc``/``malloc_host`` return the
   pointer, ``create_stream`` the stream, ``get_device``/``get_device_count``/
   ``get_memcpy_desc_size`` the value, ``get_mem_location`` a MemLocation tuple.
@@ -85,7 +85,7 @@ def _call(api, *args, fail_index=None):
         index = None
         if fail_index is not None and fail_index.value != SIZE_MAX:
             index = fail_index.value
-        raise AclError(ret, api, index, _acl_lib.recent_err_msg())
+        raise AclError(ret, api, index, _acl_lib.new_err_msg())
 
 
 # --- initialization, devices -------------------------------------------------------------------
@@ -101,7 +101,7 @@ def finalize():
 
 
 def get_recent_err_msg():
-    """aclGetRecentErrMsg(): this thread's latest error text, or None. Reading consumes it."""
+    """aclGetRecentErrMsg(): this thread's error text (newest message first), or None. Reading does not clear it."""
     return _acl_lib.recent_err_msg()
 
 

@@ -35,7 +35,7 @@ def finalize():
 
 
 def get_recent_err_msg():
-    """err_msg = acl.get_recent_err_msg(): this thread's latest error text (consumed), or None."""
+    """err_msg = acl.get_recent_err_msg(): this thread's error text, newest message first (not cleared by reading), or None."""
     return _acl_lib.recent_err_msg()
 
 

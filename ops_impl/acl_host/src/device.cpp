@@ -9,7 +9,8 @@
 //   used by threads that never called aclrtSetDevice.
 // - aclrtResetDevice drops a reference; at zero the device's default stream is drained and destroyed
 //   (a new one comes with the next aclrtSetDevice). User streams stay valid. Resetting a device that holds
-//   no reference is a successful no-op.
+//   no reference (never set, or already reset) returns ACL_ERROR_RT_CONTEXT_RELEASE_ERROR (507007), as
+//   CANN's primary-context release.
 // - A call that needs a device when none is set (or the current one was reset to zero references)
 //   returns ACL_ERROR_RT_CONTEXT_NULL (107002).
 #include "device.h"
@@ -115,7 +116,9 @@ aclError DeviceManager::ResetDevice(const char *api, int32_t id)
         }
         const auto it = devices_.find(id);
         if (it == devices_.end() || it->second.references == 0) {
-            return ACL_SUCCESS;
+            return Fail(ACL_ERROR_RT_CONTEXT_RELEASE_ERROR, api,
+                        "device %d holds no reference to release; call aclrtSetDevice(%d) first",
+                        static_cast<int>(id), static_cast<int>(id));
         }
         if (--it->second.references == 0) {
             retired = std::move(it->second.default_stream);
@@ -161,6 +164,22 @@ aclError DeviceManager::DefaultStream(const char *api, std::shared_ptr<Stream> *
     }
     *out = devices_[id].default_stream;
     return ACL_SUCCESS;
+}
+
+}  // namespace aclhost
+
+namespace aclhost {
+
+bool DeviceManager::DefaultStreamIfSet(std::shared_ptr<Stream> *out)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    const int32_t candidate = t_current_device >= 0 ? t_current_device : process_default_;
+    const auto it = devices_.find(candidate);
+    if (candidate < 0 || it == devices_.end() || it->second.references == 0) {
+        return false;
+    }
+    *out = it->second.default_stream;
+    return true;
 }
 
 }  // namespace aclhost

@@ -28,6 +28,8 @@ public:
 
     // The default stream of CurrentDevice().
     aclError DefaultStream(const char *api, std::shared_ptr<Stream> *out);
+    // The same without a failure message: false when there is no current device.
+    bool DefaultStreamIfSet(std::shared_ptr<Stream> *out);
 
 private:
     struct DeviceState {

@@ -85,7 +85,7 @@ aclError LookupStreamHandle(const char *api, aclrtStream handle, std::shared_ptr
     }
     *out = StreamTable::Instance().FindUserStream(handle);
     if (*out == nullptr) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+        return Fail(ACL_ERROR_RT_INVALID_HANDLE, api,
                     "stream %p is not a live stream (never created by aclrtCreateStream, or already destroyed)",
                     handle);
     }
@@ -98,6 +98,32 @@ aclError UseDefaultStreamIfEmpty(const char *api, std::shared_ptr<Stream> *out)
         return ACL_SUCCESS;
     }
     return DeviceManager::Instance().DefaultStream(api, out);
+}
+
+aclError UseCurrentContext(const char *api, std::shared_ptr<Stream> *stream)
+{
+    int32_t device = -1;
+    const aclError ret = DeviceManager::Instance().CurrentDevice(api, &device);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    return UseDefaultStreamIfEmpty(api, stream);
+}
+
+aclError CheckStreamInCurrentContext(const char *api, const Stream &stream)
+{
+    int32_t device = -1;
+    const aclError ret = DeviceManager::Instance().CurrentDevice(api, &device);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    if (stream.device() != device) {
+        return Fail(ACL_ERROR_RT_STREAM_CONTEXT, api,
+                    "the stream belongs to device %d, but the calling thread's current device is %d; use a stream "
+                    "created on device %d",
+                    static_cast<int>(stream.device()), static_cast<int>(device), static_cast<int>(device));
+    }
+    return ACL_SUCCESS;
 }
 
 aclError ResolveStream(const char *api, aclrtStream handle, std::shared_ptr<Stream> *out)
