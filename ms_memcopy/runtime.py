@@ -62,9 +62,10 @@ from .errors import AclError
 
 __all__ = [
     "init", "finalize", "get_recent_err_msg", "get_soc_name",
-    "set_device", "reset_device", "get_device", "get_device_count",
+    "set_device", "reset_device", "get_device", "get_device_count", "get_run_mode", "synchronize_device",
+    "create_context", "destroy_context", "set_current_context", "get_current_context",
     "create_stream", "destroy_stream", "synchronize_stream", "synchronize_stream_with_timeout",
-    "malloc", "malloc_host", "free", "free_host",
+    "malloc", "malloc_host", "free", "free_host", "get_mem_info", "memset", "memset_async",
     "memcpy", "memcpy_async", "memcpy_async_with_condition", "memcpy2d", "memcpy2d_async",
     "get_memcpy_desc_size", "set_memcpy_desc", "memcpy_async_with_desc",
     "memcpy_batch", "memcpy_batch_async", "memcpy_batch_v2", "memcpy_batch_async_v2",
@@ -135,6 +136,44 @@ def get_device_count():
     return out.value
 
 
+def get_run_mode():
+    """aclrtGetRunMode(): ACL_DEVICE (0) or ACL_HOST (1); the host runtime reports ACL_HOST."""
+    out = ctypes.c_int()
+    _call("aclrtGetRunMode", ctypes.byref(out))
+    return out.value
+
+
+def synchronize_device():
+    """aclrtSynchronizeDevice(): blocks until every stream of the current context is done."""
+    _call("aclrtSynchronizeDevice")
+
+
+# --- contexts ----------------------------------------------------------------------------------
+
+def create_context(device_id):
+    """aclrtCreateContext(&context, deviceId): a new context (int handle), now the thread's current one."""
+    out = ctypes.c_void_p()
+    _call("aclrtCreateContext", ctypes.byref(out), cv.int32(device_id, "device_id"))
+    return out.value or 0
+
+
+def destroy_context(context):
+    """aclrtDestroyContext(context): waits for its streams and destroys them with it."""
+    _call("aclrtDestroyContext", cv.address(context, "context"))
+
+
+def set_current_context(context):
+    """aclrtSetCurrentContext(context): makes context the calling thread's current context."""
+    _call("aclrtSetCurrentContext", cv.address(context, "context"))
+
+
+def get_current_context():
+    """aclrtGetCurrentContext(): the calling thread's current context (int handle)."""
+    out = ctypes.c_void_p()
+    _call("aclrtGetCurrentContext", ctypes.byref(out))
+    return out.value or 0
+
+
 # --- streams -----------------------------------------------------------------------------------
 
 def create_stream():
@@ -183,6 +222,29 @@ def free(ptr):
 def free_host(ptr):
     """aclrtFreeHost(hostPtr)."""
     _call("aclrtFreeHost", cv.address(ptr, "ptr"))
+
+
+def get_mem_info(attr):
+    """aclrtGetMemInfo(attr, &free, &total): (free, total) bytes of the current device's memory."""
+    free_bytes, total = ctypes.c_size_t(), ctypes.c_size_t()
+    _call("aclrtGetMemInfo", cv.int32(attr, "attr"), ctypes.byref(free_bytes), ctypes.byref(total))
+    return free_bytes.value, total.value
+
+
+def memset(ptr, max_count, value, count):
+    """aclrtMemset(devPtr, maxCount, value, count): count bytes set to the low byte of value."""
+    max_count, count = cv.size(max_count, "max_count"), cv.size(count, "count")
+    _call("aclrtMemset", cv.address(ptr, "ptr", need=max_count, write=True), max_count,
+          cv.int32(value, "value"), count)
+
+
+def memset_async(ptr, max_count, value, count, stream=None):
+    """aclrtMemsetAsync(devPtr, maxCount, value, count, stream): the memset, in stream order."""
+    max_count, count = cv.size(max_count, "max_count"), cv.size(count, "count")
+    c_stream = cv.stream(stream)
+    _call("aclrtMemsetAsync", cv.address(ptr, "ptr", need=max_count, write=True), max_count,
+          cv.int32(value, "value"), count, c_stream)
+    _note_in_flight(c_stream, ptr)
 
 
 # --- copies ------------------------------------------------------------------------------------

@@ -466,7 +466,7 @@ def test_recent_error_message_is_per_thread_and_kept(acl_device):
 
     def other():
         seen["other"] = acl.get_recent_err_msg()
-        seen["other_fail"] = acl.rt.malloc(0)[1]
+        seen["other_fail"] = acl.rt.malloc(0, 0)[1]
         seen["other_msg"] = acl.get_recent_err_msg()
 
     t = threading.Thread(target=other)

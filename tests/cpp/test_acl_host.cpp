@@ -137,6 +137,16 @@ void *DeviceAlloc(size_t n)
     return p;
 }
 
+int32_t DeviceOf(void *p)
+{
+    int32_t type = -1;
+    int32_t id = -1;
+    void *base = nullptr;
+    size_t size = 0;
+    CHECK_RET(aclhostGetMemLocation(p, &type, &id, &base, &size), ACL_SUCCESS);
+    return id;
+}
+
 void *PinnedAlloc(size_t n)
 {
     void *p = nullptr;
@@ -710,7 +720,7 @@ void TestCopyErrors(aclrtStream stream)
     CHECK_RET(aclrtCreateStream(&other), ACL_SUCCESS);
     CHECK_RET(aclrtSetDevice(0), ACL_SUCCESS);
     CHECK_RET(aclrtMemcpyAsync(dev, 16, pinned, 16, ACL_MEMCPY_HOST_TO_DEVICE, other), ACL_ERROR_RT_STREAM_CONTEXT);
-    CHECK_MSG("belongs to device 1");
+    CHECK_MSG("another context (on device 1)");
     CHECK_RET(aclrtMemcpy2dAsync(dev, 16, pinned, 16, 16, 2, ACL_MEMCPY_HOST_TO_DEVICE, other),
               ACL_ERROR_RT_STREAM_CONTEXT);
     CHECK_RET(aclrtDestroyStream(other), ACL_SUCCESS);
@@ -924,6 +934,130 @@ void TestResetDevice()
     CHECK_RET(aclrtResetDevice(0), ACL_SUCCESS);
 }
 
+// Contexts are bound to devices and threads as CANN binds them.
+void TestContexts()
+{
+    aclrtContext primary = nullptr;
+    CHECK_RET(aclrtGetCurrentContext(&primary), ACL_SUCCESS);  // device 0's primary context
+    CHECK(primary != nullptr);
+    CHECK_RET(aclrtGetCurrentContext(nullptr), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtCreateContext(nullptr, 0), ACL_ERROR_INVALID_PARAM);
+    aclrtContext bad = nullptr;
+    CHECK_RET(aclrtCreateContext(&bad, 99), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_RET(aclrtDestroyContext(primary), ACL_ERROR_RT_CONTEXT_NULL);  // only aclrtResetDevice releases it
+    CHECK_MSG("primary context");
+
+    // A created context becomes the thread's current one, with its device.
+    aclrtContext ctx = nullptr;
+    CHECK_RET(aclrtCreateContext(&ctx, 1), ACL_SUCCESS);
+    aclrtContext current = nullptr;
+    CHECK_RET(aclrtGetCurrentContext(&current), ACL_SUCCESS);
+    CHECK(current == ctx && ctx != primary);
+    int32_t device = -1;
+    CHECK_RET(aclrtGetDevice(&device), ACL_SUCCESS);
+    CHECK(device == 1);
+    void *dev = DeviceAlloc(256);
+    CHECK(DeviceOf(dev) == 1);
+    void *pinned = PinnedAlloc(256);
+    Fill(pinned, 256, 70);
+    aclrtStream stream = nullptr;
+    CHECK_RET(aclrtCreateStream(&stream), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsync(dev, 256, pinned, 256, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsync(dev, 256, pinned, 256, ACL_MEMCPY_HOST_TO_DEVICE, nullptr), ACL_SUCCESS);
+    CHECK_RET(aclrtSynchronizeDevice(), ACL_SUCCESS);
+
+    // Another thread does not see this thread's context; setting it there binds it there too.
+    aclError other_get = -1;
+    aclError other_copy = -1;
+    std::thread([&] {
+        aclrtContext seen = nullptr;
+        (void)aclrtGetCurrentContext(&seen);  // the process default's primary context (host runtime)
+        other_get = aclrtSetCurrentContext(ctx);
+        other_copy = aclrtMemcpyAsync(dev, 256, pinned, 256, ACL_MEMCPY_HOST_TO_DEVICE, stream);
+        (void)aclrtSynchronizeStream(stream);
+    }).join();
+    CHECK(other_get == ACL_SUCCESS && other_copy == ACL_SUCCESS);
+
+    // Back to device 0's primary context: the stream of ctx is now a stream of another context.
+    CHECK_RET(aclrtSetCurrentContext(primary), ACL_SUCCESS);
+    CHECK_RET(aclrtGetDevice(&device), ACL_SUCCESS);
+    CHECK(device == 0);
+    CHECK_RET(aclrtMemcpyAsync(dev, 256, pinned, 256, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_ERROR_RT_STREAM_CONTEXT);
+    CHECK_RET(aclrtMemsetAsync(dev, 256, 1, 256, stream), ACL_ERROR_RT_STREAM_CONTEXT);
+    CHECK_RET(aclrtSetCurrentContext(ctx), ACL_SUCCESS);
+
+    // Destroying it destroys its streams and clears this thread's current context.
+    CHECK_RET(aclrtDestroyContext(ctx), ACL_SUCCESS);
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_ERROR_RT_INVALID_HANDLE);
+    CHECK_RET(aclrtGetCurrentContext(&current), ACL_SUCCESS);  // back to the primary context of aclrtSetDevice
+    CHECK(current == primary);
+    CHECK_RET(aclrtDestroyContext(ctx), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_RET(aclrtSetCurrentContext(ctx), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_RET(aclrtSetCurrentContext(nullptr), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtDestroyContext(nullptr), ACL_ERROR_INVALID_PARAM);
+    // A thread whose current context was destroyed elsewhere has no context (no fallback to a device).
+    aclrtContext doomed = nullptr;
+    aclError after_destroy = -1;
+    std::thread([&] {
+        (void)aclrtCreateContext(&doomed, 0);
+        std::thread([&] { (void)aclrtDestroyContext(doomed); }).join();
+        void *p = nullptr;
+        after_destroy = aclrtMalloc(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST);
+    }).join();
+    CHECK(after_destroy == ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_RET(aclrtFree(dev), ACL_SUCCESS);
+    CHECK_RET(aclrtFreeHost(pinned), ACL_SUCCESS);
+}
+
+void TestMemsetAndInfo(aclrtStream stream)
+{
+    aclrtRunMode mode = ACL_DEVICE;
+    CHECK_RET(aclrtGetRunMode(&mode), ACL_SUCCESS);
+    CHECK(mode == ACL_HOST);
+    CHECK_RET(aclrtGetRunMode(nullptr), ACL_ERROR_INVALID_PARAM);
+
+    size_t free_before = 0;
+    size_t total = 0;
+    CHECK_RET(aclrtGetMemInfo(ACL_HBM_MEM, &free_before, &total), ACL_SUCCESS);
+    CHECK(total > 0 && free_before <= total);
+    void *dev = DeviceAlloc(1 << 20);
+    size_t free_after = 0;
+    CHECK_RET(aclrtGetMemInfo(ACL_HBM_MEM, &free_after, &total), ACL_SUCCESS);
+    CHECK(free_before - free_after == (1 << 20) + 32);  // the allocation's recorded (padded) size
+    CHECK_RET(aclrtGetMemInfo(ACL_HBM_MEM, nullptr, &total), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtGetMemInfo(static_cast<aclrtMemAttr>(18), &free_after, &total), ACL_ERROR_RT_INVALID_MEMORY_TYPE);
+
+    // Memset: the low byte of value, count bytes, nothing past them.
+    std::vector<unsigned char> out(64);
+    CHECK_RET(aclrtMemset(dev, 64, 0, 64), ACL_SUCCESS);
+    CHECK_RET(aclrtMemset(dev, 64, 0x1AB, 32), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy(out.data(), 64, dev, 64, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(out[0] == 0xAB && out[31] == 0xAB && out[32] == 0 && out[63] == 0);
+    CHECK_RET(aclrtMemset(dev, 16, 1, 32), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_MSG("count 32 exceeds maxCount 16");
+    CHECK_RET(aclrtMemset(nullptr, 16, 1, 16), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtMemset(nullptr, 16, 1, 0), ACL_SUCCESS);  // count 0 first
+    CHECK_RET(aclrtMemset(out.data(), 64, 1, 64), ACL_ERROR_RT_PARAM_INVALID);  // pageable memory
+    CHECK_RET(aclrtMemset(static_cast<char *>(dev) + (1 << 20), 64, 1, 64), ACL_ERROR_RT_PARAM_INVALID);  // past the end
+
+    Gate gate;
+    CHECK_RET(aclhostLaunchHostFunc(stream, Gate::Wait, &gate), ACL_SUCCESS);
+    CHECK_RET(aclrtMemsetAsync(dev, 64, 7, 64, stream), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy(out.data(), 64, dev, 64, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(out[0] == 0xAB);  // not run yet: the stream is held
+    gate.Open();
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy(out.data(), 64, dev, 64, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(out == std::vector<unsigned char>(64, 7));
+    CHECK_RET(aclrtMemsetAsync(dev, 64, 9, 64, nullptr), ACL_SUCCESS);  // the default stream
+    CHECK_RET(aclrtSynchronizeDevice(), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy(out.data(), 64, dev, 64, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(out == std::vector<unsigned char>(64, 9));
+    CHECK_RET(aclrtMemsetAsync(dev, 8, 9, 64, stream), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_RET(aclrtMemsetAsync(dev, 64, 9, 64, reinterpret_cast<aclrtStream>(0x4321)), ACL_ERROR_RT_INVALID_HANDLE);
+    CHECK_RET(aclrtFree(dev), ACL_SUCCESS);
+}
+
 }  // namespace
 
 int main()
@@ -942,7 +1076,9 @@ int main()
     TestDescriptor(stream);
     TestCopyErrors(stream);
     TestFrameworkRegistration(stream);
+    TestMemsetAndInfo(stream);
     CHECK_RET(aclrtDestroyStream(stream), ACL_SUCCESS);
+    TestContexts();
     TestStreams();
     TestThreads();
     TestResetDevice();

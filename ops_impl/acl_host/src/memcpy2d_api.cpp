@@ -156,11 +156,13 @@ aclError UseNullStream(const char *api, std::shared_ptr<Stream> *stream)
                     "aclrtCreateStream",
                     soc->name);
     }
-    if (!DeviceManager::Instance().DefaultStreamIfSet(stream)) {
+    CurrentContextInfo context;
+    if (!DeviceManager::Instance().CurrentIfSet(&context)) {
         return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
                     "stream is NULL and no device is set, so there is no default stream; call aclrtSetDevice "
                     "first or pass a stream from aclrtCreateStream");
     }
+    *stream = std::move(context.default_stream);
     return ACL_SUCCESS;
 }
 

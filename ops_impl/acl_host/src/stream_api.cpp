@@ -2,8 +2,8 @@
 // aclhostLaunchHostFunc.
 //
 // Host-runtime choices (documented in docs/host_runtime.md):
-// - A stream belongs to the device current at creation (ACL_ERROR_RT_CONTEXT_NULL without one); its worker
-//   thread starts with the first task.
+// - A stream belongs to the context current at creation (ACL_ERROR_RT_CONTEXT_NULL without one); its
+//   worker thread starts with the first task.
 // - An unknown or destroyed handle is ACL_ERROR_RT_INVALID_HANDLE (107017, as CANN's handle guard); handles
 //   are never reused.
 // - aclrtDestroyStream waits for the stream's pending tasks, then destroys it.
@@ -34,12 +34,12 @@ extern "C" aclError aclrtCreateStream(aclrtStream *stream)
         if (stream == nullptr) {
             return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a pointer to receive the handle");
         }
-        int32_t device = -1;
-        const aclError ret = aclhost::DeviceManager::Instance().CurrentDevice(api, &device);
+        aclhost::CurrentContextInfo context;
+        const aclError ret = aclhost::DeviceManager::Instance().Current(api, &context);
         if (ret != ACL_SUCCESS) {
             return ret;
         }
-        *stream = StreamTable::Instance().AddUserStream(std::make_shared<Stream>(device));
+        *stream = StreamTable::Instance().AddUserStream(std::make_shared<Stream>(context.device, context.id));
         return ACL_SUCCESS;
     });
 }

@@ -28,6 +28,9 @@ public:
     void RemoveDefaultStream(const Stream *stream);
 
     std::vector<std::shared_ptr<Stream>> AllStreams() const;
+    // The user streams of one context (aclrtSynchronizeDevice), and their removal (aclrtDestroyContext).
+    std::vector<std::shared_ptr<Stream>> StreamsOfContext(uint64_t context) const;
+    std::vector<std::shared_ptr<Stream>> RemoveStreamsOfContext(uint64_t context);
 
 private:
     StreamTable() = default;
@@ -50,7 +53,8 @@ aclError UseDefaultStreamIfEmpty(const char *api, std::shared_ptr<Stream> *out);
 aclError UseCurrentContext(const char *api, std::shared_ptr<Stream> *stream);
 
 // ACL_ERROR_RT_STREAM_CONTEXT (107003) when the stream belongs to another context than the calling
-// thread's (CANN checks this where a copy is put on the stream: aclrtMemcpyAsync, aclrtMemcpy2dAsync).
+// thread's (CANN checks this where a task is put on the stream: aclrtMemcpyAsync, aclrtMemcpy2dAsync,
+// aclrtMemsetAsync); ACL_ERROR_RT_CONTEXT_NULL without a current context.
 aclError CheckStreamInCurrentContext(const char *api, const Stream &stream);
 
 // LookupStreamHandle followed by UseDefaultStreamIfEmpty.
