@@ -16,8 +16,10 @@ exactly these ways:
   text keeps older messages after it, as CANN's does; reading does not clear
   it). Success returns None unless the C call has an output parameter.
 * Output parameters are return values: ``malloc``/``malloc_host`` return the
-  pointer, ``create_stream`` the stream, ``get_device``/``get_device_count``/
-  ``get_memcpy_desc_size`` the value, ``get_mem_location`` a MemLocation tuple.
+  pointer, ``create_stream`` the stream, ``create_context``/``get_current_context``
+  the context, ``get_device``/``get_device_count``/``get_run_mode``/
+  ``get_memcpy_desc_size`` the value, ``get_mem_info`` ``(free, total)``,
+  ``get_mem_location`` a MemLocation tuple.
 * Pointer arguments accept an int address, a C-contiguous numpy array (its
   data pointer; a non-contiguous array is a TypeError) or any object with an
   integer ``ptr`` attribute; None and 0 are NULL. When the buffer's size is
