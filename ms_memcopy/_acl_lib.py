@@ -160,12 +160,17 @@ _seen = threading.local()
 
 
 def new_err_msg():
-    """The part of this thread's aclGetRecentErrMsg() text added since ms_memcopy last read it on the thread
-    (after a failing call: that failure's message without the older ones), or None."""
+    """After a failing call: the part of this thread's aclGetRecentErrMsg() text added since ms_memcopy last
+    read it on the thread (that failure's message without the older ones), or None."""
     previous = getattr(_seen, "text", None)
     text = recent_err_msg()
-    if text is None or text == previous:
+    if text is None:
         return None
-    if previous and text.endswith("\n" + previous):
-        return text[:-len(previous) - 1]
+    if previous:
+        # text is new + "\n" + previous, with previous's oldest end cut when the runtime bounds the text.
+        end = text.find("\n")
+        while end >= 0:
+            if previous.startswith(text[end + 1:]):
+                return text[:end]
+            end = text.find("\n", end + 1)
     return text

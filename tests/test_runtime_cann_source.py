@@ -192,3 +192,23 @@ def test_sync_memcpy2d_between_device_buffers(acl_res, kind, expected):
     dst = acl_res.upload(np.zeros(64, np.uint8))
     assert code(rt.memcpy2d, dst, 16, src, 16, 16, 4, kind) == expected
     assert not acl_res.download(dst, 64).any()
+
+
+def test_error_text_is_bounded_and_error_messages_stay_short(acl_device):
+    """The runtime keeps at most 64 KiB of text (oldest messages dropped); AclError.message stays the newest
+    message even once older ones are being dropped."""
+    seen = {}
+
+    def thread():
+        for i in range(1200):  # about 100 bytes per message: well past the bound
+            with pytest.raises(errors.AclError) as info:
+                rt.malloc(0)
+        seen["message"] = info.value.message
+        seen["text"] = rt.get_recent_err_msg()
+
+    t = threading.Thread(target=thread)
+    t.start()
+    t.join()
+    assert seen["message"].startswith("aclrtMalloc: size is 0") and "\n" not in seen["message"]
+    assert 60 * 1024 < len(seen["text"].encode()) <= 64 * 1024
+    assert seen["text"].split("\n")[-1].startswith("aclrtMalloc: ")  # whole messages are dropped
