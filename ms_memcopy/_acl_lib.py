@@ -47,6 +47,12 @@ PROTOTYPES = {
     "aclrtResetDevice": (aclError, [c_int32]),
     "aclrtGetDevice": (aclError, [POINTER(c_int32)]),
     "aclrtGetDeviceCount": (aclError, [POINTER(c_uint32)]),
+    "aclrtGetRunMode": (aclError, [POINTER(c_int)]),
+    "aclrtSynchronizeDevice": (aclError, []),
+    "aclrtCreateContext": (aclError, [_p_ptr, c_int32]),
+    "aclrtDestroyContext": (aclError, [c_void_p]),
+    "aclrtSetCurrentContext": (aclError, [c_void_p]),
+    "aclrtGetCurrentContext": (aclError, [_p_ptr]),
     "aclrtCreateStream": (aclError, [_p_ptr]),
     "aclrtDestroyStream": (aclError, [_stream]),
     "aclrtSynchronizeStream": (aclError, [_stream]),
@@ -55,6 +61,9 @@ PROTOTYPES = {
     "aclrtMallocHost": (aclError, [_p_ptr, c_size_t]),
     "aclrtFree": (aclError, [c_void_p]),
     "aclrtFreeHost": (aclError, [c_void_p]),
+    "aclrtGetMemInfo": (aclError, [c_int, _p_size, _p_size]),
+    "aclrtMemset": (aclError, [c_void_p, c_size_t, c_int32, c_size_t]),
+    "aclrtMemsetAsync": (aclError, [c_void_p, c_size_t, c_int32, c_size_t, _stream]),
     "aclrtMemcpy": (aclError, [c_void_p, c_size_t, c_void_p, c_size_t, _kind]),
     "aclrtMemcpyAsync": (aclError, [c_void_p, c_size_t, c_void_p, c_size_t, _kind, _stream]),
     "aclrtMemcpyAsyncWithCondition": (aclError, [c_void_p, c_size_t, c_void_p, c_size_t, _kind, _stream]),
@@ -136,6 +145,32 @@ def func(name):
 
 
 def recent_err_msg():
-    """aclGetRecentErrMsg() of the calling thread as str, or None (reading consumes it)."""
+    """aclGetRecentErrMsg() of the calling thread as str, or None.
+
+    As in CANN, reading does not clear the text, and each failure's message is put in front of the older
+    ones (new + "\n" + old).
+    """
     raw = func("aclGetRecentErrMsg")()
-    return None if raw is None else raw.decode("utf-8", errors="replace")
+    text = None if raw is None else raw.decode("utf-8", errors="replace")
+    _seen.text = text
+    return text
+
+
+_seen = threading.local()
+
+
+def new_err_msg():
+    """After a failing call: the part of this thread's aclGetRecentErrMsg() text added since ms_memcopy last
+    read it on the thread (that failure's message without the older ones), or None."""
+    previous = getattr(_seen, "text", None)
+    text = recent_err_msg()
+    if text is None:
+        return None
+    if previous:
+        # text is new + "\n" + previous, with previous's oldest end cut when the runtime bounds the text.
+        end = text.find("\n")
+        while end >= 0:
+            if previous.startswith(text[end + 1:]):
+                return text[:end]
+            end = text.find("\n", end + 1)
+    return text

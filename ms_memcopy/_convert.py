@@ -54,6 +54,44 @@ def uint32(value, name):
     return v
 
 
+def pyacl_int(value, name):
+    """A pyACL pointer, size or stream argument: a Python int, as pyACL's binding takes them.
+
+    numpy integers, numpy arrays, None and every other type are a TypeError (bool too).
+    """
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not {_type_name(value)}")
+    return int(value)
+
+
+def pyacl_size(value, name):
+    """A pyACL size_t argument: a Python int in [0, SIZE_MAX]."""
+    v = pyacl_int(value, name)
+    if not 0 <= v <= SIZE_MAX:
+        raise ValueError(f"{name} must be in [0, {SIZE_MAX}], got {v}")
+    return v
+
+
+def pyacl_address(value, name):
+    """A pyACL pointer argument: a Python int address (0 is NULL)."""
+    v = pyacl_int(value, name)
+    if not 0 <= v <= SIZE_MAX:
+        raise ValueError(f"{name} must be an address in [0, {SIZE_MAX}], got {v}")
+    return v
+
+
+def pyacl_stream(value, name="stream"):
+    """A pyACL aclrtStream argument: a Python int handle (0 is the NULL stream)."""
+    return pyacl_address(value, name) or None
+
+
+def pyacl_list(value, name):
+    """A pyACL list argument: a Python list (its length is the C count)."""
+    if not isinstance(value, list):
+        raise TypeError(f"{name} must be a list, not {_type_name(value)}")
+    return value
+
+
 def _ndarray_type():
     np = sys.modules.get("numpy")  # an ndarray cannot exist unless numpy is imported
     return None if np is None else np.ndarray

@@ -28,8 +28,9 @@ class AclError(RuntimeError):
         api: the C function that failed, e.g. ``"aclrtMemcpyAsync"`` (or None).
         fail_index: for batch copies, the index of the copy at fault; None when
             the call has no failIndex or the runtime reported SIZE_MAX.
-        message: the runtime's aclGetRecentErrMsg() text read right after the
-            failure on the failing thread, or None.
+        message: the message the failure added to the runtime's
+            aclGetRecentErrMsg() text, read right after it on the failing
+            thread, or None.
     """
 
     def __init__(self, code, api=None, fail_index=None, message=None):

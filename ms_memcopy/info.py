@@ -42,6 +42,8 @@ def report():
             lines.append(f"  supported: {_ALWAYS}")
             for key, calls in _GATED_CALLS.items():
                 lines.append(f"  {'supported' if profile[key] else 'NOT supported (207000)'}: {calls}")
+            if not profile["memcpy2d_null_stream"]:
+                lines.append("  aclrtMemcpy2dAsync needs a stream: the NULL stream is 107000 on this SoC")
             if profile["memcpy_desc"]:
                 lines.append(f"  memcpy descriptor size: {profile['memcpy_desc_size']} bytes")
     else:

@@ -11,13 +11,15 @@ exactly these ways:
   ``get_recent_err_msg``; ``aclhostGetSocProfile`` -> ``soc_profile``).
 * A non-zero aclError raises :class:`ms_memcopy.AclError` carrying the code,
   its header name, the C function name, the batch failIndex (when not
-  SIZE_MAX) and ``aclGetRecentErrMsg()``, which the wrapper reads on the
-  failing thread right after the call, so that message is consumed: a later
-  ``get_recent_err_msg()`` returns None. Success returns None unless the C
-  call has an output parameter.
+  SIZE_MAX) and the message this failure added to ``aclGetRecentErrMsg()``,
+  which the wrapper reads on the failing thread right after the call (the
+  text keeps older messages after it, as CANN's does; reading does not clear
+  it). Success returns None unless the C call has an output parameter.
 * Output parameters are return values: ``malloc``/``malloc_host`` return the
-  pointer, ``create_stream`` the stream, ``get_device``/``get_device_count``/
-  ``get_memcpy_desc_size`` the value, ``get_mem_location`` a MemLocation tuple.
+  pointer, ``create_stream`` the stream, ``create_context``/``get_current_context``
+  the context, ``get_device``/``get_device_count``/``get_run_mode``/
+  ``get_memcpy_desc_size`` the value, ``get_mem_info`` ``(free, total)``,
+  ``get_mem_location`` a MemLocation tuple.
 * Pointer arguments accept an int address, a C-contiguous numpy array (its
   data pointer; a non-contiguous array is a TypeError) or any object with an
   integer ``ptr`` attribute; None and 0 are NULL. When the buffer's size is
@@ -62,9 +64,10 @@ from .errors import AclError
 
 __all__ = [
     "init", "finalize", "get_recent_err_msg", "get_soc_name",
-    "set_device", "reset_device", "get_device", "get_device_count",
+    "set_device", "reset_device", "get_device", "get_device_count", "get_run_mode", "synchronize_device",
+    "create_context", "destroy_context", "set_current_context", "get_current_context",
     "create_stream", "destroy_stream", "synchronize_stream", "synchronize_stream_with_timeout",
-    "malloc", "malloc_host", "free", "free_host",
+    "malloc", "malloc_host", "free", "free_host", "get_mem_info", "memset", "memset_async",
     "memcpy", "memcpy_async", "memcpy_async_with_condition", "memcpy2d", "memcpy2d_async",
     "get_memcpy_desc_size", "set_memcpy_desc", "memcpy_async_with_desc",
     "memcpy_batch", "memcpy_batch_async", "memcpy_batch_v2", "memcpy_batch_async_v2",
@@ -85,7 +88,7 @@ def _call(api, *args, fail_index=None):
         index = None
         if fail_index is not None and fail_index.value != SIZE_MAX:
             index = fail_index.value
-        raise AclError(ret, api, index, _acl_lib.recent_err_msg())
+        raise AclError(ret, api, index, _acl_lib.new_err_msg())
 
 
 # --- initialization, devices -------------------------------------------------------------------
@@ -101,7 +104,7 @@ def finalize():
 
 
 def get_recent_err_msg():
-    """aclGetRecentErrMsg(): this thread's latest error text, or None. Reading consumes it."""
+    """aclGetRecentErrMsg(): this thread's error text (newest message first), or None. Reading does not clear it."""
     return _acl_lib.recent_err_msg()
 
 
@@ -133,6 +136,44 @@ def get_device_count():
     out = ctypes.c_uint32()
     _call("aclrtGetDeviceCount", ctypes.byref(out))
     return out.value
+
+
+def get_run_mode():
+    """aclrtGetRunMode(): ACL_DEVICE (0) or ACL_HOST (1); the host runtime reports ACL_HOST."""
+    out = ctypes.c_int()
+    _call("aclrtGetRunMode", ctypes.byref(out))
+    return out.value
+
+
+def synchronize_device():
+    """aclrtSynchronizeDevice(): blocks until every stream of the current context is done."""
+    _call("aclrtSynchronizeDevice")
+
+
+# --- contexts ----------------------------------------------------------------------------------
+
+def create_context(device_id):
+    """aclrtCreateContext(&context, deviceId): a new context (int handle), now the thread's current one."""
+    out = ctypes.c_void_p()
+    _call("aclrtCreateContext", ctypes.byref(out), cv.int32(device_id, "device_id"))
+    return out.value or 0
+
+
+def destroy_context(context):
+    """aclrtDestroyContext(context): waits for its streams and destroys them with it."""
+    _call("aclrtDestroyContext", cv.address(context, "context"))
+
+
+def set_current_context(context):
+    """aclrtSetCurrentContext(context): makes context the calling thread's current context."""
+    _call("aclrtSetCurrentContext", cv.address(context, "context"))
+
+
+def get_current_context():
+    """aclrtGetCurrentContext(): the calling thread's current context (int handle)."""
+    out = ctypes.c_void_p()
+    _call("aclrtGetCurrentContext", ctypes.byref(out))
+    return out.value or 0
 
 
 # --- streams -----------------------------------------------------------------------------------
@@ -183,6 +224,29 @@ def free(ptr):
 def free_host(ptr):
     """aclrtFreeHost(hostPtr)."""
     _call("aclrtFreeHost", cv.address(ptr, "ptr"))
+
+
+def get_mem_info(attr):
+    """aclrtGetMemInfo(attr, &free, &total): (free, total) bytes of the current device's memory."""
+    free_bytes, total = ctypes.c_size_t(), ctypes.c_size_t()
+    _call("aclrtGetMemInfo", cv.int32(attr, "attr"), ctypes.byref(free_bytes), ctypes.byref(total))
+    return free_bytes.value, total.value
+
+
+def memset(ptr, max_count, value, count):
+    """aclrtMemset(devPtr, maxCount, value, count): count bytes set to the low byte of value."""
+    max_count, count = cv.size(max_count, "max_count"), cv.size(count, "count")
+    _call("aclrtMemset", cv.address(ptr, "ptr", need=max_count, write=True), max_count,
+          cv.int32(value, "value"), count)
+
+
+def memset_async(ptr, max_count, value, count, stream=None):
+    """aclrtMemsetAsync(devPtr, maxCount, value, count, stream): the memset, in stream order."""
+    max_count, count = cv.size(max_count, "max_count"), cv.size(count, "count")
+    c_stream = cv.stream(stream)
+    _call("aclrtMemsetAsync", cv.address(ptr, "ptr", need=max_count, write=True), max_count,
+          cv.int32(value, "value"), count, c_stream)
+    _note_in_flight(c_stream, ptr)
 
 
 # --- copies ------------------------------------------------------------------------------------

@@ -8,9 +8,15 @@ import pytest
 
 import ms_memcopy.acl as acl
 from ms_memcopy import _acl_lib
+from ms_memcopy import acl_constants as C
 
 INVALID_PARAM = 100000
 RT_PARAM_INVALID = 107000
+RT_CONTEXT_NULL = 107002
+RT_STREAM_CONTEXT = 107003
+RT_INVALID_MEMORY_TYPE = 107016
+RT_INVALID_HANDLE = 107017
+SIZE_MAX = 2**64 - 1
 
 PYACL_SCRIPT = r'''
 import numpy as np
@@ -80,8 +86,8 @@ assert (result == data).all()
 
 attr = {"dst_loc": {"id": 0, "type": 0}, "src_loc": {"id": 0, "type": 1}}
 np_out2 = np.zeros(1024, dtype=np.float32)
-fail_index, ret = acl.rt.memcpy_batch_async([acl.util.numpy_to_ptr(np_out2)], [size], [dev_ptr2], [size], 1,
-                                            [attr], [0], 1, stream)
+fail_index, ret = acl.rt.memcpy_batch_async([acl.util.numpy_to_ptr(np_out2)], [size], [dev_ptr2], [size],
+                                            [attr], [0], stream)
 check_ret("acl.rt.memcpy_batch_async", ret)
 ret = acl.rt.synchronize_stream(stream)
 assert (np_out2 == data).all()
@@ -115,11 +121,11 @@ def test_value_and_ret_tuples(acl_device):
     assert ret == 0 and count >= 2
     stream, ret = acl.rt.create_stream()
     assert ret == 0 and isinstance(stream, int) and stream != 0
-    ptr, ret = acl.rt.malloc(64, acl.ACL_MEM_MALLOC_HUGE_FIRST)
+    ptr, ret = acl.rt.malloc(64, C.ACL_MEM_MALLOC_HUGE_FIRST)
     assert ret == 0 and isinstance(ptr, int) and ptr % 64 == 0
     host, ret = acl.rt.malloc_host(64)
     assert ret == 0 and isinstance(host, int) and host % 64 == 0
-    size, ret = acl.rt.get_memcpy_desc_size(acl.ACL_MEMCPY_INNER_DEVICE_TO_DEVICE)
+    size, ret = acl.rt.get_memcpy_desc_size(C.ACL_MEMCPY_INNER_DEVICE_TO_DEVICE)
     assert (size, ret) == (32, 0)  # the default profile (Ascend910B)
     assert acl.rt.synchronize_stream_with_timeout(stream, -1) == 0
     assert (acl.rt.free(ptr), acl.rt.free_host(host), acl.rt.destroy_stream(stream)) == (0, 0, 0)
@@ -132,35 +138,47 @@ def test_acl_failures_return_codes_and_never_raise(acl_device):
     assert acl.rt.malloc_host(0) == (0, INVALID_PARAM)
     assert acl.rt.get_memcpy_desc_size(8)[1] == INVALID_PARAM
     assert acl.rt.set_device(10**6) == 107001
-    assert acl.rt.memcpy(0, 16, 0, 16, acl.ACL_MEMCPY_HOST_TO_DEVICE) == INVALID_PARAM
+    assert acl.rt.memcpy(0, 16, 0, 16, C.ACL_MEMCPY_HOST_TO_DEVICE) == INVALID_PARAM
     assert acl.rt.memcpy_async_with_desc(0, 6, 0) == INVALID_PARAM
     assert acl.rt.destroy_stream(0) == INVALID_PARAM
     msg = acl.get_recent_err_msg()
-    assert isinstance(msg, str) and msg
-    assert acl.get_recent_err_msg() is None
+    assert isinstance(msg, str) and msg.startswith("aclrtDestroyStream")
+    assert acl.get_recent_err_msg() == msg
 
 
 def test_batch_returns_fail_index_and_ret(acl_res):
+    """The project's batch extension in pyACL's list convention: the counts are the list lengths."""
     stream = acl_res.stream()
     dsts = [acl_res.device(64) for _ in range(3)]
-    srcs = [np.full(64, i, np.uint8) for i in range(3)]
-    attr = {"dst_loc": {"id": 0, "type": acl.ACL_MEM_LOCATION_TYPE_DEVICE},
-            "src_loc": {"id": 0, "type": acl.ACL_MEM_LOCATION_TYPE_HOST}}
-    args = (dsts, [64] * 3, srcs, [64, 64, 0], 3, [attr], [0], 1)
+    sources = [np.full(64, i, np.uint8) for i in range(3)]
+    srcs = [acl.util.numpy_to_ptr(a) for a in sources]
+    attr = {"dst_loc": {"id": 0, "type": C.ACL_MEM_LOCATION_TYPE_DEVICE},
+            "src_loc": {"id": 0, "type": C.ACL_MEM_LOCATION_TYPE_HOST}}
+    args = (dsts, [64] * 3, srcs, [64, 64, 0], [attr], [0])
     assert acl.rt.memcpy_batch_async(*args, stream) == (2, RT_PARAM_INVALID)
     assert acl.rt.memcpy_batch(*args) == (2, RT_PARAM_INVALID)
-    assert acl.rt.memcpy_batch(dsts, [64] * 3, srcs, [64] * 3, 3, [attr], [0], 1) == (acl.SIZE_MAX, 0)
+    assert acl.rt.memcpy_batch(dsts, [64] * 3, srcs, [64] * 3, [attr], [0]) == (SIZE_MAX, 0)
     # ACL-layer errors leave fail_index at its initial SIZE_MAX
-    assert acl.rt.memcpy_batch(dsts, [1] * 3, srcs, [64] * 3, 3, [attr], [0], 1) == (acl.SIZE_MAX, INVALID_PARAM)
-    assert acl.rt.memcpy_batch(None, None, None, [0, 0], 2, None, None, 0) == (acl.SIZE_MAX, 0)
-    assert acl.rt.memcpy_batch_v2(dsts, [64] * 3, srcs, [64] * 3, 3, [attr], [0], 1) == 0
-    assert acl.rt.memcpy_batch_async_v2(dsts, [64] * 3, srcs, [64, 0, 64], 3, [attr], [0], 1, stream) == \
-        RT_PARAM_INVALID
-    # lists longer than their count: only the first num_* entries are passed
-    assert acl.rt.memcpy_batch(dsts + [0], [64] * 4, srcs + [None], [64] * 4, 3, [attr, "unused"], [0, 5], 1) == \
-        (acl.SIZE_MAX, 0)
+    assert acl.rt.memcpy_batch(dsts, [1] * 3, srcs, [64] * 3, [attr], [0]) == (SIZE_MAX, INVALID_PARAM)
+    assert acl.rt.memcpy_batch([], [], [], [], [], []) == (SIZE_MAX, INVALID_PARAM)  # numBatches 0
+    assert acl.rt.memcpy_batch_v2(dsts, [64] * 3, srcs, [64] * 3, [attr], [0]) == 0
+    assert acl.rt.memcpy_batch_async_v2(dsts, [64] * 3, srcs, [64, 0, 64], [attr], [0], stream) == RT_PARAM_INVALID
     for i, dst in enumerate(dsts):
         assert (acl_res.download(dst, 64) == i).all()
+
+
+@pytest.mark.parametrize("lists", [
+    ([1], [64, 64], [1], [64], [{}], [0]),        # dest_maxs longer than dsts
+    ([1, 2], [64, 64], [1, 2], [64], [{}], [0]),  # sizes shorter
+    ([1], [64], [1], [64], [{}, {}], [0]),        # attrs longer than attrs_indexes
+])
+def test_batch_lists_of_different_lengths_are_invalid_param(acl_res, lists):
+    dst = acl_res.upload(np.zeros(64, np.uint8))
+    lists = ([dst] * len(lists[0]),) + lists[1:]
+    assert acl.rt.memcpy_batch(*lists) == (SIZE_MAX, INVALID_PARAM)
+    assert acl.rt.memcpy_batch_async(*lists, 0) == (SIZE_MAX, INVALID_PARAM)
+    assert acl.rt.memcpy_batch_v2(*lists) == INVALID_PARAM
+    assert not acl_res.download(dst, 64).any()
 
 
 def test_set_memcpy_desc_returns_the_descriptor(acl_res):
@@ -178,10 +196,34 @@ def test_set_memcpy_desc_returns_the_descriptor(acl_res):
     lambda: acl.rt.memcpy(0, 16, 0, 16, "h2d"),
     lambda: acl.rt.create_stream(1),
     lambda: acl.rt.memcpy_async(0, 16, 0, 16, 1, "stream"),
-    lambda: acl.rt.memcpy_batch(0, [1], [0], [1], 1, [{}], [0], 1),
-    lambda: acl.rt.memcpy_batch([0], [1], [0], [1], 1, [42], [0], 1),
+    lambda: acl.rt.memcpy_batch(0, [1], [0], [1], [{}], [0]),
+    lambda: acl.rt.memcpy_batch((0,), (1,), (0,), (1,), [{}], [0]),  # lists, not tuples
+    lambda: acl.rt.memcpy_batch([0], [1], [0], [1], [42], [0]),
     lambda: acl.util.numpy_to_ptr([1, 2, 3]),
     lambda: acl.util.ptr_to_numpy(0, (4,), object()),
+    # pointers, sizes and streams are Python ints: numpy integers, arrays and None are a TypeError
+    lambda: acl.rt.free(np.int64(0)),
+    lambda: acl.rt.free(None),
+    lambda: acl.rt.memcpy(np.zeros(16, np.uint8), 16, 0, 16, 1),
+    lambda: acl.rt.memcpy(0, np.uint64(16), 0, 16, 1),
+    lambda: acl.rt.malloc(np.int32(64), 0),
+    lambda: acl.rt.memcpy_async(0, 16, 0, 16, 1, None),
+    lambda: acl.rt.synchronize_stream(np.int64(1)),
+    lambda: acl.rt.memset(None, 16, 0, 16),
+    lambda: acl.rt.memset_async(0, 16, 0, 16, None),
+    lambda: acl.rt.memcpy_batch([np.int64(1)], [1], [1], [1], [{}], [0]),
+    lambda: acl.util.ptr_to_bytes(np.int64(1), 1),
+    # every argument is required
+    lambda: acl.rt.malloc(64),
+    lambda: acl.rt.set_memcpy_desc(0, 6, 0, 0, 64),
+    lambda: acl.rt.memcpy_async(0, 16, 0, 16, 1),
+    # positional only
+    lambda: acl.rt.malloc(size=64, policy=0),
+    lambda: acl.rt.set_device(device_id=0),
+    lambda: acl.util.ptr_to_bytes(ptr=0, size=0),
+    # init takes an optional str
+    lambda: acl.init(b"acl.json"),
+    lambda: acl.init(None),
 ])
 def test_misuse_is_type_error(acl_device, call):
     with pytest.raises(TypeError):
@@ -192,13 +234,19 @@ def test_misuse_is_type_error(acl_device, call):
     (lambda: acl.rt.malloc(-1, 0), "size"),
     (lambda: acl.rt.memcpy(0, -16, 0, 16, 1), "dest_max"),
     (lambda: acl.rt.memcpy(0, 16, 0, 16, 2**40), "kind"),
-    (lambda: acl.rt.memcpy_batch([0], [1], [0], [1], 2, None, None, 0), "dest_maxs"),
-    (lambda: acl.rt.memcpy_batch([0, 0], [1, 1], [0, 0], [1, 1], 2, [], [], 1), "attrs"),
     (lambda: acl.rt.set_device(2**31), "device_id"),
+    (lambda: acl.rt.memset(0, 2**64, 0, 16), "max_count"),
+    (lambda: acl.util.ptr_to_bytes(1, 2**63), "2\\*\\*63"),
+    (lambda: acl.util.ptr_to_bytes(1, 2**64 - 1), "2\\*\\*63"),
 ])
 def test_misuse_is_value_error_naming_the_argument(acl_device, call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_acl_has_no_constants_and_the_constants_module_has_them():
+    assert not [name for name in dir(acl) if name.startswith("ACL_")]
+    assert (C.ACL_HOST, C.ACL_DEVICE, C.ACL_HBM_MEM, C.ACL_MEM_P2P_HUGE1G) == (1, 0, 1, 17)
 
 
 # --- acl.util ------------------------------------------------------------------------------------------
@@ -262,12 +310,12 @@ def test_bytes_and_pointers():
 def test_pyacl_layer_copies_through_util_pointers(acl_res):
     data = np.random.default_rng(80).integers(0, 2**31, 256).astype(np.int32)
     size = data.nbytes
-    dev, ret = acl.rt.malloc(size, acl.ACL_MEM_MALLOC_HUGE_FIRST)
+    dev, ret = acl.rt.malloc(size, C.ACL_MEM_MALLOC_HUGE_FIRST)
     assert ret == 0
     try:
-        assert acl.rt.memcpy(dev, size, acl.util.numpy_to_ptr(data), size, acl.ACL_MEMCPY_HOST_TO_DEVICE) == 0
+        assert acl.rt.memcpy(dev, size, acl.util.numpy_to_ptr(data), size, C.ACL_MEMCPY_HOST_TO_DEVICE) == 0
         out = np.zeros_like(data)
-        assert acl.rt.memcpy(acl.util.numpy_to_ptr(out), size, dev, size, acl.ACL_MEMCPY_DEVICE_TO_HOST) == 0
+        assert acl.rt.memcpy(acl.util.numpy_to_ptr(out), size, dev, size, C.ACL_MEMCPY_DEVICE_TO_HOST) == 0
         np.testing.assert_array_equal(out, data)
     finally:
         assert acl.rt.free(dev) == 0
@@ -277,4 +325,128 @@ def test_missing_library_function_is_named(monkeypatch):
     _acl_lib.lib()
     monkeypatch.delitem(_acl_lib._functions, "aclrtMemcpyBatchV2")
     with pytest.raises(NotImplementedError, match="aclrtMemcpyBatchV2"):
-        acl.rt.memcpy_batch_v2([0], [1], [0], [0], 1, None, None, 0)
+        acl.rt.memcpy_batch_v2([1], [1], [1], [0], [], [])
+
+
+# --- the calls real pyACL scripts need: contexts, run mode, device sync, memory info, memset -----------
+
+def test_pyacl_memory_sample_runs(run_python):
+    """examples/pyacl_memory_sample.py: written as the Ascend memory samples, with `import ms_memcopy.acl as acl`."""
+    from pathlib import Path
+
+    sample = Path(__file__).resolve().parents[1] / "examples" / "pyacl_memory_sample.py"
+    result = run_python(sample.read_text())
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.rstrip().endswith("pyacl memory sample: PASS")
+    assert "free 0 ->" not in result.stdout
+
+
+CONTEXT_SCRIPT = r'''
+import json, threading
+import ms_memcopy.acl as acl
+out = {}
+out["get_before"] = acl.rt.get_context()[1]
+out["create_bad_device"] = acl.rt.create_context(99)[1]
+out["set_device"] = acl.rt.set_device(0)
+primary, out["get_primary"] = acl.rt.get_context()
+ctx, out["create"] = acl.rt.create_context(1)
+cur, _ = acl.rt.get_context()
+out["current_is_new"] = cur == ctx and ctx != primary and ctx != 0
+out["device_in_ctx"] = acl.rt.get_device()
+stream, _ = acl.rt.create_stream()
+dev, _ = acl.rt.malloc(64, 0)
+host, _ = acl.rt.malloc_host(64)
+out["copy_in_ctx"] = acl.rt.memcpy_async(dev, 64, host, 64, 1, stream)
+out["sync_device"] = acl.rt.synchronize_device()
+out["set_primary"] = acl.rt.set_context(primary)
+out["device_in_primary"] = acl.rt.get_device()
+out["copy_other_ctx"] = acl.rt.memcpy_async(dev, 64, host, 64, 1, stream)
+out["memset_other_ctx"] = acl.rt.memset_async(dev, 64, 1, 64, stream)
+seen = {}
+def thread():
+    seen["set"] = acl.rt.set_context(ctx)
+    seen["device"] = acl.rt.get_device()
+    seen["copy"] = acl.rt.memcpy_async(dev, 64, host, 64, 1, stream)
+    seen["sync"] = acl.rt.synchronize_stream(stream)
+t = threading.Thread(target=thread); t.start(); t.join()
+out["thread"] = seen
+out["destroy_primary"] = acl.rt.destroy_context(primary)
+out["destroy"] = acl.rt.destroy_context(ctx)
+out["stream_after_destroy"] = acl.rt.synchronize_stream(stream)
+out["destroy_again"] = acl.rt.destroy_context(ctx)
+out["set_destroyed"] = acl.rt.set_context(ctx)
+out["destroy_null"] = acl.rt.destroy_context(0)
+out["set_null"] = acl.rt.set_context(0)
+print(json.dumps(out))
+'''
+
+
+def test_contexts_are_bound_to_devices_and_threads(run_python):
+    import json
+
+    result = run_python(CONTEXT_SCRIPT)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out == {
+        "get_before": RT_CONTEXT_NULL, "create_bad_device": 107001, "set_device": 0, "get_primary": 0,
+        "create": 0, "current_is_new": True, "device_in_ctx": [1, 0], "copy_in_ctx": 0, "sync_device": 0,
+        "set_primary": 0, "device_in_primary": [0, 0], "copy_other_ctx": RT_STREAM_CONTEXT,
+        "memset_other_ctx": RT_STREAM_CONTEXT,
+        "thread": {"set": 0, "device": [1, 0], "copy": 0, "sync": 0},
+        "destroy_primary": RT_CONTEXT_NULL, "destroy": 0, "stream_after_destroy": RT_INVALID_HANDLE,
+        "destroy_again": RT_CONTEXT_NULL, "set_destroyed": RT_CONTEXT_NULL, "destroy_null": INVALID_PARAM,
+        "set_null": INVALID_PARAM}
+
+
+def test_run_mode_is_host(acl_device):
+    assert acl.rt.get_run_mode() == (C.ACL_HOST, 0)
+
+
+def test_get_mem_info_tracks_device_allocations(acl_res):
+    free0, total, ret = acl.rt.get_mem_info(C.ACL_HBM_MEM)
+    assert ret == 0 and 0 < free0 <= total
+    ptr = acl_res.device(1 << 20)
+    free1, total1, ret = acl.rt.get_mem_info(C.ACL_DDR_MEM)
+    padded = 1 << 20 | 32  # the allocation's recorded size on the default SoC (32 bytes of padding)
+    assert (ret, total1, free0 - free1) == (0, total, padded)
+    assert acl.rt.get_mem_info(18)[2] == RT_INVALID_MEMORY_TYPE
+    assert acl.rt.get_mem_info(-1)[2] == RT_INVALID_MEMORY_TYPE
+    assert ptr
+
+
+def test_memset_and_memset_async(acl_res):
+    dev = acl_res.upload(np.zeros(256, np.uint8))
+    stream = acl_res.stream()
+    assert acl.rt.memset(dev, 256, 0x1FF, 100) == 0  # the low byte of value
+    expected = np.zeros(256, np.uint8)
+    expected[:100] = 0xFF
+    np.testing.assert_array_equal(acl_res.download(dev, 256), expected)
+    assert acl.rt.memset_async(dev + 128, 128, 7, 128, stream) == 0
+    assert acl.rt.synchronize_stream(stream) == 0
+    expected[128:] = 7
+    np.testing.assert_array_equal(acl_res.download(dev, 256), expected)
+    assert acl.rt.memset_async(dev, 256, 9, 256, 0) == 0  # the default stream
+    assert acl.rt.synchronize_device() == 0
+    np.testing.assert_array_equal(acl_res.download(dev, 256), np.full(256, 9, np.uint8))
+    # codes: count 0 first, then NULL, count > max_count, pageable memory, an invalid stream
+    assert acl.rt.memset(0, 0, 1, 0) == 0
+    assert acl.rt.memset(0, 16, 1, 16) == INVALID_PARAM
+    assert acl.rt.memset(dev, 16, 1, 32) == RT_PARAM_INVALID
+    host = np.zeros(16, np.uint8)
+    assert acl.rt.memset(acl.util.numpy_to_ptr(host), 16, 1, 16) == RT_PARAM_INVALID
+    assert not host.any()
+    assert acl.rt.memset_async(dev, 256, 1, 256, 0xDEAD0000) == RT_INVALID_HANDLE
+    assert acl.rt.memset_async(dev, 16, 1, 256, stream) == RT_PARAM_INVALID
+    np.testing.assert_array_equal(acl_res.download(dev, 256), np.full(256, 9, np.uint8))
+
+
+def test_numpy_contiguous_to_ptr():
+    a = np.arange(20, dtype=np.int32)
+    ptr, out = acl.util.numpy_contiguous_to_ptr(a)
+    assert out is a and ptr == a.ctypes.data
+    strided = a[::2]
+    ptr, out = acl.util.numpy_contiguous_to_ptr(strided)
+    assert out.flags.c_contiguous and ptr == out.ctypes.data
+    np.testing.assert_array_equal(np.frombuffer(ctypes.string_at(ptr, out.nbytes), np.int32), strided)
+    with pytest.raises(TypeError):
+        acl.util.numpy_contiguous_to_ptr([1, 2])

@@ -44,7 +44,9 @@ def test_public_api_covers_every_c_call():
                 "get_memcpy_desc_size", "set_memcpy_desc", "memcpy_async_with_desc", "memcpy_batch",
                 "memcpy_batch_async", "memcpy_batch_v2", "memcpy_batch_async_v2", "register_device_memory",
                 "unregister_device_memory", "register_device_memory_batch", "unregister_device_memory_batch",
-                "get_mem_location", "set_stream_deferred", "launch_host_func", "soc_profile"}
+                "get_mem_location", "set_stream_deferred", "launch_host_func", "soc_profile", "get_run_mode",
+                "synchronize_device", "create_context", "destroy_context", "set_current_context",
+                "get_current_context", "get_mem_info", "memset", "memset_async"}
     assert expected <= set(rt.__all__)
     assert len(_acl_lib.PROTOTYPES) + len(_acl_lib.HOST_PROTOTYPES) == len(expected)  # one function per C call
     for name in expected:
@@ -202,3 +204,45 @@ def test_mem_location_is_a_named_tuple(acl_res):
     loc = rt.get_mem_location(dev + 5)
     assert isinstance(loc, rt.MemLocation)
     assert (loc.type, loc.device_id, loc.base) == (DEVICE, 0, dev)
+
+
+# --- contexts, run mode, memory information, memset (raising layer) ---------------------------------------
+
+def test_raising_layer_context_calls(run_python):
+    result = run_python(
+        "from ms_memcopy import runtime as rt, AclError\n"
+        "rt.set_device(0)\n"
+        "primary = rt.get_current_context()\n"
+        "ctx = rt.create_context(1)\n"
+        "assert rt.get_current_context() == ctx != primary and rt.get_device() == 1\n"
+        "rt.synchronize_device()\n"
+        "rt.set_current_context(primary)\n"
+        "assert rt.get_device() == 0\n"
+        "rt.destroy_context(ctx)\n"
+        "try:\n"
+        "    rt.set_current_context(ctx)\n"
+        "except AclError as e:\n"
+        "    print(e.code, e.api)\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["107002", "aclrtSetCurrentContext"]
+
+
+def test_raising_layer_memory_calls(acl_res):
+    import numpy as np
+
+    from ms_memcopy.acl_constants import ACL_HBM_MEM, ACL_HOST
+
+    assert rt.get_run_mode() == ACL_HOST
+    free, total = rt.get_mem_info(ACL_HBM_MEM)
+    assert 0 < free <= total
+    dev = acl_res.upload(np.zeros(64, np.uint8))
+    rt.memset(dev, 64, 3, 32)
+    stream = acl_res.stream()
+    rt.memset_async(dev + 32, 32, 4, 32, stream)
+    rt.synchronize_stream(stream)
+    np.testing.assert_array_equal(acl_res.download(dev, 64), np.repeat(np.uint8([3, 4]), 32))
+    with pytest.raises(AclError) as info:
+        rt.memset(dev, 16, 1, 32)
+    assert (info.value.code, info.value.api) == (107000, "aclrtMemset")
+    with pytest.raises(ValueError, match="ptr"):
+        rt.memset(np.zeros(8, np.uint8), 16, 1, 16)  # the array holds fewer bytes than max_count

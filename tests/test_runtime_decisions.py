@@ -20,6 +20,7 @@ from _acl_support import ATTR_D2H, code
 
 INVALID_PARAM = 100000
 RT_PARAM_INVALID = 107000
+RT_INVALID_HANDLE = 107017
 RT_INVALID_DEVICEID = 107001
 
 
@@ -161,13 +162,13 @@ def test_destroyed_or_unknown_stream_handles(acl_res):
     rt.destroy_stream(dead)
     bogus = 0xDEAD0000
     for stream in (dead, bogus):
-        assert code(rt.synchronize_stream, stream) == RT_PARAM_INVALID
-        assert code(rt.synchronize_stream_with_timeout, stream, 10) == RT_PARAM_INVALID
-        assert code(rt.memcpy_async, dev, 64, host, 64, H2D, stream) == RT_PARAM_INVALID
-        assert code(rt.memcpy2d_async, dev, 8, host, 8, 8, 8, H2D, stream) == RT_PARAM_INVALID
+        assert code(rt.synchronize_stream, stream) == RT_INVALID_HANDLE
+        assert code(rt.synchronize_stream_with_timeout, stream, 10) == RT_INVALID_HANDLE
+        assert code(rt.memcpy_async, dev, 64, host, 64, H2D, stream) == RT_INVALID_HANDLE
+        assert code(rt.memcpy2d_async, dev, 8, host, 8, 8, 8, H2D, stream) == RT_INVALID_HANDLE
         assert code(rt.memcpy_batch_async, [host], [64], [dev], [64], [ATTR_D2H], [0], stream=stream) == \
-            RT_PARAM_INVALID
-        assert code(rt.destroy_stream, stream) == RT_PARAM_INVALID
+            RT_INVALID_HANDLE
+        assert code(rt.destroy_stream, stream) == RT_INVALID_HANDLE
 
 
 def test_null_stream_is_the_default_stream(acl_res):

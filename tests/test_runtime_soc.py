@@ -23,23 +23,24 @@ import ctypes, json
 import numpy as np
 import ms_memcopy.acl as acl
 from ms_memcopy import _acl_lib, _convert as cv, runtime
+from ms_memcopy import acl_constants as C
 
 SENTINEL = %(sentinel)d
-H2D, D2D, INNER = acl.ACL_MEMCPY_HOST_TO_DEVICE, acl.ACL_MEMCPY_DEVICE_TO_DEVICE, acl.ACL_MEMCPY_INNER_DEVICE_TO_DEVICE
-ATTR = {"dst_loc": {"id": 0, "type": acl.ACL_MEM_LOCATION_TYPE_DEVICE},
-        "src_loc": {"id": 0, "type": acl.ACL_MEM_LOCATION_TYPE_HOST}}
+H2D, D2D, INNER = C.ACL_MEMCPY_HOST_TO_DEVICE, C.ACL_MEMCPY_DEVICE_TO_DEVICE, C.ACL_MEMCPY_INNER_DEVICE_TO_DEVICE
+ATTR = {"dst_loc": {"id": 0, "type": C.ACL_MEM_LOCATION_TYPE_DEVICE},
+        "src_loc": {"id": 0, "type": C.ACL_MEM_LOCATION_TYPE_HOST}}
 out = {"profile": runtime.soc_profile(), "set_device": acl.rt.set_device(0)}
 stream, _ = acl.rt.create_stream()
 data = np.arange(256, dtype=np.uint8)
 
 def upload(array):
     ptr, ret = acl.rt.malloc(array.nbytes, 0)
-    assert ret == 0 and acl.rt.memcpy(ptr, array.nbytes, array, array.nbytes, H2D) == 0
+    assert ret == 0 and acl.rt.memcpy(ptr, array.nbytes, acl.util.numpy_to_ptr(array), array.nbytes, H2D) == 0
     return ptr
 
 def download(ptr, n):
     host = np.zeros(n, np.uint8)
-    assert acl.rt.memcpy(host, n, ptr, n, acl.ACL_MEMCPY_DEVICE_TO_HOST) == 0
+    assert acl.rt.memcpy(acl.util.numpy_to_ptr(host), n, ptr, n, C.ACL_MEMCPY_DEVICE_TO_HOST) == 0
     return host
 
 # descriptor calls
@@ -64,7 +65,7 @@ for r in range(8):
     ref[r * 32:r * 32 + 16] = data[r * 16:r * 16 + 16]
 got = download(dst2, 256)
 out["2d_d2d_result"] = "copied" if (got == ref).all() else ("untouched" if (got == 0).all() else "other")
-out["2d_h2d"] = acl.rt.memcpy2d_async(dst2, 16, data, 16, 16, 16, H2D, stream)
+out["2d_h2d"] = acl.rt.memcpy2d_async(dst2, 16, acl.util.numpy_to_ptr(data), 16, 16, 16, H2D, stream)
 acl.rt.synchronize_stream(stream)
 out["2d_h2d_copied"] = bool((download(dst2, 256) == data).all())
 
@@ -99,8 +100,9 @@ for n in (1, 100, 128):
     ptr, _ = acl.rt.malloc(n, 0)
     size = runtime.get_mem_location(ptr).size
     host = np.zeros(size + 1, np.uint8)
-    out["malloc_sizes"].append([size, acl.rt.memcpy(ptr, size, host, size, H2D),
-                                acl.rt.memcpy(ptr, size + 1, host, size + 1, H2D)])
+    host_ptr = acl.util.numpy_to_ptr(host)
+    out["malloc_sizes"].append([size, acl.rt.memcpy(ptr, size, host_ptr, size, H2D),
+                                acl.rt.memcpy(ptr, size + 1, host_ptr, size + 1, H2D)])
 print(json.dumps(out))
 '''
 

@@ -9,7 +9,8 @@ import sys
 
 import yaml
 
-FIELDS = ("memcpy_batch", "memcpy_desc", "memcpy2d_d2d", "memcpy_desc_size", "malloc_extra_bytes")
+FIELDS = ("memcpy_batch", "memcpy_desc", "memcpy2d_d2d", "memcpy2d_null_stream", "memcpy_desc_size",
+          "malloc_extra_bytes")
 
 
 def render(table):

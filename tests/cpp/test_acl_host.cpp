@@ -46,14 +46,24 @@ void Report(const char *file, int line, const std::string &what)
         }                                                                                                  \
     } while (0)
 
-// Checks that the last failure left a message containing `needle` (and consumes it).
-#define CHECK_MSG(needle)                                                                              \
-    do {                                                                                               \
-        const char *msg_ = aclGetRecentErrMsg();                                                       \
-        if (msg_ == nullptr || std::strstr(msg_, needle) == nullptr) {                                 \
-            Report(__FILE__, __LINE__,                                                                 \
-                   std::string("recent error message lacks \"") + needle + "\": " + (msg_ ? msg_ : "NULL")); \
-        }                                                                                              \
+// The newest message of the thread's error text (its first line: newer messages come first).
+std::string NewestMessage()
+{
+    const char *msg = aclGetRecentErrMsg();
+    if (msg == nullptr) {
+        return "NULL";
+    }
+    const char *end = std::strchr(msg, '\n');
+    return end == nullptr ? std::string(msg) : std::string(msg, end);
+}
+
+// Checks that the last failure's message contains `needle`.
+#define CHECK_MSG(needle)                                                                                    \
+    do {                                                                                                     \
+        const std::string msg_ = NewestMessage();                                                           \
+        if (msg_.find(needle) == std::string::npos) {                                                        \
+            Report(__FILE__, __LINE__, std::string("newest error message lacks \"") + needle + "\": " + msg_); \
+        }                                                                                                    \
     } while (0)
 
 // C callers (and ctypes) may pass any int as an enum argument; build such values without a C++ enum load.
@@ -127,6 +137,16 @@ void *DeviceAlloc(size_t n)
     return p;
 }
 
+int32_t DeviceOf(void *p)
+{
+    int32_t type = -1;
+    int32_t id = -1;
+    void *base = nullptr;
+    size_t size = 0;
+    CHECK_RET(aclhostGetMemLocation(p, &type, &id, &base, &size), ACL_SUCCESS);
+    return id;
+}
+
 void *PinnedAlloc(size_t n)
 {
     void *p = nullptr;
@@ -148,15 +168,26 @@ void TestBeforeAnyDevice()
     CHECK_RET(aclrtSynchronizeStream(nullptr), ACL_ERROR_RT_CONTEXT_NULL);
     // Pinned host memory needs no device.
     void *host = PinnedAlloc(16);
+    // aclrtMemcpy2dAsync's NULL stream without a device is CANN's NULL current stream: 107000, not 107002.
+    unsigned char pageable[16] = {};
+    CHECK_RET(aclrtMemcpy2dAsync(host, 4, pageable, 4, 4, 4, ACL_MEMCPY_HOST_TO_DEVICE, nullptr),
+              ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_MSG("no device is set");
+    CHECK_RET(aclrtMemcpyAsync(host, 16, pageable, 16, ACL_MEMCPY_HOST_TO_DEVICE, nullptr),
+              ACL_ERROR_RT_CONTEXT_NULL);
+    // A device never set has no reference to release: CANN's 507007.
+    CHECK_RET(aclrtResetDevice(0), ACL_ERROR_RT_CONTEXT_RELEASE_ERROR);
+    CHECK_MSG("no reference");
     CHECK_RET(aclrtFreeHost(host), ACL_SUCCESS);
 }
 
 void TestInitFinalize()
 {
+    CHECK_RET(aclFinalize(), ACL_SUCCESS);  // as CANN: finalizing without aclInit succeeds once
     CHECK_RET(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
     CHECK_RET(aclInit("/nonexistent/acl.json"), ACL_ERROR_INVALID_FILE);
     CHECK_MSG("/nonexistent/acl.json");
-    CHECK(aclGetRecentErrMsg() == nullptr);  // consumed by the previous read
+    CHECK_MSG("/nonexistent/acl.json");  // reading does not clear the text
     CHECK_RET(aclInit(nullptr), ACL_SUCCESS);
     CHECK_RET(aclInit(nullptr), ACL_ERROR_REPEAT_INITIALIZE);
     CHECK_RET(aclFinalize(), ACL_SUCCESS);
@@ -382,8 +413,12 @@ void Test2D(aclrtStream stream)
               ACL_ERROR_RT_PARAM_INVALID);
     CHECK_RET(aclrtMemcpy2d(dev2, dpitch, dev, dpitch, width, height, ACL_MEMCPY_DEVICE_TO_DEVICE),
               ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    // Only an explicit D2D kind is 207000; DEFAULT or a kind corrected to D2D is 107000 (as CANN).
     CHECK_RET(aclrtMemcpy2d(dev2, dpitch, dev, dpitch, width, height, ACL_MEMCPY_DEFAULT),
-              ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+              ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_MSG("resolves to device-to-device");
+    CHECK_RET(aclrtMemcpy2d(dev2, dpitch, dev, dpitch, width, height, ACL_MEMCPY_HOST_TO_DEVICE),
+              ACL_ERROR_RT_PARAM_INVALID);
     // Rows past the end of the destination allocation (host-runtime memory safety).
     CHECK_RET(aclrtMemcpy2dAsync(dev, dpitch * 2, src, spitch, width, height, ACL_MEMCPY_HOST_TO_DEVICE, stream),
               ACL_ERROR_RT_PARAM_INVALID);
@@ -532,7 +567,7 @@ void TestBatch(aclrtStream stream)
     // Unknown stream handle.
     CHECK_RET(aclrtMemcpyBatchAsync(dsts, dest_maxs, srcs, sizes, 4, attrs, attrs_indexes, 1, &fail_index,
                                     reinterpret_cast<aclrtStream>(0x12345)),
-              ACL_ERROR_RT_PARAM_INVALID);
+              ACL_ERROR_RT_INVALID_HANDLE);
     // The synchronous batch takes at most 4096 items.
     std::vector<void *> many_dsts(4097, dsts[0]);
     std::vector<void *> many_srcs(4097, srcs[0]);
@@ -634,7 +669,12 @@ void TestDescriptor(aclrtStream stream)
     CHECK_MSG("stream is NULL");
     CHECK_RET(aclrtMemcpyAsyncWithDesc(desc, ACL_MEMCPY_DEVICE_TO_DEVICE, stream), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     CHECK_RET(aclrtMemcpyAsyncWithDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, reinterpret_cast<aclrtStream>(0x99)),
+              ACL_ERROR_RT_INVALID_HANDLE);
+    // A descriptor address that is not 64-byte aligned is rejected at the call (nothing is enqueued).
+    CHECK_RET(aclrtMemcpyAsyncWithDesc(static_cast<char *>(desc) + 8, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, stream),
               ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_MSG("64-byte aligned");
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
 
     for (void *p : {desc, blank, a, b, c, d}) {
         CHECK_RET(aclrtFree(p), ACL_SUCCESS);
@@ -672,7 +712,20 @@ void TestCopyErrors(aclrtStream stream)
               ACL_ERROR_RT_PARAM_INVALID);
     // Unknown stream.
     CHECK_RET(aclrtMemcpyAsync(dev, 16, pinned, 16, ACL_MEMCPY_HOST_TO_DEVICE, reinterpret_cast<aclrtStream>(0x777)),
-              ACL_ERROR_RT_PARAM_INVALID);
+              ACL_ERROR_RT_INVALID_HANDLE);
+    CHECK_MSG("not a live stream");
+    // A stream created on another device: 107003 where the copy would be put on it.
+    CHECK_RET(aclrtSetDevice(1), ACL_SUCCESS);
+    aclrtStream other = nullptr;
+    CHECK_RET(aclrtCreateStream(&other), ACL_SUCCESS);
+    CHECK_RET(aclrtSetDevice(0), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsync(dev, 16, pinned, 16, ACL_MEMCPY_HOST_TO_DEVICE, other), ACL_ERROR_RT_STREAM_CONTEXT);
+    CHECK_MSG("another context (on device 1)");
+    CHECK_RET(aclrtMemcpy2dAsync(dev, 16, pinned, 16, 16, 2, ACL_MEMCPY_HOST_TO_DEVICE, other),
+              ACL_ERROR_RT_STREAM_CONTEXT);
+    CHECK_RET(aclrtDestroyStream(other), ACL_SUCCESS);
+    CHECK_RET(aclrtResetDevice(1), ACL_SUCCESS);
+    CHECK_RET(aclrtResetDevice(0), ACL_SUCCESS);  // the second aclrtSetDevice(0) above
     // Host-runtime memory safety: 1024 requested bytes are 1056 usable; 2048 run past the allocation.
     CHECK_RET(aclrtMemcpyAsync(dev, 4096, pinned, 2048, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_ERROR_RT_PARAM_INVALID);
     CHECK_MSG("past the end of its allocation");
@@ -698,11 +751,12 @@ void TestStreams()
     CHECK_RET(aclhostLaunchHostFunc(stream, Gate::Wait, &gate), ACL_SUCCESS);
     CHECK_RET(aclrtSynchronizeStreamWithTimeout(stream, 10), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
     CHECK_MSG("timeout 10");
-    CHECK_RET(aclrtSynchronizeStreamWithTimeout(stream, 0), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+    CHECK_RET(aclrtSynchronizeStreamWithTimeout(stream, 0), ACL_ERROR_RT_PARAM_INVALID);  // 0 is not "poll"
+    CHECK_MSG("timeout 0");
     CHECK_RET(aclrtSynchronizeStreamWithTimeout(stream, -2), ACL_ERROR_RT_PARAM_INVALID);
     gate.Open();
     CHECK_RET(aclrtSynchronizeStreamWithTimeout(stream, -1), ACL_SUCCESS);
-    CHECK_RET(aclrtSynchronizeStreamWithTimeout(stream, 0), ACL_SUCCESS);
+    CHECK_RET(aclrtSynchronizeStreamWithTimeout(stream, 0), ACL_ERROR_RT_PARAM_INVALID);
     CHECK_RET(aclhostLaunchHostFunc(stream, nullptr, nullptr), ACL_ERROR_INVALID_PARAM);
 
     // Destroy waits for pending work; the handle is then unknown.
@@ -717,8 +771,13 @@ void TestStreams()
     std::thread opener = hold.OpenLater(10);
     CHECK_RET(aclrtDestroyStream(stream), ACL_SUCCESS);
     opener.join();
-    CHECK_RET(aclrtDestroyStream(stream), ACL_ERROR_RT_PARAM_INVALID);
-    CHECK_RET(aclrtSynchronizeStream(stream), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_RET(aclrtDestroyStream(stream), ACL_ERROR_RT_INVALID_HANDLE);
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_ERROR_RT_INVALID_HANDLE);
+    CHECK_RET(aclrtSynchronizeStreamWithTimeout(stream, 10), ACL_ERROR_RT_INVALID_HANDLE);
+    CHECK_RET(aclrtMemcpyAsync(dev, 16, pinned, 16, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_ERROR_RT_INVALID_HANDLE);
+    CHECK_RET(aclrtMemcpy2dAsync(dev, 16, pinned, 16, 16, 1, ACL_MEMCPY_HOST_TO_DEVICE, stream),
+              ACL_ERROR_RT_INVALID_HANDLE);
+    CHECK_RET(aclhostLaunchHostFunc(stream, Gate::Wait, &hold), ACL_ERROR_RT_INVALID_HANDLE);
     std::vector<unsigned char> out(1 << 20);
     CHECK_RET(aclrtMemcpy(out.data(), out.size(), dev, out.size(), ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
     CHECK(out == expected);
@@ -826,18 +885,29 @@ void TestThreads()
 
 void TestRecentErrorMessages()
 {
-    (void)aclGetRecentErrMsg();  // whatever an earlier check left
-    CHECK(aclGetRecentErrMsg() == nullptr);
-    CHECK_RET(aclrtMalloc(nullptr, 1, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
-    const char *first = aclGetRecentErrMsg();
-    CHECK(first != nullptr && std::strncmp(first, "aclrtMalloc: devPtr is NULL", 27) == 0);
-    CHECK(aclGetRecentErrMsg() == nullptr);
-    // Messages are per thread.
-    CHECK_RET(aclrtFree(nullptr), ACL_ERROR_INVALID_PARAM);
-    const char *other_thread = reinterpret_cast<const char *>(1);
-    std::thread([&] { other_thread = aclGetRecentErrMsg(); }).join();
-    CHECK(other_thread == nullptr);
-    CHECK_MSG("aclrtFree: devPtr is NULL");
+    // As CANN's source: per thread, not cleared by reading, newer message in front (new + "\n" + old).
+    std::string first;
+    std::thread([&] {
+        const char *none = aclGetRecentErrMsg();
+        CHECK(none == nullptr);  // a fresh thread has no text
+        CHECK_RET(aclrtMalloc(nullptr, 1, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
+        const char *text = aclGetRecentErrMsg();
+        first = text != nullptr ? text : "NULL";
+        const char *again = aclGetRecentErrMsg();
+        CHECK(again != nullptr && first == again);  // a second read returns it again
+        CHECK_RET(aclrtFree(nullptr), ACL_ERROR_INVALID_PARAM);
+        const char *both = aclGetRecentErrMsg();
+        CHECK(both != nullptr && std::string(both) == "aclrtFree: devPtr is NULL; expected an address returned by "
+                                                      "aclrtMalloc\n" + first);
+        CHECK_RET(aclrtSetDevice(0), ACL_SUCCESS);  // success leaves the text alone
+        const char *after_success = aclGetRecentErrMsg();
+        CHECK(after_success != nullptr && std::string(after_success) == both);
+        CHECK_RET(aclrtResetDevice(0), ACL_SUCCESS);
+    }).join();
+    CHECK(first.rfind("aclrtMalloc: devPtr is NULL", 0) == 0);
+    // Messages are per thread: the other thread's failures are not in this thread's text.
+    const char *mine = aclGetRecentErrMsg();
+    CHECK(mine == nullptr || std::strstr(mine, "aclrtFree: devPtr is NULL") == nullptr);
 }
 
 void TestResetDevice()
@@ -846,7 +916,7 @@ void TestResetDevice()
     void *p = nullptr;
     CHECK_RET(aclrtMalloc(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_CONTEXT_NULL);
     CHECK_MSG("reset");
-    CHECK_RET(aclrtResetDevice(0), ACL_SUCCESS);  // nothing left to drop: a no-op
+    CHECK_RET(aclrtResetDevice(0), ACL_ERROR_RT_CONTEXT_RELEASE_ERROR);  // nothing left to release
     CHECK_RET(aclrtResetDevice(99), ACL_ERROR_RT_INVALID_DEVICEID);
     CHECK_RET(aclrtSetDevice(0), ACL_SUCCESS);
     p = DeviceAlloc(64);
@@ -862,6 +932,130 @@ void TestResetDevice()
     CHECK_RET(aclrtFreeHost(pinned), ACL_SUCCESS);
     CHECK_RET(aclrtFree(p), ACL_SUCCESS);
     CHECK_RET(aclrtResetDevice(0), ACL_SUCCESS);
+}
+
+// Contexts are bound to devices and threads as CANN binds them.
+void TestContexts()
+{
+    aclrtContext primary = nullptr;
+    CHECK_RET(aclrtGetCurrentContext(&primary), ACL_SUCCESS);  // device 0's primary context
+    CHECK(primary != nullptr);
+    CHECK_RET(aclrtGetCurrentContext(nullptr), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtCreateContext(nullptr, 0), ACL_ERROR_INVALID_PARAM);
+    aclrtContext bad = nullptr;
+    CHECK_RET(aclrtCreateContext(&bad, 99), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_RET(aclrtDestroyContext(primary), ACL_ERROR_RT_CONTEXT_NULL);  // only aclrtResetDevice releases it
+    CHECK_MSG("primary context");
+
+    // A created context becomes the thread's current one, with its device.
+    aclrtContext ctx = nullptr;
+    CHECK_RET(aclrtCreateContext(&ctx, 1), ACL_SUCCESS);
+    aclrtContext current = nullptr;
+    CHECK_RET(aclrtGetCurrentContext(&current), ACL_SUCCESS);
+    CHECK(current == ctx && ctx != primary);
+    int32_t device = -1;
+    CHECK_RET(aclrtGetDevice(&device), ACL_SUCCESS);
+    CHECK(device == 1);
+    void *dev = DeviceAlloc(256);
+    CHECK(DeviceOf(dev) == 1);
+    void *pinned = PinnedAlloc(256);
+    Fill(pinned, 256, 70);
+    aclrtStream stream = nullptr;
+    CHECK_RET(aclrtCreateStream(&stream), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsync(dev, 256, pinned, 256, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsync(dev, 256, pinned, 256, ACL_MEMCPY_HOST_TO_DEVICE, nullptr), ACL_SUCCESS);
+    CHECK_RET(aclrtSynchronizeDevice(), ACL_SUCCESS);
+
+    // Another thread does not see this thread's context; setting it there binds it there too.
+    aclError other_get = -1;
+    aclError other_copy = -1;
+    std::thread([&] {
+        aclrtContext seen = nullptr;
+        (void)aclrtGetCurrentContext(&seen);  // the process default's primary context (host runtime)
+        other_get = aclrtSetCurrentContext(ctx);
+        other_copy = aclrtMemcpyAsync(dev, 256, pinned, 256, ACL_MEMCPY_HOST_TO_DEVICE, stream);
+        (void)aclrtSynchronizeStream(stream);
+    }).join();
+    CHECK(other_get == ACL_SUCCESS && other_copy == ACL_SUCCESS);
+
+    // Back to device 0's primary context: the stream of ctx is now a stream of another context.
+    CHECK_RET(aclrtSetCurrentContext(primary), ACL_SUCCESS);
+    CHECK_RET(aclrtGetDevice(&device), ACL_SUCCESS);
+    CHECK(device == 0);
+    CHECK_RET(aclrtMemcpyAsync(dev, 256, pinned, 256, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_ERROR_RT_STREAM_CONTEXT);
+    CHECK_RET(aclrtMemsetAsync(dev, 256, 1, 256, stream), ACL_ERROR_RT_STREAM_CONTEXT);
+    CHECK_RET(aclrtSetCurrentContext(ctx), ACL_SUCCESS);
+
+    // Destroying it destroys its streams and clears this thread's current context.
+    CHECK_RET(aclrtDestroyContext(ctx), ACL_SUCCESS);
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_ERROR_RT_INVALID_HANDLE);
+    CHECK_RET(aclrtGetCurrentContext(&current), ACL_SUCCESS);  // back to the primary context of aclrtSetDevice
+    CHECK(current == primary);
+    CHECK_RET(aclrtDestroyContext(ctx), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_RET(aclrtSetCurrentContext(ctx), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_RET(aclrtSetCurrentContext(nullptr), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtDestroyContext(nullptr), ACL_ERROR_INVALID_PARAM);
+    // A thread whose current context was destroyed elsewhere has no context (no fallback to a device).
+    aclrtContext doomed = nullptr;
+    aclError after_destroy = -1;
+    std::thread([&] {
+        (void)aclrtCreateContext(&doomed, 0);
+        std::thread([&] { (void)aclrtDestroyContext(doomed); }).join();
+        void *p = nullptr;
+        after_destroy = aclrtMalloc(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST);
+    }).join();
+    CHECK(after_destroy == ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_RET(aclrtFree(dev), ACL_SUCCESS);
+    CHECK_RET(aclrtFreeHost(pinned), ACL_SUCCESS);
+}
+
+void TestMemsetAndInfo(aclrtStream stream)
+{
+    aclrtRunMode mode = ACL_DEVICE;
+    CHECK_RET(aclrtGetRunMode(&mode), ACL_SUCCESS);
+    CHECK(mode == ACL_HOST);
+    CHECK_RET(aclrtGetRunMode(nullptr), ACL_ERROR_INVALID_PARAM);
+
+    size_t free_before = 0;
+    size_t total = 0;
+    CHECK_RET(aclrtGetMemInfo(ACL_HBM_MEM, &free_before, &total), ACL_SUCCESS);
+    CHECK(total > 0 && free_before <= total);
+    void *dev = DeviceAlloc(1 << 20);
+    size_t free_after = 0;
+    CHECK_RET(aclrtGetMemInfo(ACL_HBM_MEM, &free_after, &total), ACL_SUCCESS);
+    CHECK(free_before - free_after == (1 << 20) + 32);  // the allocation's recorded (padded) size
+    CHECK_RET(aclrtGetMemInfo(ACL_HBM_MEM, nullptr, &total), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtGetMemInfo(static_cast<aclrtMemAttr>(18), &free_after, &total), ACL_ERROR_RT_INVALID_MEMORY_TYPE);
+
+    // Memset: the low byte of value, count bytes, nothing past them.
+    std::vector<unsigned char> out(64);
+    CHECK_RET(aclrtMemset(dev, 64, 0, 64), ACL_SUCCESS);
+    CHECK_RET(aclrtMemset(dev, 64, 0x1AB, 32), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy(out.data(), 64, dev, 64, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(out[0] == 0xAB && out[31] == 0xAB && out[32] == 0 && out[63] == 0);
+    CHECK_RET(aclrtMemset(dev, 16, 1, 32), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_MSG("count 32 exceeds maxCount 16");
+    CHECK_RET(aclrtMemset(nullptr, 16, 1, 16), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtMemset(nullptr, 16, 1, 0), ACL_SUCCESS);  // count 0 first
+    CHECK_RET(aclrtMemset(out.data(), 64, 1, 64), ACL_ERROR_RT_PARAM_INVALID);  // pageable memory
+    CHECK_RET(aclrtMemset(static_cast<char *>(dev) + (1 << 20), 64, 1, 64), ACL_ERROR_RT_PARAM_INVALID);  // past the end
+
+    Gate gate;
+    CHECK_RET(aclhostLaunchHostFunc(stream, Gate::Wait, &gate), ACL_SUCCESS);
+    CHECK_RET(aclrtMemsetAsync(dev, 64, 7, 64, stream), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy(out.data(), 64, dev, 64, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(out[0] == 0xAB);  // not run yet: the stream is held
+    gate.Open();
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy(out.data(), 64, dev, 64, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(out == std::vector<unsigned char>(64, 7));
+    CHECK_RET(aclrtMemsetAsync(dev, 64, 9, 64, nullptr), ACL_SUCCESS);  // the default stream
+    CHECK_RET(aclrtSynchronizeDevice(), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy(out.data(), 64, dev, 64, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(out == std::vector<unsigned char>(64, 9));
+    CHECK_RET(aclrtMemsetAsync(dev, 8, 9, 64, stream), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_RET(aclrtMemsetAsync(dev, 64, 9, 64, reinterpret_cast<aclrtStream>(0x4321)), ACL_ERROR_RT_INVALID_HANDLE);
+    CHECK_RET(aclrtFree(dev), ACL_SUCCESS);
 }
 
 }  // namespace
@@ -882,7 +1076,9 @@ int main()
     TestDescriptor(stream);
     TestCopyErrors(stream);
     TestFrameworkRegistration(stream);
+    TestMemsetAndInfo(stream);
     CHECK_RET(aclrtDestroyStream(stream), ACL_SUCCESS);
+    TestContexts();
     TestStreams();
     TestThreads();
     TestResetDevice();

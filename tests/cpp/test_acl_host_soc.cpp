@@ -44,13 +44,15 @@ void Report(const char *file, int line, const std::string &what)
         }                                                                                                  \
     } while (0)
 
-// Checks that the pending error message contains every needle (and consumes it).
+// Checks that the newest error message (the first line of the thread's text) contains every needle.
 void CheckMessage(const char *file, int line, const std::vector<const char *> &needles)
 {
-    const char *msg = aclGetRecentErrMsg();
+    const char *text = aclGetRecentErrMsg();
+    const char *end = text != nullptr ? std::strchr(text, '\n') : nullptr;
+    const std::string msg = text == nullptr ? "NULL" : end == nullptr ? std::string(text) : std::string(text, end);
     for (const char *needle : needles) {
-        if (msg == nullptr || std::strstr(msg, needle) == nullptr) {
-            Report(file, line, std::string("recent error message lacks \"") + needle + "\": " + (msg ? msg : "NULL"));
+        if (msg.find(needle) == std::string::npos) {
+            Report(file, line, std::string("newest error message lacks \"") + needle + "\": " + msg);
         }
     }
 }
@@ -83,7 +85,8 @@ void Ascend310PScenario()
     CHECK(aclhostGetSocProfile() == nullptr);
     CHECK_RET(aclInit(nullptr), ACL_ERROR_INVALID_PARAM);
     CHECK_MSG("MS_MEMCOPY_SOC", "NoSuchChip", "Ascend910B", "Ascend310P");
-    CHECK_RET(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);  // the failed aclInit initialized nothing
+    CHECK_RET(aclFinalize(), ACL_SUCCESS);  // as CANN: finalizing an uninitialized runtime succeeds once
+    CHECK_RET(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
     uint32_t count = 0;
     CHECK_RET(aclrtGetDeviceCount(&count), ACL_ERROR_INVALID_PARAM);
     CHECK_MSG("MS_MEMCOPY_DEVICE_COUNT");
@@ -150,6 +153,10 @@ void Ascend310PScenario()
               ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     CHECK_RET(aclrtMemcpy2dAsync(dev0, 64, pinned, 32, 32, 2, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_SUCCESS);
     CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    // No default-stream path for 2D copies on this SoC: a NULL stream is 107000 even with a device set.
+    CHECK_RET(aclrtMemcpy2dAsync(dev0, 64, pinned, 32, 32, 2, ACL_MEMCPY_HOST_TO_DEVICE, nullptr),
+              ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_MSG("Ascend310P has no default stream");
 
     CHECK_RET(aclrtDestroyStream(stream), ACL_SUCCESS);
     for (void *p : {dev0, dev1, huge}) {
@@ -212,6 +219,11 @@ void Ascend950Scenario()
     std::vector<unsigned char> out(256);
     CHECK_RET(aclrtMemcpy(out.data(), out.size(), b, out.size(), ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
     CHECK(out == data);
+    // The NULL stream of aclrtMemcpy2dAsync is the default stream here.
+    std::vector<unsigned char> rows(64);
+    CHECK_RET(aclrtMemcpy2dAsync(rows.data(), 32, a, 64, 32, 2, ACL_MEMCPY_DEVICE_TO_HOST, nullptr), ACL_SUCCESS);
+    CHECK_RET(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
+    CHECK(std::memcmp(rows.data(), data.data(), 32) == 0 && std::memcmp(rows.data() + 32, data.data() + 64, 32) == 0);
 
     CHECK_RET(aclrtDestroyStream(stream), ACL_SUCCESS);
     for (void *p : {small, desc, a, b}) {

@@ -230,7 +230,7 @@ void TestDeferredStream()
     CHECK_OK(aclhostSetStreamDeferred(stream, 0));
     aclError polled = ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
     for (int i = 0; i < 10000 && polled == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT; ++i) {
-        polled = aclrtSynchronizeStreamWithTimeout(stream, 0);  // polls only: the worker runs the copy
+        polled = aclrtSynchronizeStreamWithTimeout(stream, 1);  // a timed wait: the worker runs the copy
         if (polled == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
             (void)aclGetRecentErrMsg();
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -239,7 +239,7 @@ void TestDeferredStream()
     CHECK(polled == ACL_SUCCESS);
     CHECK(std::memcmp(pair.dev, pair.host, 8192) == 0);
     CHECK_OK(aclrtDestroyStream(stream));
-    CHECK(aclhostSetStreamDeferred(stream, 1) == ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(aclhostSetStreamDeferred(stream, 1) == ACL_ERROR_RT_INVALID_HANDLE);
     (void)aclGetRecentErrMsg();
 }
 

@@ -7,8 +7,8 @@
 //   ACL_ERROR_INVALID_FILE (100003, as CANN's GetStrFromConfigPath). Its content is not interpreted.
 // - aclInit resolves the SoC profile (MS_MEMCOPY_SOC); an unknown name fails with ACL_ERROR_INVALID_PARAM
 //   and leaves the runtime uninitialized.
-// - aclFinalize without a matching aclInit (never initialized, or already finalized) returns
-//   ACL_ERROR_REPEAT_FINALIZE (100037). (CANN returns success when aclInit was never called.)
+// - As CANN (a "finalized" flag, not the reference count): aclFinalize without aclInit succeeds; a second
+//   aclFinalize returns ACL_ERROR_REPEAT_FINALIZE (100037) until the next aclInit.
 // - aclFinalize waits for every stream to drain; it frees nothing and destroys no stream.
 // - Lenience: no other call requires aclInit; devices, streams and memory work without it.
 #include <sys/stat.h>
@@ -29,6 +29,7 @@ namespace {
 
 std::mutex g_init_mutex;
 uint64_t g_init_references = 0;
+bool g_finalized = false;
 
 aclError CheckConfigFile(const char *api, const char *path)
 {
@@ -72,6 +73,7 @@ extern "C" aclError aclInit(const char *configPath)
             return ret;
         }
         g_init_references = 1;
+        g_finalized = false;
         return ACL_SUCCESS;
     });
 }
@@ -82,11 +84,12 @@ extern "C" aclError aclFinalize(void)
     return aclhost::GuardedCall(api, [&]() -> aclError {
         {
             std::lock_guard<std::mutex> lock(g_init_mutex);
-            if (g_init_references == 0) {
+            if (g_finalized) {
                 return aclhost::Fail(ACL_ERROR_REPEAT_FINALIZE, api,
-                                     "not initialized: aclInit was not called, or aclFinalize already ran");
+                                     "aclFinalize already ran; call aclInit before finalizing again");
             }
             g_init_references = 0;
+            g_finalized = true;
         }
         aclhost::DrainAllStreams();
         return ACL_SUCCESS;

@@ -1,6 +1,8 @@
 // Stream tasks that move bytes through the copy engine.
 #include "copy_tasks.h"
 
+#include <cstring>
+
 #include "acl/acl_rt.h"
 #include "copy_engine.h"
 
@@ -27,6 +29,12 @@ aclError Copy2DTask::Run(std::string * /*message*/)
 aclError BatchRunTask::Run(std::string * /*message*/)
 {
     CopyItems(items_.get() + begin_, end_ - begin_);
+    return ACL_SUCCESS;
+}
+
+aclError MemsetTask::Run(std::string * /*message*/)
+{
+    std::memset(dst_, value_, count_);
     return ACL_SUCCESS;
 }
 

@@ -1,5 +1,5 @@
-// Stream tasks that move bytes: single copies, staged copies, 2D copies, runs of batch items, host
-// callbacks. (The descriptor copy task lives with the descriptor code.)
+// Stream tasks that move or set bytes: single copies, staged copies, 2D copies, runs of batch items,
+// memsets, host callbacks. (The descriptor copy task lives with the descriptor code.)
 #ifndef MS_MEMCOPY_ACL_HOST_COPY_TASKS_H_
 #define MS_MEMCOPY_ACL_HOST_COPY_TASKS_H_
 
@@ -64,6 +64,18 @@ private:
     std::shared_ptr<const CopyItem[]> items_;
     size_t begin_;
     size_t end_;
+};
+
+// aclrtMemsetAsync: count bytes at dst set to value.
+class MemsetTask final : public StreamTask {
+public:
+    MemsetTask(void *dst, unsigned char value, size_t count) : dst_(dst), value_(value), count_(count) {}
+    aclError Run(std::string *message) override;
+
+private:
+    void *dst_;
+    unsigned char value_;
+    size_t count_;
 };
 
 class HostFuncTask final : public StreamTask {

@@ -1,8 +1,19 @@
-// aclrtSetDevice, aclrtResetDevice, aclrtGetDevice, aclrtGetDeviceCount.
+// aclrtSetDevice, aclrtResetDevice, aclrtGetDevice, aclrtGetDeviceCount, aclrtGetRunMode,
+// aclrtSynchronizeDevice.
+//
+// - aclrtGetRunMode reports ACL_HOST: the program runs on the host and "device" memory is separate memory
+//   reached through the ACL copy calls, as on an accelerator card (CANN's online/EP mode). It needs no device.
+// - aclrtSynchronizeDevice waits for every stream of the calling thread's context (its default stream and
+//   the streams created in it): 107002 without a context; a task failure recorded on one of them is
+//   reported as by aclrtSynchronizeStream (after all of them have been waited for).
+#include <memory>
+#include <vector>
+
 #include "acl/acl_rt.h"
 #include "api_guard.h"
 #include "device.h"
 #include "error_state.h"
+#include "stream_table.h"
 
 using aclhost::DeviceManager;
 using aclhost::Fail;
@@ -44,5 +55,40 @@ extern "C" aclError aclrtGetDeviceCount(uint32_t *count)
             *count = static_cast<uint32_t>(devices);
         }
         return ret;
+    });
+}
+
+extern "C" aclError aclrtGetRunMode(aclrtRunMode *runMode)
+{
+    constexpr const char *api = "aclrtGetRunMode";
+    return GuardedCall(api, [&]() -> aclError {
+        if (runMode == nullptr) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "runMode is NULL; expected a pointer to an aclrtRunMode");
+        }
+        *runMode = ACL_HOST;
+        return ACL_SUCCESS;
+    });
+}
+
+extern "C" aclError aclrtSynchronizeDevice(void)
+{
+    constexpr const char *api = "aclrtSynchronizeDevice";
+    return GuardedCall(api, [&]() -> aclError {
+        aclhost::CurrentContextInfo context;
+        const aclError ret = DeviceManager::Instance().Current(api, &context);
+        if (ret != ACL_SUCCESS) {
+            return ret;
+        }
+        std::vector<std::shared_ptr<aclhost::Stream>> streams =
+            aclhost::StreamTable::Instance().StreamsOfContext(context.id);
+        streams.push_back(std::move(context.default_stream));
+        aclError first = ACL_SUCCESS;
+        for (const std::shared_ptr<aclhost::Stream> &stream : streams) {
+            const aclError synced = aclhost::SynchronizeStream(api, *stream, -1);
+            if (first == ACL_SUCCESS) {
+                first = synced;
+            }
+        }
+        return first;
     });
 }

@@ -1,11 +1,12 @@
 // aclGetRecentErrMsg and the per-thread error text behind it.
 //
-// Rules (host runtime):
-// - A failing check stores its message as the thread's pending message; a later failure replaces it.
-//   Successful calls leave it alone (as CANN, where the message stays until it is read).
-// - aclGetRecentErrMsg returns the pending message and consumes it: the next call returns NULL until
-//   another failure. The returned text is kept in a second per-thread buffer, so the pointer stays valid
-//   until the next aclGetRecentErrMsg call on the same thread (at least until the next ACL call).
+// Rules (as CANN's source: a thread_local string that reading does not clear):
+// - A failing check puts its message in front of the thread's text: new + "\n" + old. Successful calls
+//   leave the text alone.
+// - aclGetRecentErrMsg returns the text without clearing it: a second read returns it again. NULL when
+//   the thread has had no failure. The pointer stays valid until the thread's next failing ACL call.
+// - Host-runtime bound (CANN's text grows without limit): past kMaxTextBytes the oldest messages are
+//   dropped, whole lines at a time.
 // - If the message itself cannot be allocated, a fixed text says so.
 #include "error_state.h"
 
@@ -19,12 +20,12 @@ namespace aclhost {
 namespace {
 
 constexpr const char *kNoMemoryText = "the host runtime ran out of memory while recording the error message";
+constexpr size_t kMaxTextBytes = 64 * 1024;
 
 struct ThreadErrorText {
-    std::string pending;
-    bool has_pending = false;
-    bool pending_is_oom = false;
-    std::string returned;
+    std::string text;
+    bool has_text = false;
+    bool is_oom = false;
 };
 
 ThreadErrorText &Local()
@@ -36,24 +37,29 @@ ThreadErrorText &Local()
 void StoreOom() noexcept
 {
     ThreadErrorText &state = Local();
-    state.pending.clear();
-    state.has_pending = true;
-    state.pending_is_oom = true;
+    state.text.clear();
+    state.has_text = true;
+    state.is_oom = true;
+}
+
+// Puts `message` in front of the thread's text (may throw std::bad_alloc).
+void Prepend(std::string message)
+{
+    ThreadErrorText &state = Local();
+    if (state.has_text && !state.is_oom && !state.text.empty()) {
+        message += '\n';
+        message += state.text;
+    }
+    if (message.size() > kMaxTextBytes) {
+        const size_t cut = message.rfind('\n', kMaxTextBytes);
+        message.resize(cut == std::string::npos ? kMaxTextBytes : cut);
+    }
+    state.text = std::move(message);
+    state.has_text = true;
+    state.is_oom = false;
 }
 
 }  // namespace
-
-void SetRecentMessage(const std::string &text) noexcept
-{
-    try {
-        ThreadErrorText &state = Local();
-        state.pending = text;
-        state.has_pending = true;
-        state.pending_is_oom = false;
-    } catch (...) {
-        StoreOom();
-    }
-}
 
 aclError Fail(aclError code, const char *api, const char *fmt, ...) noexcept
 {
@@ -73,10 +79,7 @@ aclError Fail(aclError code, const char *api, const char *fmt, ...) noexcept
             text.resize(prefix + static_cast<size_t>(needed));
         }
         va_end(again);
-        ThreadErrorText &state = Local();
-        state.pending = std::move(text);
-        state.has_pending = true;
-        state.pending_is_oom = false;
+        Prepend(std::move(text));
     } catch (...) {
         StoreOom();
     }
@@ -87,15 +90,12 @@ aclError Fail(aclError code, const char *api, const char *fmt, ...) noexcept
 
 extern "C" const char *aclGetRecentErrMsg(void)
 {
-    aclhost::ThreadErrorText &state = aclhost::Local();
-    if (!state.has_pending) {
+    const aclhost::ThreadErrorText &state = aclhost::Local();
+    if (!state.has_text) {
         return nullptr;
     }
-    state.has_pending = false;
-    if (state.pending_is_oom) {
+    if (state.is_oom) {
         return aclhost::kNoMemoryText;
     }
-    state.returned.swap(state.pending);
-    state.pending.clear();
-    return state.returned.c_str();
+    return state.text.c_str();
 }

@@ -11,11 +11,8 @@
 
 namespace aclhost {
 
-// Formats "<api>: <message>" into the calling thread's pending error message and returns `code`.
+// Formats "<api>: <message>", puts it in front of the calling thread's error text and returns `code`.
 aclError Fail(aclError code, const char *api, const char *fmt, ...) noexcept __attribute__((format(printf, 3, 4)));
-
-// Stores an already formatted message (used when a stream reports a task failure).
-void SetRecentMessage(const std::string &text) noexcept;
 
 }  // namespace aclhost
 

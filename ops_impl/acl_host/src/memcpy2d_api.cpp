@@ -3,17 +3,18 @@
 // Check order (spec section 3, CANN 9.1):
 //   width == 0 or height == 0 -> success, no copy (v9.1+) | dst, src NULL -> 100000
 //   width > spitch or width > dpitch -> 100000 | kind not in {H2D, D2H, D2D, DEFAULT} -> 100000
-//   async: stream handle unknown -> 107000; NULL stream without a device -> 107002
+//   async: stream handle unknown or destroyed -> 107017; NULL stream on a SoC profile without
+//   memcpy2d_null_stream (310B, 310P, 910) or without a device -> 107000
 //   height > 5242880 or width > 5000000 -> 107000
 //   sync: kind D2D -> 207000 (sync 2D supports only H2D/D2H); sync: no device -> 107002
 //   kind auto-correction by location (107000 when a pageable endpoint does not fit the kind)
-//   sync: resolved D2D -> 207000; resolved H2H -> 107000 (2D copies are only H2D, D2H or D2D)
+//   sync: DEFAULT or corrected kind resolving to D2D -> 107000; resolved H2H -> 107000
 //   async: resolved D2D on a SoC profile without memcpy2d_d2d -> 207000
 //   extent check of both pitched ranges (host-runtime memory safety) -> 107000
+//   async: no current device -> 107002; then, when the copy is put on the stream (not the pageable
+//   path), a stream of another device -> 107003
 //
 // Host-runtime choices (documented in docs/host_runtime.md):
-// - CANN returns 107000 when DEFAULT (or a kind corrected by location) resolves to D2D in the synchronous
-//   call; the project rule is 207000 for every D2D the synchronous call would perform.
 // - The SoC gate for 2dAsync D2D applies to the resolved kind (a D2D request whose pointers make it H2D
 //   is an H2D copy).
 // - A pageable endpoint makes 2dAsync drain the stream and copy on the calling thread (as CANN).
@@ -113,10 +114,10 @@ aclError ResolveAndCheck(const char *api, const Copy2DArgs &a, bool sync, MemInf
         return ret;
     }
     if (sync && *resolved == ACL_MEMCPY_DEVICE_TO_DEVICE) {
-        return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api,
-                    "src %p and dst %p are both device memory; aclrtMemcpy2d supports only host-to-device and "
-                    "device-to-host (use aclrtMemcpy2dAsync)",
-                    a.src, a.dst);
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                    "kind %s resolves to device-to-device (src %p and dst %p are both device memory); "
+                    "aclrtMemcpy2d supports only host-to-device and device-to-host (use aclrtMemcpy2dAsync)",
+                    KindName(a.kind), a.src, a.dst);
     }
     if (*resolved == ACL_MEMCPY_HOST_TO_HOST) {
         return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
@@ -138,6 +139,31 @@ aclError ResolveAndCheck(const char *api, const Copy2DArgs &a, bool sync, MemInf
         ret = CheckPitchedExtent(api, "dst", a.dst, a.dpitch, a.width, a.height, *dst_info);
     }
     return ret;
+}
+
+// The NULL stream of aclrtMemcpy2dAsync: the current device's default stream where the SoC has that
+// path; 107000 on the others and when no device is set (CANN's NULL current stream).
+aclError UseNullStream(const char *api, std::shared_ptr<Stream> *stream)
+{
+    aclError ret = ACL_SUCCESS;
+    const SocProfile *soc = RequireSoc(api, &ret);
+    if (soc == nullptr) {
+        return ret;
+    }
+    if (!soc->memcpy2d_null_stream) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                    "stream is NULL; SoC %s has no default stream for 2D copies, pass a stream from "
+                    "aclrtCreateStream",
+                    soc->name);
+    }
+    CurrentContextInfo context;
+    if (!DeviceManager::Instance().CurrentIfSet(&context)) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                    "stream is NULL and no device is set, so there is no default stream; call aclrtSetDevice "
+                    "first or pass a stream from aclrtCreateStream");
+    }
+    *stream = std::move(context.default_stream);
+    return ACL_SUCCESS;
 }
 
 aclError Memcpy2dSync(const char *api, const Copy2DArgs &a)
@@ -178,9 +204,15 @@ aclError Memcpy2dAsync(const char *api, const Copy2DArgs &a, aclrtStream handle)
         return ret;
     }
     std::shared_ptr<Stream> stream;
-    ret = ResolveStream(api, handle, &stream);
+    ret = LookupStreamHandle(api, handle, &stream);
     if (ret != ACL_SUCCESS) {
         return ret;
+    }
+    if (stream == nullptr) {
+        ret = UseNullStream(api, &stream);
+        if (ret != ACL_SUCCESS) {
+            return ret;
+        }
     }
     ret = CheckLimits(api, a);
     if (ret != ACL_SUCCESS) {
@@ -193,6 +225,11 @@ aclError Memcpy2dAsync(const char *api, const Copy2DArgs &a, aclrtStream handle)
     if (ret != ACL_SUCCESS) {
         return ret;
     }
+    int32_t device = -1;
+    ret = DeviceManager::Instance().CurrentDevice(api, &device);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
     if (IsPageable(src_info) || IsPageable(dst_info)) {
         ret = SynchronizeStream(api, *stream, -1);
         if (ret != ACL_SUCCESS) {
@@ -200,6 +237,10 @@ aclError Memcpy2dAsync(const char *api, const Copy2DArgs &a, aclrtStream handle)
         }
         Copy2D(a.dst, a.dpitch, a.src, a.spitch, a.width, a.height);
         return ACL_SUCCESS;
+    }
+    ret = CheckStreamInCurrentContext(api, *stream);
+    if (ret != ACL_SUCCESS) {
+        return ret;
     }
     stream->Enqueue(std::make_unique<Copy2DTask>(a.dst, a.dpitch, a.src, a.spitch, a.width, a.height));
     return ACL_SUCCESS;

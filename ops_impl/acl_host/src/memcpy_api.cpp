@@ -2,12 +2,13 @@
 //
 // Check order (spec section 3; ACL layer 100000, runtime layer 107000 / 207000):
 //   count == 0 -> success (before anything else) | dst, src NULL -> 100000 | kind not in 0..5 -> 100000
-//   async: stream handle unknown -> 107000
+//   async: stream handle unknown or destroyed -> 107017
 //   sync: destMax == 0 -> 107000 | count > destMax -> 107000 | sync: dst == src -> success, no copy
-//   device / default stream -> 107002 when no device is set
+//   no current device (whatever the stream) -> 107002
 //   kind 5: src must be host, dst device (107000); other kinds: CANN's kind auto-correction (107000 when a
 //   pageable endpoint does not fit the kind) | extent check (host-runtime memory safety, 107000)
 //   async: resolved H2H -> 207000 ("H2H is not supported", EP mode) | async: dst == src -> success
+//   async, when the copy is put on the stream (not the pageable path): stream of another device -> 107003
 //
 // Host-runtime choices (documented in docs/host_runtime.md):
 // - Pinned/device copies are enqueued. A copy with a pageable (UNREGISTERED) endpoint first drains the
@@ -124,7 +125,7 @@ aclError MemcpyAsyncCommon(const char *api, void *dst, size_t destMax, const voi
     if (count > destMax) {
         return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "count %zu exceeds destMax %zu", count, destMax);
     }
-    ret = UseDefaultStreamIfEmpty(api, &stream);
+    ret = UseCurrentContext(api, &stream);
     if (ret != ACL_SUCCESS) {
         return ret;
     }
@@ -145,6 +146,10 @@ aclError MemcpyAsyncCommon(const char *api, void *dst, size_t destMax, const voi
         return ACL_SUCCESS;
     }
     if (resolved == ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
+        ret = CheckStreamInCurrentContext(api, *stream);
+        if (ret != ACL_SUCCESS) {
+            return ret;
+        }
         std::unique_ptr<unsigned char[]> staged(new unsigned char[count]);
         CopyBytes(staged.get(), src, count);
         stream->Enqueue(std::make_unique<StagedCopyTask>(dst, std::move(staged), count));
@@ -157,6 +162,10 @@ aclError MemcpyAsyncCommon(const char *api, void *dst, size_t destMax, const voi
         }
         CopyBytes(dst, src, count);
         return ACL_SUCCESS;
+    }
+    ret = CheckStreamInCurrentContext(api, *stream);
+    if (ret != ACL_SUCCESS) {
+        return ret;
     }
     stream->Enqueue(std::make_unique<CopyTask>(dst, src, count));
     return ACL_SUCCESS;

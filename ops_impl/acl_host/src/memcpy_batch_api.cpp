@@ -4,7 +4,7 @@
 //   failIndex NULL (non-V2) -> 100000 | sizes NULL -> 100000 | numBatches == 0 -> 100000 |
 //   every sizes[i] == 0 -> success, *failIndex = SIZE_MAX, nothing else checked |
 //   dsts, destMaxs, srcs, attrs, attrsIndexes NULL -> 100000 | destMaxs[i] < sizes[i] -> 100000 |
-//   attrs[k].rsv != 0 -> 100000 | SoC without memcpy_batch -> 207000 | async: stream unknown -> 107000 |
+//   attrs[k].rsv != 0 -> 100000 | SoC without memcpy_batch -> 207000 | async: stream unknown -> 107017 |
 //   *failIndex = SIZE_MAX | numAttrs == 0 or numAttrs > numBatches -> 107000 |
 //   sync: numBatches > 4096 -> 107000 | attrsIndexes[0] != 0, not strictly increasing, or >= numBatches
 //   -> 107000 | async: NULL stream without a device -> 107002 | per item i (failIndex = i, 107000):

@@ -10,8 +10,9 @@
 //     (host runtime) desc allocation shorter than descSize from desc, src/dst ranges past their
 //     allocations -> 107000 | no device -> 107002
 //   MemcpyAsyncWithDesc: desc NULL -> 100000 | kind >= 8 -> 100000 | stream NULL -> 100000 (NULL is not the
-//     default stream here) | SoC without memcpy_desc -> 207000 | stream unknown -> 107000 | kind != 6 -> 207000 |
-//     desc not device memory, or (host runtime) shorter than descSize -> 107000
+//     default stream here) | SoC without memcpy_desc -> 207000 | stream unknown or destroyed -> 107017 |
+//     kind != 6 -> 207000 | desc not 64-byte aligned -> 107000 | desc not device memory, or (host runtime)
+//     shorter than descSize -> 107000
 //
 // Host-runtime choices (documented in docs/host_runtime.md):
 // - aclrtSetMemcpyDesc writes the descriptor synchronously on the calling thread (UNCONFIRMED in the spec
@@ -113,15 +114,7 @@ public:
 
     aclError Run(std::string *message) override
     {
-        char text[256];
-        if (reinterpret_cast<uintptr_t>(desc_) % kDescAlignment != 0) {
-            (void)std::snprintf(text, sizeof(text),
-                                "aclrtMemcpyAsyncWithDesc: descriptor %p is not 64-byte aligned, so "
-                                "aclrtSetMemcpyDesc never wrote it; nothing was copied",
-                                desc_);
-            *message = text;
-            return ACL_ERROR_RT_INTERNAL_ERROR;
-        }
+        char text[256];  // the call rejected a descriptor that is not 64-byte aligned: the atomics are aligned
         const uint32_t magic = __atomic_load_n(Field<uint32_t>(desc_, kDescMagicOffset), __ATOMIC_ACQUIRE);
         const uint32_t version = __atomic_load_n(Field<uint32_t>(desc_, kDescVersionOffset), __ATOMIC_RELAXED);
         if (magic != kDescMagic || version != kDescVersion) {
@@ -289,6 +282,9 @@ aclError MemcpyAsyncWithDesc(const char *api, void *desc, int64_t kind, aclrtStr
     ret = CheckInnerKind(api, kind);
     if (ret != ACL_SUCCESS) {
         return ret;
+    }
+    if (reinterpret_cast<uintptr_t>(desc) % kDescAlignment != 0) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "desc %p is not 64-byte aligned", desc);
     }
     ret = CheckDescMemory(api, desc, DescFootprint(*soc));
     if (ret != ACL_SUCCESS) {

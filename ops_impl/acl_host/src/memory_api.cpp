@@ -7,8 +7,14 @@
 //   64-byte append (or rounding) overflows is ACL_ERROR_INVALID_PARAM, as in CANN's source.
 // - aclrtMallocHost returns 64-byte aligned memory recorded as pinned HOST memory; it needs no device. The
 //   same 64-byte append rule applies (host choice: CANN's host allocator path is not in its open source).
+// - aclrtGetMemInfo: free/total NULL -> 100000; attr outside aclrtMemAttr (0..17) -> 107016
+//   (ACL_ERROR_RT_INVALID_MEMORY_TYPE); no context -> 107002. Every attribute reports the same memory:
+//   total is the host's physical memory, free is total minus the live aclrtMalloc bytes of the current
+//   device (host choice: the emulated device memory is host memory).
 // - aclrtFree / aclrtFreeHost take only the base of an allocation of their own kind (else 107000), and
 //   first wait for every stream to drain, so memory is never freed under a queued copy.
+#include <unistd.h>
+
 #include "acl/acl_rt.h"
 #include "acl_host/acl_host_ext.h"
 #include "api_guard.h"
@@ -226,6 +232,39 @@ extern "C" aclError aclhostGetMemLocation(const void *ptr, int32_t *type, int32_
         if (size != nullptr) {
             *size = info.size;
         }
+        return ACL_SUCCESS;
+    });
+}
+
+extern "C" aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total)
+{
+    constexpr const char *api = "aclrtGetMemInfo";
+    return GuardedCall(api, [&]() -> aclError {
+        if (free == nullptr || total == nullptr) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected a pointer to a size_t",
+                        free == nullptr ? "free" : "total");
+        }
+        const int64_t raw_attr = aclhost::RawEnumValue(attr);
+        if (raw_attr < ACL_DDR_MEM || raw_attr > ACL_MEM_P2P_HUGE1G) {
+            return Fail(ACL_ERROR_RT_INVALID_MEMORY_TYPE, api, "attr %lld is not an aclrtMemAttr; expected [%d, %d]",
+                        static_cast<long long>(raw_attr), static_cast<int>(ACL_DDR_MEM),
+                        static_cast<int>(ACL_MEM_P2P_HUGE1G));
+        }
+        int32_t device = -1;
+        const aclError ret = DeviceManager::Instance().CurrentDevice(api, &device);
+        if (ret != ACL_SUCCESS) {
+            return ret;
+        }
+        const long pages = sysconf(_SC_PHYS_PAGES);
+        const long page_size = sysconf(_SC_PAGESIZE);
+        size_t physical = 0;
+        if (pages <= 0 || page_size <= 0 ||
+            aclhost::MulOverflows(static_cast<size_t>(pages), static_cast<size_t>(page_size), &physical)) {
+            return Fail(ACL_ERROR_RT_INTERNAL_ERROR, api, "the host's physical memory size is not available");
+        }
+        const size_t used = MemoryRegistry::Instance().DeviceBytes(device);
+        *total = physical;
+        *free = used < physical ? physical - used : 0;
         return ACL_SUCCESS;
     });
 }

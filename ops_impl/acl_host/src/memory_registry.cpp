@@ -346,6 +346,18 @@ MemInfo MemoryRegistry::Lookup(const void *ptr) const
     return LookupLocked(reinterpret_cast<uintptr_t>(ptr), &begin, &end);
 }
 
+size_t MemoryRegistry::DeviceBytes(int32_t device) const
+{
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    size_t total = 0;
+    for (const auto &entry : entries_) {
+        if (entry.second.kind == MemKind::kDevice && entry.second.device == device) {
+            total += entry.second.size;
+        }
+    }
+    return total;
+}
+
 MemoryRegistry::Reader::Reader(const MemoryRegistry &registry) : registry_(registry), lock_(registry.mutex_) {}
 
 void MemoryRegistry::Reader::Pause()

@@ -64,6 +64,9 @@ public:
     // One lookup under the registry's shared lock.
     MemInfo Lookup(const void *ptr) const;
 
+    // Bytes of the live aclrtMalloc allocations of one device (their recorded, padded sizes).
+    size_t DeviceBytes(int32_t device) const;
+
     // Many lookups under one shared lock, with a two-entry cache of the last hits (a hit may be a gap
     // between allocations, i.e. pageable memory). Used by batch copies. aclrtFree and registration
     // changes wait for it, so Pause() it before waiting for a stream (no thread ever waits for a stream

@@ -13,6 +13,7 @@ struct SocProfile {
     bool memcpy_batch;          // aclrtMemcpyBatch / BatchAsync / V2
     bool memcpy_desc;           // aclrtGetMemcpyDescSize / SetMemcpyDesc / MemcpyAsyncWithDesc
     bool memcpy2d_d2d;          // aclrtMemcpy2dAsync device-to-device
+    bool memcpy2d_null_stream;  // aclrtMemcpy2dAsync takes a NULL (default) stream
     size_t memcpy_desc_size;    // bytes per descriptor
     size_t malloc_extra_bytes;  // aclrtMalloc padding after rounding up to 32
 };

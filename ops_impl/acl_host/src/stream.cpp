@@ -34,7 +34,7 @@ aclError RunGuarded(StreamTask &task, std::string *message) noexcept
 
 }  // namespace
 
-Stream::Stream(int32_t device) : device_(device) {}
+Stream::Stream(int32_t device, uint64_t context) : device_(device), context_(context) {}
 
 Stream::~Stream()
 {

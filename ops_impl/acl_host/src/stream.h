@@ -28,12 +28,14 @@ public:
 
 class Stream {
 public:
-    explicit Stream(int32_t device);
+    // `context`: the id of the context the stream belongs to (DeviceManager's context ids).
+    Stream(int32_t device, uint64_t context);
     ~Stream();  // runs every queued task, then stops the worker
     Stream(const Stream &) = delete;
     Stream &operator=(const Stream &) = delete;
 
     int32_t device() const { return device_; }
+    uint64_t context() const { return context_; }
 
     // Appends a task; the worker thread starts on the first call. The worker is woken unless the stream
     // is deferred.
@@ -61,6 +63,7 @@ private:
     void RunFront(std::unique_lock<std::mutex> &lock);
 
     const int32_t device_;
+    const uint64_t context_;
     std::mutex mutex_;
     std::condition_variable work_ready_;
     std::condition_variable work_done_;

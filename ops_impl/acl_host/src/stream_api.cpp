@@ -2,14 +2,15 @@
 // aclhostLaunchHostFunc.
 //
 // Host-runtime choices (documented in docs/host_runtime.md):
-// - A stream belongs to the device current at creation (ACL_ERROR_RT_CONTEXT_NULL without one); its worker
-//   thread starts with the first task.
-// - An unknown or destroyed handle is ACL_ERROR_RT_PARAM_INVALID (107000); handles are never reused.
+// - A stream belongs to the context current at creation (ACL_ERROR_RT_CONTEXT_NULL without one); its
+//   worker thread starts with the first task.
+// - An unknown or destroyed handle is ACL_ERROR_RT_INVALID_HANDLE (107017, as CANN's handle guard); handles
+//   are never reused.
 // - aclrtDestroyStream waits for the stream's pending tasks, then destroys it.
 // - A task failure (a descriptor copy whose descriptor is invalid when it executes) is reported once, by
 //   the next synchronize of that stream: ACL_ERROR_RT_INTERNAL_ERROR (507000) with the task's message.
-// - aclrtSynchronizeStreamWithTimeout: timeout < -1 is 107000; -1 waits forever, 0 polls, > 0 waits that
-//   many milliseconds; expiry is ACL_ERROR_RT_STREAM_SYNC_TIMEOUT (507046).
+// - aclrtSynchronizeStreamWithTimeout: timeout < -1 or 0 is 107000 (as CANN's runtime layer); -1 waits
+//   forever, > 0 waits that many milliseconds; expiry is ACL_ERROR_RT_STREAM_SYNC_TIMEOUT (507046).
 #include <memory>
 #include <utility>
 
@@ -33,12 +34,12 @@ extern "C" aclError aclrtCreateStream(aclrtStream *stream)
         if (stream == nullptr) {
             return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a pointer to receive the handle");
         }
-        int32_t device = -1;
-        const aclError ret = aclhost::DeviceManager::Instance().CurrentDevice(api, &device);
+        aclhost::CurrentContextInfo context;
+        const aclError ret = aclhost::DeviceManager::Instance().Current(api, &context);
         if (ret != ACL_SUCCESS) {
             return ret;
         }
-        *stream = StreamTable::Instance().AddUserStream(std::make_shared<Stream>(device));
+        *stream = StreamTable::Instance().AddUserStream(std::make_shared<Stream>(context.device, context.id));
         return ACL_SUCCESS;
     });
 }
@@ -52,7 +53,7 @@ extern "C" aclError aclrtDestroyStream(aclrtStream stream)
         }
         std::shared_ptr<Stream> removed = StreamTable::Instance().RemoveUserStream(stream);
         if (removed == nullptr) {
-            return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+            return Fail(ACL_ERROR_RT_INVALID_HANDLE, api,
                         "stream %p is not a live stream (never created by aclrtCreateStream, or already destroyed)",
                         stream);
         }
@@ -78,9 +79,9 @@ extern "C" aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_
 {
     constexpr const char *api = "aclrtSynchronizeStreamWithTimeout";
     return GuardedCall(api, [&]() -> aclError {
-        if (timeout < -1) {
+        if (timeout < -1 || timeout == 0) {
             return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                        "timeout %d is invalid; expected -1 (wait forever), 0 (poll) or a positive number of ms",
+                        "timeout %d is invalid; expected -1 (wait forever) or a positive number of ms",
                         static_cast<int>(timeout));
         }
         std::shared_ptr<Stream> target;

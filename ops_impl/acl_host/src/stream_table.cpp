@@ -66,6 +66,33 @@ void StreamTable::RemoveDefaultStream(const Stream *stream)
                            default_streams_.end());
 }
 
+std::vector<std::shared_ptr<Stream>> StreamTable::RemoveStreamsOfContext(uint64_t context)
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::shared_ptr<Stream>> removed;
+    for (auto it = user_streams_.begin(); it != user_streams_.end();) {
+        if (it->second->context() == context) {
+            removed.push_back(std::move(it->second));
+            it = user_streams_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return removed;
+}
+
+std::vector<std::shared_ptr<Stream>> StreamTable::StreamsOfContext(uint64_t context) const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::shared_ptr<Stream>> streams;
+    for (const auto &entry : user_streams_) {
+        if (entry.second->context() == context) {
+            streams.push_back(entry.second);
+        }
+    }
+    return streams;
+}
+
 std::vector<std::shared_ptr<Stream>> StreamTable::AllStreams() const
 {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -85,7 +112,7 @@ aclError LookupStreamHandle(const char *api, aclrtStream handle, std::shared_ptr
     }
     *out = StreamTable::Instance().FindUserStream(handle);
     if (*out == nullptr) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+        return Fail(ACL_ERROR_RT_INVALID_HANDLE, api,
                     "stream %p is not a live stream (never created by aclrtCreateStream, or already destroyed)",
                     handle);
     }
@@ -98,6 +125,32 @@ aclError UseDefaultStreamIfEmpty(const char *api, std::shared_ptr<Stream> *out)
         return ACL_SUCCESS;
     }
     return DeviceManager::Instance().DefaultStream(api, out);
+}
+
+aclError UseCurrentContext(const char *api, std::shared_ptr<Stream> *stream)
+{
+    int32_t device = -1;
+    const aclError ret = DeviceManager::Instance().CurrentDevice(api, &device);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    return UseDefaultStreamIfEmpty(api, stream);
+}
+
+aclError CheckStreamInCurrentContext(const char *api, const Stream &stream)
+{
+    CurrentContextInfo context;
+    const aclError ret = DeviceManager::Instance().Current(api, &context);
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    if (stream.context() != context.id) {
+        return Fail(ACL_ERROR_RT_STREAM_CONTEXT, api,
+                    "the stream belongs to another context (on device %d) than the calling thread's current context "
+                    "(on device %d); use a stream created in the current context",
+                    static_cast<int>(stream.device()), static_cast<int>(context.device));
+    }
+    return ACL_SUCCESS;
 }
 
 aclError ResolveStream(const char *api, aclrtStream handle, std::shared_ptr<Stream> *out)

@@ -28,6 +28,9 @@ public:
     void RemoveDefaultStream(const Stream *stream);
 
     std::vector<std::shared_ptr<Stream>> AllStreams() const;
+    // The user streams of one context (aclrtSynchronizeDevice), and their removal (aclrtDestroyContext).
+    std::vector<std::shared_ptr<Stream>> StreamsOfContext(uint64_t context) const;
+    std::vector<std::shared_ptr<Stream>> RemoveStreamsOfContext(uint64_t context);
 
 private:
     StreamTable() = default;
@@ -38,12 +41,21 @@ private:
     std::vector<std::shared_ptr<Stream>> default_streams_;
 };
 
-// A non-NULL handle must name a live stream (else ACL_ERROR_RT_PARAM_INVALID); a NULL handle leaves
+// A non-NULL handle must name a live stream (else ACL_ERROR_RT_INVALID_HANDLE, as CANN's handle guard); a NULL handle leaves
 // *out empty so that the caller resolves the default stream later, where CANN checks the context.
 aclError LookupStreamHandle(const char *api, aclrtStream handle, std::shared_ptr<Stream> *out);
 
 // Fills an empty *out with the current device's default stream (ACL_ERROR_RT_CONTEXT_NULL without one).
 aclError UseDefaultStreamIfEmpty(const char *api, std::shared_ptr<Stream> *out);
+
+// The calls that run in the calling thread's context (CANN's CHECK_CONTEXT_VALID): ACL_ERROR_RT_CONTEXT_NULL
+// without a current device, whatever the stream; then an empty *stream becomes the default stream.
+aclError UseCurrentContext(const char *api, std::shared_ptr<Stream> *stream);
+
+// ACL_ERROR_RT_STREAM_CONTEXT (107003) when the stream belongs to another context than the calling
+// thread's (CANN checks this where a task is put on the stream: aclrtMemcpyAsync, aclrtMemcpy2dAsync,
+// aclrtMemsetAsync); ACL_ERROR_RT_CONTEXT_NULL without a current context.
+aclError CheckStreamInCurrentContext(const char *api, const Stream &stream);
 
 // LookupStreamHandle followed by UseDefaultStreamIfEmpty.
 aclError ResolveStream(const char *api, aclrtStream handle, std::shared_ptr<Stream> *out);

@@ -1,0 +1,116 @@
+// aclrtMemset and aclrtMemsetAsync.
+//
+// Check order (CANN 9.1 source: ACL layer, then the runtime's checks, then the context):
+//   count == 0 -> success, nothing set | devPtr NULL -> 100000
+//   async: stream handle unknown or destroyed -> 107017
+//   no current context -> 107002 (sync: before the count check, as CANN's driver call comes after it)
+//   count > maxCount -> 107000
+//   async: the stream belongs to another context -> 107003
+//   devPtr not memory of aclrtMalloc / aclrtMallocHost / a framework registration -> 107000
+//   extent check (host-runtime memory safety) -> 107000
+//
+// Each of the count bytes is set to the low byte of value (CANN's byte-wise driver memset). aclrtMemset
+// runs on the calling thread and waits for no stream; aclrtMemsetAsync puts the memset on the stream
+// (the NULL stream is the current context's default stream).
+#include <cstring>
+#include <memory>
+
+#include "acl/acl_rt.h"
+#include "api_guard.h"
+#include "copy_tasks.h"
+#include "device.h"
+#include "error_state.h"
+#include "memcpy_common.h"
+#include "memory_registry.h"
+#include "stream_table.h"
+
+namespace aclhost {
+namespace {
+
+// The checks on the memory itself: registered memory holding count bytes from devPtr.
+aclError CheckMemsetTarget(const char *api, void *devPtr, size_t count)
+{
+    const MemInfo info = MemoryRegistry::Instance().Lookup(devPtr);
+    if (!info.registered()) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                    "devPtr %p is pageable host memory; expected memory from aclrtMalloc or aclrtMallocHost", devPtr);
+    }
+    return CheckExtent(api, "devPtr", devPtr, count, info);
+}
+
+aclError CheckCount(const char *api, size_t maxCount, size_t count)
+{
+    if (count > maxCount) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "count %zu exceeds maxCount %zu", count, maxCount);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError MemsetSync(const char *api, void *devPtr, size_t maxCount, int32_t value, size_t count)
+{
+    if (count == 0) {
+        return ACL_SUCCESS;
+    }
+    if (devPtr == nullptr) {
+        return Fail(ACL_ERROR_INVALID_PARAM, api, "devPtr is NULL; expected the memory to set");
+    }
+    int32_t device = -1;
+    aclError ret = DeviceManager::Instance().CurrentDevice(api, &device);
+    if (ret == ACL_SUCCESS) {
+        ret = CheckCount(api, maxCount, count);
+    }
+    if (ret == ACL_SUCCESS) {
+        ret = CheckMemsetTarget(api, devPtr, count);
+    }
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    std::memset(devPtr, static_cast<unsigned char>(value), count);
+    return ACL_SUCCESS;
+}
+
+aclError MemsetAsync(const char *api, void *devPtr, size_t maxCount, int32_t value, size_t count,
+                     aclrtStream handle)
+{
+    if (count == 0) {
+        return ACL_SUCCESS;
+    }
+    if (devPtr == nullptr) {
+        return Fail(ACL_ERROR_INVALID_PARAM, api, "devPtr is NULL; expected the memory to set");
+    }
+    std::shared_ptr<Stream> stream;
+    aclError ret = LookupStreamHandle(api, handle, &stream);
+    if (ret == ACL_SUCCESS) {
+        ret = CheckCount(api, maxCount, count);
+    }
+    if (ret == ACL_SUCCESS) {
+        ret = UseCurrentContext(api, &stream);
+    }
+    if (ret == ACL_SUCCESS) {
+        ret = CheckStreamInCurrentContext(api, *stream);
+    }
+    if (ret == ACL_SUCCESS) {
+        ret = CheckMemsetTarget(api, devPtr, count);
+    }
+    if (ret != ACL_SUCCESS) {
+        return ret;
+    }
+    stream->Enqueue(std::make_unique<MemsetTask>(devPtr, static_cast<unsigned char>(value), count));
+    return ACL_SUCCESS;
+}
+
+}  // namespace
+}  // namespace aclhost
+
+extern "C" aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
+{
+    constexpr const char *api = "aclrtMemset";
+    return aclhost::GuardedCall(api, [&] { return aclhost::MemsetSync(api, devPtr, maxCount, value, count); });
+}
+
+extern "C" aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream stream)
+{
+    constexpr const char *api = "aclrtMemsetAsync";
+    return aclhost::GuardedCall(
+        api, [&] { return aclhost::MemsetAsync(api, devPtr, maxCount, value, count, stream); });
+}
