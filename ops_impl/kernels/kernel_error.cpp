@@ -64,8 +64,10 @@ void CheckAcl(aclError ret, const char *api, size_t fail_index) {
   if (ret == ACL_SUCCESS) {
     return;
   }
+  // The runtime keeps a thread's messages newest first, one per line: the first line is this failure's.
   const char *message = aclGetRecentErrMsg();
-  throw AclCallError(ret, api, fail_index, message != nullptr ? message : "");
+  const std::string text = message != nullptr ? message : "";
+  throw AclCallError(ret, api, fail_index, text.substr(0, text.find('\n')));
 }
 
 size_t CheckedMul(size_t a, size_t b, const char *argument) {
