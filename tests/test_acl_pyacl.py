@@ -450,3 +450,23 @@ def test_numpy_contiguous_to_ptr():
     np.testing.assert_array_equal(np.frombuffer(ctypes.string_at(ptr, out.nbytes), np.int32), strided)
     with pytest.raises(TypeError):
         acl.util.numpy_contiguous_to_ptr([1, 2])
+
+
+def test_every_wrapper_takes_positional_arguments_only():
+    import inspect
+
+    for module in (acl.rt, acl.util):
+        for name in module.__all__:
+            params = inspect.signature(getattr(module, name)).parameters.values()
+            kinds = {p.kind for p in params}
+            assert kinds <= {inspect.Parameter.POSITIONAL_ONLY}, f"{module.__name__}.{name}"
+            assert all(p.default is inspect.Parameter.empty for p in params), f"{module.__name__}.{name}"
+
+
+def test_init_takes_an_optional_str(run_python, tmp_path):
+    config = tmp_path / "acl.json"
+    config.write_text("{}")
+    result = run_python("import ms_memcopy.acl as acl\n"
+                        f"print(acl.init(), acl.finalize(), acl.init({str(config)!r}), acl.finalize(), acl.init(''))\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "0", "0", "0", "0"]

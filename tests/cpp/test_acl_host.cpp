@@ -957,14 +957,18 @@ void TestContexts()
     CHECK_RET(aclrtGetDevice(&device), ACL_SUCCESS);
     CHECK(device == 1);
     void *dev = DeviceAlloc(256);
+    void *dev_default = DeviceAlloc(256);  // written on the context's default stream
     CHECK(DeviceOf(dev) == 1);
     void *pinned = PinnedAlloc(256);
     Fill(pinned, 256, 70);
     aclrtStream stream = nullptr;
     CHECK_RET(aclrtCreateStream(&stream), ACL_SUCCESS);
     CHECK_RET(aclrtMemcpyAsync(dev, 256, pinned, 256, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_SUCCESS);
-    CHECK_RET(aclrtMemcpyAsync(dev, 256, pinned, 256, ACL_MEMCPY_HOST_TO_DEVICE, nullptr), ACL_SUCCESS);
-    CHECK_RET(aclrtSynchronizeDevice(), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsync(dev_default, 256, pinned, 256, ACL_MEMCPY_HOST_TO_DEVICE, nullptr), ACL_SUCCESS);
+    CHECK_RET(aclrtSynchronizeDevice(), ACL_SUCCESS);  // both streams of the context
+    std::vector<unsigned char> out(256);
+    CHECK_RET(aclrtMemcpy(out.data(), 256, dev_default, 256, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(Same(out.data(), pinned, 256));
 
     // Another thread does not see this thread's context; setting it there binds it there too.
     aclError other_get = -1;
@@ -1006,6 +1010,7 @@ void TestContexts()
     }).join();
     CHECK(after_destroy == ACL_ERROR_RT_CONTEXT_NULL);
     CHECK_RET(aclrtFree(dev), ACL_SUCCESS);
+    CHECK_RET(aclrtFree(dev_default), ACL_SUCCESS);
     CHECK_RET(aclrtFreeHost(pinned), ACL_SUCCESS);
 }
 
