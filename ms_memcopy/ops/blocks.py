@@ -56,6 +56,8 @@ def _block_geometry(shapes_and_dtypes):
                 tuple(shape) != tuple(first_shape):
             raise ValueError(f"caches[{l}] has shape {list(shape)} but caches[0] has {list(first_shape)}; "
                              f"all caches of one call have the same shape and dtype")
+    if tuple(first_shape) == (-2,):  # rank unknown until run time: the kernel checks
+        return None
     if len(first_shape) < 1:
         raise ValueError("caches[0] must have shape [num_blocks, *block_shape], got a scalar")
     shape = static_shape(first_shape)
@@ -82,7 +84,7 @@ class _BlockPrimitive(CopyPrimitive):
         self._check_count(len(args))
         values = _mapping_values(args[-1])
         mapping = args[-1] if isinstance(args[-1], ms.Tensor) else ms.Tensor(values)
-        self._eager_mapping = (mapping, values)  # checked once, without reading the tensor back
+        self._eager_mapping = values  # checked from these values, not by reading the tensor back
         try:
             return super().__call__(*args[:-1], mapping)
         finally:
@@ -102,7 +104,7 @@ class _BlockPrimitive(CopyPrimitive):
         if dtype_name(mapping["dtype"]) != "int64":
             raise TypeError(f"block_mapping must be an int64 tensor, got {dtype_name(mapping['dtype'])}")
         shape = tuple(mapping["shape"])
-        if len(shape) != 2 or shape[1] not in (2, -1):
+        if shape != (-2,) and (len(shape) != 2 or shape[1] not in (2, -1)):  # (-2,): rank unknown
             raise ValueError(f"block_mapping must have shape [n, 2], got {list(shape)}")
         value = mapping.get("value")
         if value is not None and geometry is not None:
@@ -117,9 +119,7 @@ class _BlockPrimitive(CopyPrimitive):
             elif not isinstance(cache, ms.Tensor):
                 raise TypeError(f"caches[{l}] must be a Tensor, not {type(cache).__name__}")
         geometry = _block_geometry([(c.shape, c.dtype) for c in caches])
-        mapping, values = self._eager_mapping
-        assert mapping is inputs[-1]
-        self._check_mapping(geometry, values)
+        self._check_mapping(geometry, self._eager_mapping)
 
     def _check_mapping(self, geometry, values):
         raise NotImplementedError

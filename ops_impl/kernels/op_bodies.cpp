@@ -417,7 +417,8 @@ void CheckMapping(KernelState &s, size_t n, const BlockSide &from, const BlockSi
     return;
   }
   for (size_t i = 0; i < n; ++i) {
-    const auto hit = std::lower_bound(s.destinations.begin(), s.destinations.end(), std::make_pair(m[2 * i], size_t{0}));
+    const auto hit =
+        std::lower_bound(s.destinations.begin(), s.destinations.end(), std::make_pair(m[2 * i], size_t{0}));
     if (hit != s.destinations.end() && hit->first == m[2 * i]) {
       throw InputError("block_mapping", "block " + std::to_string(m[2 * i]) + " is read by pair " + std::to_string(i) +
                                             " and written by pair " + std::to_string(hit->second) +
@@ -426,14 +427,25 @@ void CheckMapping(KernelState &s, size_t n, const BlockSide &from, const BlockSi
   }
 }
 
-// One item per (cache, pair): block m[i][0] of source l -> block m[i][1] of destination l.
-template <typename SrcBase, typename DstBase>
-void PlanBlocks(KernelState &s, size_t num_caches, size_t n, size_t block_bytes, SrcBase src_base, DstBase dst_base) {
+// Where the blocks of cache l start on one side: in caches[l], or in the l-th host cache of a HostBuffer.
+struct BlockBase {
+  const TensorArg *caches;  // NULL on the host side
+  uint8_t *host;
+  size_t host_cache_bytes;
+  char *At(size_t l) const {
+    return caches != nullptr ? static_cast<char *>(caches[l].data)
+                             : reinterpret_cast<char *>(host) + l * host_cache_bytes;
+  }
+};
+
+// One item per (cache, pair): block m[i][0] of `from` cache l -> block m[i][1] of `to` cache l.
+void PlanBlocks(KernelState &s, size_t num_caches, size_t n, size_t block_bytes, const BlockBase &from,
+                const BlockBase &to) {
   const int64_t *m = s.host_values.data();
   s.items.resize(num_caches * n);
   for (size_t l = 0; l < num_caches; ++l) {
-    const char *src = src_base(l);
-    char *dst = dst_base(l);
+    const char *src = from.At(l);
+    char *dst = to.At(l);
     for (size_t i = 0; i < n; ++i) {
       s.items[l * n + i] = BatchItem{dst + static_cast<size_t>(m[2 * i + 1]) * block_bytes,
                                      src + static_cast<size_t>(m[2 * i]) * block_bytes, block_bytes};
@@ -453,37 +465,34 @@ void FinishBlocks(KernelState &s, size_t num_caches, size_t n, size_t block_byte
   WriteResults(s, out, stream);
 }
 
-}  // namespace
-
-void SwapBlocksD2H(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
-                   const TensorArg &out, aclrtStream stream) {
+void SwapBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
+                const TensorArg &out, bool to_host, aclrtStream stream) {
   HostBufferLease buffer(s.buffer_id, "host_buffer");
   const BlockCaches c = CheckCaches(caches, num_caches);
   const size_t host_blocks = HostBlocks(buffer, num_caches, c.block_bytes);
   const size_t n = ReadMapping(s, block_mapping);
-  CheckMapping(s, n, BlockSide{"device", c.num_blocks}, BlockSide{"host", host_blocks}, false);
-  PlanBlocks(
-      s, num_caches, n, c.block_bytes, [&](size_t l) { return static_cast<const char *>(caches[l].data); },
-      [&](size_t l) { return reinterpret_cast<char *>(buffer.data()) + l * host_blocks * c.block_bytes; });
-  s.batch.Run(s.items.data(), s.items.size(), ACL_MEMCPY_DEVICE_TO_HOST, s.device, nullptr, stream);
+  const BlockSide device_side{"device", c.num_blocks};
+  const BlockSide host_side{"host", host_blocks};
+  const BlockBase device{caches, nullptr, 0};
+  const BlockBase host{nullptr, buffer.data(), host_blocks * c.block_bytes};
+  CheckMapping(s, n, to_host ? device_side : host_side, to_host ? host_side : device_side, false);
+  PlanBlocks(s, num_caches, n, c.block_bytes, to_host ? device : host, to_host ? host : device);
+  s.batch.Run(s.items.data(), s.items.size(), to_host ? ACL_MEMCPY_DEVICE_TO_HOST : ACL_MEMCPY_HOST_TO_DEVICE,
+              s.device, nullptr, stream);
   buffer.NoteInFlight(stream);
   FinishBlocks(s, num_caches, n, c.block_bytes, out, stream);
 }
 
+}  // namespace
+
+void SwapBlocksD2H(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
+                   const TensorArg &out, aclrtStream stream) {
+  SwapBlocks(s, caches, num_caches, block_mapping, out, true, stream);
+}
+
 void SwapBlocksH2D(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
                    const TensorArg &out, aclrtStream stream) {
-  HostBufferLease buffer(s.buffer_id, "host_buffer");
-  const BlockCaches c = CheckCaches(caches, num_caches);
-  const size_t host_blocks = HostBlocks(buffer, num_caches, c.block_bytes);
-  const size_t n = ReadMapping(s, block_mapping);
-  CheckMapping(s, n, BlockSide{"host", host_blocks}, BlockSide{"device", c.num_blocks}, false);
-  PlanBlocks(
-      s, num_caches, n, c.block_bytes,
-      [&](size_t l) { return reinterpret_cast<const char *>(buffer.data()) + l * host_blocks * c.block_bytes; },
-      [&](size_t l) { return static_cast<char *>(caches[l].data); });
-  s.batch.Run(s.items.data(), s.items.size(), ACL_MEMCPY_HOST_TO_DEVICE, s.device, nullptr, stream);
-  buffer.NoteInFlight(stream);
-  FinishBlocks(s, num_caches, n, c.block_bytes, out, stream);
+  SwapBlocks(s, caches, num_caches, block_mapping, out, false, stream);
 }
 
 void CopyBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
@@ -491,9 +500,8 @@ void CopyBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, cons
   const BlockCaches c = CheckCaches(caches, num_caches);
   const size_t n = ReadMapping(s, block_mapping);
   CheckMapping(s, n, BlockSide{"device", c.num_blocks}, BlockSide{"device", c.num_blocks}, true);
-  PlanBlocks(
-      s, num_caches, n, c.block_bytes, [&](size_t l) { return static_cast<const char *>(caches[l].data); },
-      [&](size_t l) { return static_cast<char *>(caches[l].data); });
+  const BlockBase device{caches, nullptr, 0};
+  PlanBlocks(s, num_caches, n, c.block_bytes, device, device);
   s.desc.CopyItems(s.items.data(), s.items.size(), stream);
   FinishBlocks(s, num_caches, n, c.block_bytes, out, stream);
 }

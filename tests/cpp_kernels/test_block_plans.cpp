@@ -13,31 +13,20 @@
 #include <vector>
 
 #include "acl/acl.h"
+#include "expect.h"
 #include "host_buffers.h"
 #include "kernel_error.h"
 #include "op_bodies.h"
 
 namespace {
 
-int failures = 0;
+using test::Check;
+using test::Expect;
+
 size_t batch_calls = 0;
 size_t batch_items = 0;
 size_t desc_copies = 0;
 size_t async_copies = 0;
-
-void Expect(bool ok, const std::string &what) {
-  if (!ok) {
-    std::printf("FAILED: %s\n", what.c_str());
-    ++failures;
-  }
-}
-
-void Check(aclError ret, const char *what) {
-  if (ret != ACL_SUCCESS) {
-    std::printf("FATAL: %s returned %d\n", what, ret);
-    std::exit(1);
-  }
-}
 
 template <typename Fn>
 Fn Next(const char *name) {
@@ -169,8 +158,8 @@ void TestSwapOutChunksAndMerges(Fixture &f) {
   const auto caches = f.Caches();
   msmc::SwapBlocksD2H(s, caches.data(), kCaches, f.Mapping(pairs), f.Out(), f.stream);
   Expect(f.Result() == static_cast<int64_t>(kCaches * 2500 * kBlockBytes), "d2h returns the bytes moved");
-  Expect(batch_calls == 2 && batch_items == 5000, "5000 items in two batch calls, got " +
-                                                      std::to_string(batch_calls) + " / " + std::to_string(batch_items));
+  Expect(batch_calls == 2 && batch_items == 5000,
+         "5000 items in two batch calls, got " + std::to_string(batch_calls) + " / " + std::to_string(batch_items));
   Expect(async_copies == 0, "no per-item copies on a SoC with the batch call");
   Expect(f.HostValue(0, 0) == 2499 && f.HostValue(1, 2499) == 100000 && f.HostValue(1, 7) == 102492,
          "host blocks hold the mapped device blocks, cache-major");
@@ -246,9 +235,5 @@ int main() {
     TestSwapInAndCopy(f);
     TestBadMappingMovesNothing(f);
   }
-  if (failures == 0) {
-    std::printf("ALL PASSED\n");
-    return 0;
-  }
-  return 1;
+  return test::Finish();
 }
