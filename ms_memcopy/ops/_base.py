@@ -2,8 +2,10 @@
 
 Validation happens in three places, each as early as the values are known:
 - ``__infer__`` (GRAPH_MODE compile and PYNATIVE alike): dtypes, ranks and static sizes, whether the
-  HostBuffer is open, and the values of constant offset inputs;
-- ``__call__`` (eager execution): the offset values of the actual tensors;
+  HostBuffer is open, and the values of constant offset inputs; when compiling a graph, also that
+  every input written in place (``rw_write`` in configs/ops.yaml) is a Parameter;
+- ``__call__`` (eager execution): the offset values of the actual tensors, and that in-place
+  targets are whole tensors, not slices;
 - the kernel: everything again at launch, before any byte moves (in GRAPH_MODE this is where
   offsets held in graph inputs are checked; MindSpore reports it as a RuntimeError whose text reads
   "ValueError: <argument>: ...").
@@ -152,12 +154,11 @@ class CopyPrimitive(ops.Custom):
         self._ascend_route = ascend_route.route_for(op_name, attrs, out_shape, out_dtype)
 
     def __infer__(self, *args):
-        if self._eager_calls:
-            # An eager call (PYNATIVE infers on the calling thread, inside __call__).
-            self._check_infer(args)
-        else:
+        compiling = not self._eager_calls  # PYNATIVE infers on the calling thread, inside __call__
+        if compiling:
             ascend_route.check_graph_use(self._op_def.name)
-            self._check_infer(args)
+        self._check_infer(args)
+        if compiling:
             self._check_graph_targets(args)
         return super().__infer__(*args)
 
@@ -197,7 +198,6 @@ class GradientOp(CopyPrimitive):
 
     def _check_eager(self, inputs):
         pass
-
 
 
 def check_in_place_target(tensor, argument):
