@@ -36,10 +36,22 @@ class OpDef:
     attrs: Tuple[AttrDef, ...]
     side_effect_mem: bool
     dynamic_shape: bool
+    rw_write: Tuple[str, ...] = ()  # inputs written in place
 
     @property
     def attr_names(self):
         return tuple(a.name for a in self.attrs)
+
+
+def _rw_write(name, entry, inputs):
+    names = entry.get("rw_write") or ()
+    names = (names,) if isinstance(names, str) else tuple(names)
+    unknown = [n for n in names if n not in {t.name for t in inputs}]
+    if unknown:
+        raise ValueError(f"configs/ops.yaml: {name}: rw_write names {unknown}, which are not inputs")
+    if names and not entry.get("side_effect_mem"):
+        raise ValueError(f"configs/ops.yaml: {name}: an op with rw_write inputs must set side_effect_mem")
+    return names
 
 
 def _tensor(entry):
@@ -52,15 +64,17 @@ def _load():
         table = yaml.safe_load(f)
     ops = {}
     for name, entry in table["ops"].items():
+        inputs = tuple(_tensor(t) for t in entry["inputs"])
         ops[name] = OpDef(
             name=name,
             kernel=entry["kernel"],
             ascend_function=entry["ascend_function"],
-            inputs=tuple(_tensor(t) for t in entry["inputs"]),
+            inputs=inputs,
             outputs=tuple(_tensor(t) for t in entry["outputs"]),
             attrs=tuple(AttrDef(a["name"], a["type"]) for a in entry.get("attrs") or ()),
             side_effect_mem=bool(entry.get("side_effect_mem", False)),
             dynamic_shape=bool(entry.get("dynamic_shape", False)),
+            rw_write=_rw_write(name, entry, inputs),
         )
     return tuple(table["dtypes"]), ops
 
@@ -97,6 +111,11 @@ def reg_info(op: OpDef, variadic_count: Optional[int] = None):
                for t in (*op.inputs, *op.outputs) for _ in _expand(t, variadic_count)]
         reg = reg.dtype_format(*row)
     return reg.target("CPU").get_op_info()
+
+
+def input_names(op: OpDef, variadic_count: Optional[int] = None):
+    """(input definition, argument name) for every tensor the primitive takes, a variadic input once per tensor."""
+    return tuple((t, name) for t in op.inputs for name in _expand(t, variadic_count))
 
 
 def _expand(t: TensorDef, variadic_count):

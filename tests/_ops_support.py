@@ -1,13 +1,17 @@
 """Helpers for the primitive tests: call styles, tensors of every dtype with a numpy reference of
 their bytes. The ms_mode and style fixtures are in conftest.py."""
 import numpy as np
+import yaml
 
 import mindspore as ms
 from mindspore import nn
 
+from ms_memcopy import _paths
 from ms_memcopy.op_defs import supported_dtypes
 
 DTYPES = supported_dtypes()
+with open(_paths.configs_dir() / "soc_profiles.yaml", encoding="utf-8") as _f:
+    PROFILES = list(yaml.safe_load(_f)["profiles"])
 # Shapes of rank 1 to 4 whose byte sizes are not multiples of 64, and an empty one.
 SHAPES = [(7,), (3, 5), (2, 3, 5), (1, 2, 3, 7), (0, 4)]
 
@@ -67,3 +71,10 @@ def as_numpy(tensor):
 
 def dtype_of(name):
     return ms.bool_ if name == "bool" else getattr(ms, name)
+
+
+def check_on_profile(run_python, script, profile, timeout=180):
+    """Runs script (which prints OK at the end) in a fresh interpreter on the SoC profile and asserts it passed."""
+    result = run_python(script.replace("{profile}", profile), env={"MS_MEMCOPY_SOC": profile}, timeout=timeout)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert result.stdout.strip().endswith("OK")

@@ -1,12 +1,8 @@
 """Every primitive gives the same result on every SoC profile, whichever ACL calls the chip has
 (batch, descriptors and 2-D device-to-device copies fall back to aclrtMemcpyAsync where missing)."""
 import pytest
-import yaml
 
-from ms_memcopy import _paths
-
-with open(_paths.configs_dir() / "soc_profiles.yaml", encoding="utf-8") as f:
-    PROFILES = list(yaml.safe_load(f)["profiles"])
+from _ops_support import PROFILES, check_on_profile
 
 SCRIPT = r'''
 import numpy as np, mindspore as ms
@@ -56,9 +52,7 @@ print("OK")
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_primitives_identical_on_every_profile(run_python, profile):
-    result = run_python(SCRIPT.replace("{profile}", profile), env={"MS_MEMCOPY_SOC": profile}, timeout=120)
-    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    assert result.stdout.strip().endswith("OK")
+    check_on_profile(run_python, SCRIPT, profile, timeout=120)
 
 
 def test_acl_failure_inside_a_kernel_names_the_call_code_and_message(run_python):

@@ -4,8 +4,9 @@ Each works inside nn.Cell.construct, inside ms.jit and eagerly, in GRAPH_MODE an
 Importing this module imports MindSpore.
 """
 from .batch import MemcpyBatch
+from .blocks import CopyBlocks, SwapBlocks
 from .condition import MemcpyWithCondition
 from .desc import MemcpyWithDesc
 from .memcpy2d import Memcpy2D
 
-__all__ = ["MemcpyBatch", "Memcpy2D", "MemcpyWithDesc", "MemcpyWithCondition"]
+__all__ = ["MemcpyBatch", "Memcpy2D", "MemcpyWithDesc", "MemcpyWithCondition", "SwapBlocks", "CopyBlocks"]

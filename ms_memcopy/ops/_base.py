@@ -2,8 +2,10 @@
 
 Validation happens in three places, each as early as the values are known:
 - ``__infer__`` (GRAPH_MODE compile and PYNATIVE alike): dtypes, ranks and static sizes, whether the
-  HostBuffer is open, and the values of constant offset inputs;
-- ``__call__`` (eager execution): the offset values of the actual tensors;
+  HostBuffer is open, and the values of constant offset inputs; when compiling a graph, also that
+  every input written in place (``rw_write`` in configs/ops.yaml) is a Parameter;
+- ``__call__`` (eager execution): the offset values of the actual tensors, and that in-place
+  targets are whole tensors, not slices;
 - the kernel: everything again at launch, before any byte moves (in GRAPH_MODE this is where
   offsets held in graph inputs are checked; MindSpore reports it as a RuntimeError whose text reads
   "ValueError: <argument>: ...").
@@ -13,10 +15,11 @@ import numbers
 import numpy as np
 import mindspore as ms
 from mindspore import ops
+from mindspore.ops import signature as sig
 
 from .. import _paths, ascend_route
 from ..host_buffer import HostBuffer
-from ..op_defs import op_def, reg_info, supported_dtypes
+from ..op_defs import input_names, op_def, reg_info, supported_dtypes
 
 
 def dtype_name(dtype):
@@ -157,6 +160,8 @@ class CopyPrimitive(ops.Custom):
             raise AssertionError(f"{op_name}: attributes {sorted(attrs)} differ from configs/ops.yaml "
                                  f"{sorted(definition.attr_names)}")
         self._op_def = definition
+        self._inputs = input_names(definition, variadic_count) if definition.rw_write else ()
+        self._eager_calls = 0
         super().__init__(
             f"{_paths.KERNELS_LIBRARY}:{definition.kernel}",
             out_shape=None if definition.dynamic_shape else out_shape,
@@ -173,21 +178,40 @@ class CopyPrimitive(ops.Custom):
             # PYNATIVE caches an op's inferred outputs under its attributes and inputs: two primitives
             # that differ only in the outputs they were built for must not share that entry.
             self.add_prim_attr(OUTPUT_SIGNATURE_ATTR, output_signature(*outputs))
+        if definition.rw_write:
+            # What Primitive.__init__ does with a class's __mindspore_signature__, per instance: the
+            # number of inputs of a variadic op is known only now.
+            self.set_signatures(self._fill_signature(tuple(
+                sig.make_sig(name, sig.sig_rw.RW_WRITE if t.name in definition.rw_write else sig.sig_rw.RW_READ)
+                for t, name in self._inputs)))
         # On Ascend, ops.Custom aot means Ascend C kernels: eager calls take the CustomOpBuilder
         # route instead, and graph compilation is refused with a pointer to the route's functions
         # (ms_memcopy/ascend_route.py, docs/ascend_route.md).
         self._ascend_route = ascend_route.route_for(op_name, attrs, out_shape, out_dtype)
 
     def __infer__(self, *args):
-        ascend_route.check_graph_use(self._op_def.name)
+        compiling = not self._eager_calls  # PYNATIVE infers on the calling thread, inside __call__
+        if compiling:
+            ascend_route.check_graph_use(self._op_def.name)
         self._check_infer(args)
+        if compiling:
+            self._check_graph_targets(args)
         return super().__infer__(*args)
 
     def __call__(self, *args):
         self._check_eager(args)
         if ascend_route.on_ascend():
             return self._ascend_route(args)
-        return super().__call__(*args)
+        self._eager_calls += 1
+        try:
+            return super().__call__(*args)
+        finally:
+            self._eager_calls -= 1
+
+    def _check_graph_targets(self, args):
+        for (t, name), arg in zip(self._inputs, args):
+            if t.name in self._op_def.rw_write:
+                check_graph_in_place_target(arg, f"{t.name}[{name[len(t.name):]}]" if t.variadic else name)
 
     def _check_infer(self, args):
         raise NotImplementedError
@@ -210,3 +234,27 @@ class GradientOp(CopyPrimitive):
 
     def _check_eager(self, inputs):
         pass
+
+
+def check_in_place_target(tensor, argument):
+    """An eager in-place target: a whole Tensor or Parameter, whose own storage the kernel writes.
+
+    A slice or view of another tensor reaches the kernel as a temporary copy, so the write would be
+    lost: TypeError naming argument.
+    """
+    if not isinstance(tensor, ms.Tensor):
+        raise TypeError(f"{argument} must be a Tensor or Parameter (written in place), not {type(tensor).__name__}")
+    if (not tensor.is_contiguous() or tensor.storage_offset() != 0
+            or tensor.untyped_storage().nbytes() != tensor.nbytes):
+        raise TypeError(f"{argument} is a slice or view of a larger tensor: an in-place write would land in a "
+                        f"temporary copy of it and be lost; pass the whole tensor and select the region with "
+                        f"the op's own arguments")
+    return tensor
+
+
+def check_graph_in_place_target(arg, argument):
+    """At graph compile time, an in-place target must be a Parameter (a reference in the graph)."""
+    if not isinstance(arg["dtype"], ms.dtype.RefType):
+        raise TypeError(f"{argument} must be a Parameter in graphs (GRAPH_MODE, ms.jit): it is written in place, "
+                        f"and a graph hands any other tensor (an input, a constant, a slice, a result) to the "
+                        f"kernel as a temporary, so the write would be lost")

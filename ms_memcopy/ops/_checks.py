@@ -3,6 +3,7 @@
 They mirror the kernels' own launch-time checks (ops_impl/kernels/op_bodies.cpp) so that the same
 mistake reads the same in every mode, and raise ValueError naming the argument.
 """
+import numpy as np
 
 
 def check_host_range(offset, span, capacity, argument, what):
@@ -38,3 +39,35 @@ def check_region(start, extent, limit, argument, dimension):
 def pitched_span(rows, row_bytes, pitch):
     """Bytes from the first to the last byte of `rows` rows of row_bytes laid out every pitch bytes."""
     return 0 if rows == 0 else (rows - 1) * pitch + row_bytes
+
+
+def check_block_mapping(mapping, source, destination, same_cache):
+    """Checks a block mapping (numpy int64 [n, 2] of (source block, destination block) pairs).
+
+    source and destination are (side name, number of blocks). Every block must lie within its side,
+    no destination block may appear twice, and when blocks are copied within one cache
+    (same_cache), no block may be both read and written (the copies run in no order).
+    """
+    n = len(mapping)
+    if n == 0:
+        return
+    src, dst = mapping[:, 0], mapping[:, 1]
+    bad = (src < 0) | (src >= source[1]) | (dst < 0) | (dst >= destination[1])
+    if bad.any():
+        i = int(np.argmax(bad))
+        column, (side, limit) = (0, source) if not 0 <= src[i] < source[1] else (1, destination)
+        raise ValueError(f"block_mapping[{i}][{column}] = {int(mapping[i, column])}: {side} block out of range "
+                         f"[0, {limit}); nothing was copied")
+    order = np.lexsort((np.arange(n), dst))
+    repeated = np.nonzero(dst[order][1:] == dst[order][:-1])[0]
+    if repeated.size:
+        a, b = order[repeated[0]], order[repeated[0] + 1]
+        raise ValueError(f"block_mapping: {destination[0]} block {int(dst[a])} is written twice (pairs {a} and {b}); "
+                         f"nothing was copied")
+    if same_cache:
+        read_and_written = np.isin(src, dst)
+        if read_and_written.any():
+            i = int(np.argmax(read_and_written))
+            j = int(np.argmax(dst == src[i]))
+            raise ValueError(f"block_mapping: block {int(src[i])} is read by pair {i} and written by pair {j} "
+                             f"(copies run in no order); nothing was copied")

@@ -6,11 +6,12 @@ columns (a 1-D tensor is one row, a scalar a 1x1 matrix).
 import mindspore as ms
 from mindspore import ops
 
-from ._base import (CopyPrimitive, GradientOp, check_host_buffer, check_int, check_int64_input, check_shape,
-                    check_supported, dtype_name, eager_int64, itemsize, matrix_view, ms_dtype, static_shape)
+from ._base import (CopyPrimitive, GradientOp, check_host_buffer, check_in_place_target, check_int, check_int64_input,
+                    check_shape, check_supported, dtype_name, eager_int64, itemsize, matrix_view, ms_dtype,
+                    static_shape)
 from ._checks import check_host_range, check_region, pitched_span
 
-_MODES = ("extract", "insert", "d2h", "h2d")
+_MODES = ("extract", "insert", "write", "d2h", "h2d")
 
 
 class Memcpy2D(CopyPrimitive):
@@ -20,6 +21,10 @@ class Memcpy2D(CopyPrimitive):
       of the matrix view of x, as a new (h, w) tensor, in one pitched device-to-device copy.
     - ``Memcpy2D("insert")``: ``y = op(dst, src, row, col)`` is dst with the region at (row, col)
       replaced by src (seen as a matrix).
+    - ``Memcpy2D("write")``: ``nbytes = op(dst, src, row, col)`` writes src (seen as a matrix) into
+      the region at (row, col) of dst **in place** and returns an int64 tensor of one value, the bytes
+      written. Its cost depends on src only, not on the size of dst. In graphs dst must be a
+      Parameter (see "In-place writes" in the README for what autodiff, slices and graph outputs see).
     - ``Memcpy2D("d2h", host_buffer=buf, pitch=p)``: ``nbytes = op(x, offset)`` writes row r of x at byte
       ``offset + r * p`` of the HostBuffer (the bytes between rows are left untouched).
     - ``Memcpy2D("h2d", host_buffer=buf, pitch=p, shape=s, dtype=d)``: ``y = op(offset)`` reads row r of
@@ -37,7 +42,7 @@ class Memcpy2D(CopyPrimitive):
         self.mode = mode
         given = {"height": height, "width": width, "host_buffer": host_buffer, "pitch": pitch, "shape": shape,
                  "dtype": dtype}
-        wanted = {"extract": ("height", "width"), "insert": (), "d2h": ("host_buffer", "pitch"),
+        wanted = {"extract": ("height", "width"), "insert": (), "write": (), "d2h": ("host_buffer", "pitch"),
                   "h2d": ("host_buffer", "pitch", "shape", "dtype")}[mode]
         extra = [k for k, v in given.items() if v is not None and k not in wanted]
         missing = [k for k in wanted if given[k] is None]
@@ -56,6 +61,9 @@ class Memcpy2D(CopyPrimitive):
             self._grad_extract = GradientOp("memcpy2d_extract_like")
             super().__init__("memcpy2d_insert", attrs={}, out_shape=lambda d, s, r, c: d,
                              out_dtype=lambda d, s, r, c: d, bprop=self._bprop_insert)
+        elif mode == "write":
+            super().__init__("memcpy2d_write", attrs={}, out_shape=lambda d, s, r, c: (1,),
+                             out_dtype=lambda d, s, r, c: ms.int64)
         else:
             self.host_buffer = check_host_buffer(host_buffer)
             self.pitch = check_int(pitch, "pitch", minimum=1)
@@ -94,7 +102,7 @@ class Memcpy2D(CopyPrimitive):
             shape = static_shape(x["shape"])
             if shape is not None:
                 self._check_extract(matrix_view(shape), r, c)
-        elif self.mode == "insert":
+        elif self.mode in ("insert", "write"):
             dst, src, row, col = args
             check_supported(dst, "dst")
             if dtype_name(src["dtype"]) != dtype_name(dst["dtype"]):
@@ -120,8 +128,10 @@ class Memcpy2D(CopyPrimitive):
         if self.mode == "extract":
             x, row, col = inputs
             self._check_extract(matrix_view(x.shape), eager_int64(row, "row"), eager_int64(col, "col"))
-        elif self.mode == "insert":
+        elif self.mode in ("insert", "write"):
             dst, src, row, col = inputs
+            if self.mode == "write":
+                check_in_place_target(dst, "dst")
             self._check_insert(matrix_view(dst.shape), matrix_view(src.shape), eager_int64(row, "row"),
                                eager_int64(col, "col"))
         elif self.mode == "d2h":

@@ -240,3 +240,24 @@ MSMC_AOT int MsMemcopyCondH2D(MSMC_AOT_ARGS) {
     msmc::CondH2D(s, a[0], a[1], st);
   });
 }
+
+MSMC_AOT_INIT(MsMemcopy2DWrite, "Memcpy2D(write)")
+MSMC_AOT int MsMemcopy2DWrite(MSMC_AOT_ARGS) {
+  return msmc::RunAot("Memcpy2D(write)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
+    msmc::Write2D(s, a[0], a[1], a[2], a[3], a[4], st);
+  });
+}
+
+// The block ops take caches..., block_mapping and return one int64 output.
+#define MSMC_AOT_BLOCKS(K, OP, BODY)                                                                  \
+  MSMC_AOT_INIT(K, OP)                                                                                 \
+  MSMC_AOT int K(MSMC_AOT_ARGS) {                                                                      \
+    return msmc::RunAot(OP, MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {     \
+      const size_t num_caches = a.size() - 2;                                                          \
+      BODY(s, a.data(), num_caches, a[num_caches], a[num_caches + 1], st);                             \
+    });                                                                                                \
+  }
+
+MSMC_AOT_BLOCKS(MsMemcopySwapBlocksD2H, "SwapBlocks(d2h)", msmc::SwapBlocksD2H)
+MSMC_AOT_BLOCKS(MsMemcopySwapBlocksH2D, "SwapBlocks(h2d)", msmc::SwapBlocksH2D)
+MSMC_AOT_BLOCKS(MsMemcopyCopyBlocks, "CopyBlocks", msmc::CopyBlocks)

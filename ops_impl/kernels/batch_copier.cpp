@@ -24,6 +24,31 @@ aclrtMemcpyBatchAttr MakeAttr(aclrtMemcpyKind direction, int32_t device) {
 
 }  // namespace
 
+void CopyPlan::Build(const BatchItem *items, size_t count) {
+  dsts.clear();
+  srcs.clear();
+  sizes.clear();
+  first_index.clear();
+  for (size_t i = 0; i < count; ++i) {
+    const BatchItem &item = items[i];
+    if (item.size == 0) {
+      continue;
+    }
+    if (!sizes.empty()) {
+      const char *dst_end = static_cast<char *>(dsts.back()) + sizes.back();
+      const char *src_end = static_cast<const char *>(srcs.back()) + sizes.back();
+      if (dst_end == item.dst && src_end == item.src) {
+        sizes.back() = CheckedAdd(sizes.back(), item.size, "tensors");
+        continue;
+      }
+    }
+    dsts.push_back(item.dst);
+    srcs.push_back(const_cast<void *>(item.src));
+    sizes.push_back(item.size);
+    first_index.push_back(i);
+  }
+}
+
 void BatchCopier::CheckOverlap(const BatchItem *items, size_t count, const char *argument) {
   order_.clear();
   for (size_t i = 0; i < count; ++i) {
@@ -53,29 +78,8 @@ void BatchCopier::Run(const BatchItem *items, size_t count, aclrtMemcpyKind dire
   if (overlap_argument != nullptr) {
     CheckOverlap(items, count, overlap_argument);
   }
-  dsts_.clear();
-  srcs_.clear();
-  sizes_.clear();
-  first_index_.clear();
-  for (size_t i = 0; i < count; ++i) {
-    const BatchItem &item = items[i];
-    if (item.size == 0) {
-      continue;  // CANN rejects zero-size items in a batch that has others
-    }
-    if (!sizes_.empty()) {
-      char *dst_end = static_cast<char *>(dsts_.back()) + sizes_.back();
-      const char *src_end = static_cast<const char *>(srcs_.back()) + sizes_.back();
-      if (dst_end == item.dst && src_end == item.src) {
-        sizes_.back() = CheckedAdd(sizes_.back(), item.size, "tensors");
-        continue;
-      }
-    }
-    dsts_.push_back(item.dst);
-    srcs_.push_back(const_cast<void *>(item.src));
-    sizes_.push_back(item.size);
-    first_index_.push_back(i);
-  }
-  if (sizes_.empty()) {
+  plan_.Build(items, count);
+  if (plan_.sizes.empty()) {
     return;
   }
   if (g_batch_supported.load(std::memory_order_relaxed) == 0) {
@@ -83,8 +87,8 @@ void BatchCopier::Run(const BatchItem *items, size_t count, aclrtMemcpyKind dire
     return;
   }
   const aclrtMemcpyBatchAttr attr = MakeAttr(direction, device);
-  for (size_t begin = 0; begin < sizes_.size(); begin += kMaxBatchItems) {
-    const size_t end = std::min(sizes_.size(), begin + kMaxBatchItems);
+  for (size_t begin = 0; begin < plan_.sizes.size(); begin += kMaxBatchItems) {
+    const size_t end = std::min(plan_.sizes.size(), begin + kMaxBatchItems);
     RunChunk(begin, end, attr, stream);
     if (g_batch_supported.load(std::memory_order_relaxed) == 0) {
       RunItemByItem(direction, stream);  // the probe failed on the first chunk: nothing was copied
@@ -97,11 +101,10 @@ void BatchCopier::RunChunk(size_t begin, size_t end, const aclrtMemcpyBatchAttr 
   size_t attr_index = 0;
   size_t fail_index = SIZE_MAX;
   aclrtMemcpyBatchAttr attrs[1] = {attr};
-  const aclError ret = aclrtMemcpyBatchAsync(dsts_.data() + begin, sizes_.data() + begin, srcs_.data() + begin,
-                                             sizes_.data() + begin, end - begin, attrs, &attr_index, 1,
-                                             &fail_index, stream);
+  const aclError ret = aclrtMemcpyBatchAsync(plan_.dsts.data() + begin, plan_.sizes.data() + begin,
+                                             plan_.srcs.data() + begin, plan_.sizes.data() + begin, end - begin,
+                                             attrs, &attr_index, 1, &fail_index, stream);
   if (ret == ACL_ERROR_RT_FEATURE_NOT_SUPPORT && begin == 0) {
-    (void)aclGetRecentErrMsg();  // consumed: the fallback is not a failure
     g_batch_supported.store(0, std::memory_order_relaxed);
     return;
   }
@@ -110,15 +113,15 @@ void BatchCopier::RunChunk(size_t begin, size_t end, const aclrtMemcpyBatchAttr 
     return;
   }
   const size_t caller_index = (fail_index != SIZE_MAX && fail_index < end - begin)
-                                  ? first_index_[begin + fail_index]
+                                  ? plan_.first_index[begin + fail_index]
                                   : kNoFailIndex;
   CheckAcl(ret, "aclrtMemcpyBatchAsync", caller_index);
 }
 
 void BatchCopier::RunItemByItem(aclrtMemcpyKind direction, aclrtStream stream) {
-  for (size_t i = 0; i < sizes_.size(); ++i) {
-    CheckAcl(aclrtMemcpyAsync(dsts_[i], sizes_[i], srcs_[i], sizes_[i], direction, stream), "aclrtMemcpyAsync",
-             first_index_[i]);
+  for (size_t i = 0; i < plan_.sizes.size(); ++i) {
+    CheckAcl(aclrtMemcpyAsync(plan_.dsts[i], plan_.sizes[i], plan_.srcs[i], plan_.sizes[i], direction, stream),
+             "aclrtMemcpyAsync", plan_.first_index[i]);
   }
 }
 

@@ -47,7 +47,6 @@ void Copy2D(const PitchedCopy &c, aclrtStream stream) {
       const aclError ret = aclrtMemcpy2dAsync(dst + row * c.dpitch + col, c.dpitch, src + row * c.spitch + col,
                                               c.spitch, w, h, c.kind, stream);
       if (ret == ACL_ERROR_RT_FEATURE_NOT_SUPPORT && d2d && col == 0 && row == 0) {
-        (void)aclGetRecentErrMsg();  // consumed: the fallback is not a failure
         g_2d_d2d_supported.store(0, std::memory_order_relaxed);
         CopyRowsWithMemcpy(c, stream);
         return;

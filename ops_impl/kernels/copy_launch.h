@@ -25,6 +25,17 @@ struct BatchItem {
   size_t size;
 };
 
+// A list of copies planned for one call: zero-size items dropped (CANN rejects them in a batch that
+// has others), items adjacent on both sides merged. Keeps its buffers across launches.
+struct CopyPlan {
+  std::vector<void *> dsts;
+  std::vector<void *> srcs;
+  std::vector<size_t> sizes;
+  std::vector<size_t> first_index;  // caller's index of each planned item
+
+  void Build(const BatchItem *items, size_t count);
+};
+
 // Batched host<->device copies through aclrtMemcpyBatchAsync, reusable across launches (it keeps
 // its planning buffers, so a launch allocates nothing per item once warmed up).
 class MSMC_KERNELS_API BatchCopier {
@@ -43,10 +54,7 @@ class MSMC_KERNELS_API BatchCopier {
   void RunChunk(size_t begin, size_t end, const aclrtMemcpyBatchAttr &attr, aclrtStream stream);
   void RunItemByItem(aclrtMemcpyKind direction, aclrtStream stream);
 
-  std::vector<void *> dsts_;
-  std::vector<void *> srcs_;
-  std::vector<size_t> sizes_;
-  std::vector<size_t> first_index_;  // caller's index of each planned item
+  CopyPlan plan_;
   std::vector<size_t> order_;
 };
 
@@ -66,7 +74,7 @@ struct PitchedCopy {
 // contiguous, else one per row).
 void Copy2D(const PitchedCopy &copy, aclrtStream stream);
 
-// Device-to-device copies through a memory-copy descriptor in device memory, allocated on first use
+// Device-to-device copies through memory-copy descriptors in device memory, allocated on first use
 // and kept for the life of the object (one per kernel instance). On a SoC without descriptors,
 // copies with aclrtMemcpyAsync.
 class MSMC_KERNELS_API DescCopier {
@@ -77,11 +85,20 @@ class MSMC_KERNELS_API DescCopier {
   DescCopier &operator=(const DescCopier &) = delete;
 
   void Copy(void *dst, const void *src, size_t count, aclrtStream stream);
+  // Copies items[i] for every i (the items must not overlap), planned as CopyPlan does: one
+  // descriptor per planned item (aclrtMemcpyBatchAsync refuses device-to-device items). A failing
+  // item is reported by its index in `items`.
+  void CopyItems(const BatchItem *items, size_t count, aclrtStream stream);
 
  private:
-  void *DescriptorFor(size_t chunk);
+  bool Supported();
+  // Enqueues one copy of any size through descriptors first_desc, first_desc + 1, ...; returns the
+  // index of the next free descriptor.
+  size_t Enqueue(void *dst, const void *src, size_t count, size_t first_desc, size_t fail_index, aclrtStream stream);
+  void *DescriptorFor(size_t index);
 
   std::vector<void *> descriptors_;
+  CopyPlan plan_;
   size_t desc_size_ = 0;
   int supported_ = -1;  // -1 unknown, 0 no, 1 yes
 };

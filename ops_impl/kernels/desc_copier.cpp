@@ -17,43 +17,68 @@ DescCopier::~DescCopier() {
   }
 }
 
-void *DescCopier::DescriptorFor(size_t chunk) {
-  while (descriptors_.size() <= chunk) {
+void *DescCopier::DescriptorFor(size_t index) {
+  while (descriptors_.size() <= index) {
     void *desc = nullptr;
     CheckAcl(aclrtMalloc(&desc, desc_size_, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
     descriptors_.push_back(desc);
   }
-  return descriptors_[chunk];
+  return descriptors_[index];
 }
 
-void DescCopier::Copy(void *dst, const void *src, size_t count, aclrtStream stream) {
-  if (count == 0) {
-    return;
-  }
+bool DescCopier::Supported() {
   if (supported_ < 0) {
     const aclError ret = aclrtGetMemcpyDescSize(ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, &desc_size_);
     if (ret == ACL_ERROR_RT_FEATURE_NOT_SUPPORT) {
-      (void)aclGetRecentErrMsg();  // consumed: the fallback is not a failure
       supported_ = 0;
     } else {
       CheckAcl(ret, "aclrtGetMemcpyDescSize");
       supported_ = 1;
     }
   }
-  if (supported_ == 0) {
-    CheckAcl(aclrtMemcpyAsync(dst, count, src, count, ACL_MEMCPY_DEVICE_TO_DEVICE, stream), "aclrtMemcpyAsync");
-    return;
-  }
+  return supported_ == 1;
+}
+
+size_t DescCopier::Enqueue(void *dst, const void *src, size_t count, size_t first_desc, size_t fail_index,
+                           aclrtStream stream) {
   // Each chunk gets its own descriptor: the copy reads it when it executes, after this call returns.
-  size_t chunk = 0;
-  for (size_t done = 0; done < count; done += kMaxDescCount, ++chunk) {
+  size_t index = first_desc;
+  for (size_t done = 0; done < count; done += kMaxDescCount, ++index) {
     const size_t n = std::min(kMaxDescCount, count - done);
-    void *desc = DescriptorFor(chunk);
+    void *desc = DescriptorFor(index);
     CheckAcl(aclrtSetMemcpyDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE,
                                 const_cast<char *>(static_cast<const char *>(src)) + done,
                                 static_cast<char *>(dst) + done, n, nullptr),
-             "aclrtSetMemcpyDesc");
-    CheckAcl(aclrtMemcpyAsyncWithDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, stream), "aclrtMemcpyAsyncWithDesc");
+             "aclrtSetMemcpyDesc", fail_index);
+    CheckAcl(aclrtMemcpyAsyncWithDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, stream), "aclrtMemcpyAsyncWithDesc",
+             fail_index);
+  }
+  return index;
+}
+
+void DescCopier::Copy(void *dst, const void *src, size_t count, aclrtStream stream) {
+  if (count == 0) {
+    return;
+  }
+  if (!Supported()) {
+    CheckAcl(aclrtMemcpyAsync(dst, count, src, count, ACL_MEMCPY_DEVICE_TO_DEVICE, stream), "aclrtMemcpyAsync");
+    return;
+  }
+  Enqueue(dst, src, count, 0, kNoFailIndex, stream);
+}
+
+void DescCopier::CopyItems(const BatchItem *items, size_t count, aclrtStream stream) {
+  plan_.Build(items, count);
+  const bool with_desc = Supported();
+  size_t next_desc = 0;
+  for (size_t i = 0; i < plan_.sizes.size(); ++i) {
+    if (with_desc) {
+      next_desc = Enqueue(plan_.dsts[i], plan_.srcs[i], plan_.sizes[i], next_desc, plan_.first_index[i], stream);
+    } else {
+      CheckAcl(aclrtMemcpyAsync(plan_.dsts[i], plan_.sizes[i], plan_.srcs[i], plan_.sizes[i],
+                                ACL_MEMCPY_DEVICE_TO_DEVICE, stream),
+               "aclrtMemcpyAsync", plan_.first_index[i]);
+    }
   }
 }
 

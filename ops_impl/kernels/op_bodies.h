@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "acl/acl.h"
@@ -43,6 +44,7 @@ struct KernelState {
   std::vector<int64_t> host_values;   // int64 inputs read back to the host for planning
   std::vector<int64_t> host_results;  // int64 outputs staged on the host
   std::vector<size_t> nbytes;
+  std::vector<std::pair<int64_t, size_t>> destinations;  // (block, pair index) of a block mapping, sorted
 };
 
 // MemcpyBatch d2h: tensors[i] -> HostBuffer[offsets[i]:], out[i] = bytes of tensors[i].
@@ -60,6 +62,10 @@ MSMC_KERNELS_API void ExtractLike2D(KernelState &s, const TensorArg &x, const Te
 // Memcpy2D insert: y = dst with y[row:row+h, col:col+w] = src (h, w from the 2-D view of src).
 MSMC_KERNELS_API void Insert2D(KernelState &s, const TensorArg &dst, const TensorArg &src, const TensorArg &row,
                                const TensorArg &col, const TensorArg &y, aclrtStream stream);
+// Memcpy2D write: dst[row:row+h, col:col+w] = src in place (h, w from the 2-D view of src);
+// out[0] = bytes written.
+MSMC_KERNELS_API void Write2D(KernelState &s, const TensorArg &dst, const TensorArg &src, const TensorArg &row,
+                              const TensorArg &col, const TensorArg &out, aclrtStream stream);
 // Memcpy2D d2h: rows of x -> HostBuffer[offset + r*pitch:], out[0] = bytes written.
 MSMC_KERNELS_API void D2H2D(KernelState &s, const TensorArg &x, const TensorArg &offset, const TensorArg &out,
                             aclrtStream stream);
@@ -75,6 +81,20 @@ MSMC_KERNELS_API void CondD2D(KernelState &s, const TensorArg &x, const TensorAr
 MSMC_KERNELS_API void CondD2H(KernelState &s, const TensorArg &x, const TensorArg &offset, const TensorArg &out,
                               aclrtStream stream);
 MSMC_KERNELS_API void CondH2D(KernelState &s, const TensorArg &offset, const TensorArg &y, aclrtStream stream);
+
+// Block movement over L caches of shape [num_blocks, *block_shape] (all of one shape and dtype) with a
+// block_mapping int64 [n, 2] of (source block, destination block) pairs applied to every cache; the
+// mapping is checked whole before any byte moves; out[0] = bytes moved.
+// SwapBlocks d2h: block m[i][0] of caches[l] -> host block m[i][1] of host cache l, where host cache l
+// is the l-th of L equal parts of the HostBuffer (host block h of cache l at (l * H + h) * block bytes).
+MSMC_KERNELS_API void SwapBlocksD2H(KernelState &s, const TensorArg *caches, size_t num_caches,
+                                    const TensorArg &block_mapping, const TensorArg &out, aclrtStream stream);
+// SwapBlocks h2d: host block m[i][0] of host cache l -> block m[i][1] of caches[l], in place.
+MSMC_KERNELS_API void SwapBlocksH2D(KernelState &s, const TensorArg *caches, size_t num_caches,
+                                    const TensorArg &block_mapping, const TensorArg &out, aclrtStream stream);
+// CopyBlocks: block m[i][0] of caches[l] -> block m[i][1] of caches[l], in place.
+MSMC_KERNELS_API void CopyBlocks(KernelState &s, const TensorArg *caches, size_t num_caches,
+                                 const TensorArg &block_mapping, const TensorArg &out, aclrtStream stream);
 
 }  // namespace msmc
 

@@ -9,25 +9,14 @@
 
 #include "acl/acl.h"
 #include "copy_launch.h"
+#include "expect.h"
 #include "kernel_error.h"
 
 namespace {
 
-int failures = 0;
+using test::Check;
+using test::Expect;
 
-void Expect(bool ok, const std::string &what) {
-  if (!ok) {
-    std::printf("FAILED: %s\n", what.c_str());
-    ++failures;
-  }
-}
-
-void Check(aclError ret, const char *what) {
-  if (ret != ACL_SUCCESS) {
-    std::printf("FATAL: %s returned %d\n", what, ret);
-    std::exit(1);
-  }
-}
 
 struct Fixture {
   static constexpr size_t kItems = 4200;
@@ -150,9 +139,5 @@ int main() {
     TestMergedItemsReportTheirFirstIndex(f);
     TestOverlapRejectedBeforeAnyCopy(f);
   }
-  if (failures == 0) {
-    std::printf("ALL PASSED\n");
-    return 0;
-  }
-  return 1;
+  return test::Finish();
 }

@@ -1,0 +1,239 @@
+// The block bodies of the copy kernels (SwapBlocksD2H/H2D, CopyBlocks in ops_impl/kernels/op_bodies.cpp):
+// all L x n copies of a call go through one aclrtMemcpyBatchAsync per 4096 items (blocks adjacent on
+// both sides merged first), device-to-device block copies through one descriptor copy each, and a bad
+// mapping is refused before any ACL copy call. The program counts the ACL calls by defining them
+// itself and forwarding to the runtime library (the kernel sources are linked into this program, so
+// their calls bind here first).
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "acl/acl.h"
+#include "expect.h"
+#include "host_buffers.h"
+#include "kernel_error.h"
+#include "op_bodies.h"
+
+namespace {
+
+using test::Check;
+using test::Expect;
+
+size_t batch_calls = 0;
+size_t batch_items = 0;
+size_t desc_copies = 0;
+size_t async_copies = 0;
+
+template <typename Fn>
+Fn Next(const char *name) {
+  void *fn = dlsym(RTLD_NEXT, name);
+  if (fn == nullptr) {
+    std::printf("FATAL: %s not found in the ACL library\n", name);
+    std::exit(1);
+  }
+  return reinterpret_cast<Fn>(fn);
+}
+
+void ResetCounts() { batch_calls = batch_items = desc_copies = async_copies = 0; }
+
+}  // namespace
+
+extern "C" aclError aclrtMemcpyBatchAsync(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
+                                          size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes,
+                                          size_t numAttrs, size_t *failIndex, aclrtStream stream) {
+  using Fn = aclError (*)(void **, size_t *, void **, size_t *, size_t, aclrtMemcpyBatchAttr *, size_t *, size_t,
+                          size_t *, aclrtStream);
+  static const Fn next = Next<Fn>("aclrtMemcpyBatchAsync");
+  ++batch_calls;
+  batch_items += numBatches;
+  return next(dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs, failIndex, stream);
+}
+
+extern "C" aclError aclrtMemcpyAsyncWithDesc(void *desc, aclrtMemcpyKind kind, aclrtStream stream) {
+  using Fn = aclError (*)(void *, aclrtMemcpyKind, aclrtStream);
+  static const Fn next = Next<Fn>("aclrtMemcpyAsyncWithDesc");
+  ++desc_copies;
+  return next(desc, kind, stream);
+}
+
+extern "C" aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind,
+                                     aclrtStream stream) {
+  using Fn = aclError (*)(void *, size_t, const void *, size_t, aclrtMemcpyKind, aclrtStream);
+  static const Fn next = Next<Fn>("aclrtMemcpyAsync");
+  if (kind != ACL_MEMCPY_HOST_TO_DEVICE || count != sizeof(int64_t)) {
+    ++async_copies;  // not counted: the one int64 result the bodies write
+  }
+  return next(dst, destMax, src, count, kind, stream);
+}
+
+namespace {
+
+constexpr size_t kCaches = 2;
+constexpr size_t kBlocks = 2600;
+constexpr int64_t kBlockShape[] = {kBlocks, 2};  // blocks of 2 float32 values: 8 bytes
+constexpr size_t kBlockBytes = 8;
+constexpr size_t kHostBlocks = 2500;
+
+struct Fixture {
+  void *caches[kCaches] = {};
+  void *host = nullptr;
+  void *mapping = nullptr;
+  void *out = nullptr;
+  int64_t buffer_id = 0;
+  aclrtStream stream = nullptr;
+  int64_t mapping_shape[2] = {0, 2};
+  int64_t out_shape[1] = {1};
+
+  Fixture() {
+    Check(aclrtSetDevice(0), "aclrtSetDevice");
+    for (void *&c : caches) {
+      Check(aclrtMalloc(&c, kBlocks * kBlockBytes, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+    }
+    Check(aclrtMallocHost(&host, kCaches * kHostBlocks * kBlockBytes), "aclrtMallocHost");
+    Check(aclrtMalloc(&mapping, kBlocks * 2 * sizeof(int64_t), ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+    Check(aclrtMalloc(&out, sizeof(int64_t), ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+    Check(aclrtCreateStream(&stream), "aclrtCreateStream");
+    buffer_id = msmc_hostbuffer_open(host, kCaches * kHostBlocks * kBlockBytes, 1);
+    // Block b of cache l holds the bytes l * 100 + b, as two uint32 values.
+    std::vector<uint32_t> values(kBlocks * 2);
+    for (size_t l = 0; l < kCaches; ++l) {
+      for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<uint32_t>(l * 100000 + i / 2);
+      Check(aclrtMemcpy(caches[l], values.size() * 4, values.data(), values.size() * 4, ACL_MEMCPY_HOST_TO_DEVICE),
+            "upload");
+    }
+  }
+  ~Fixture() {
+    msmc_hostbuffer_close(buffer_id);
+    aclrtDestroyStream(stream);
+    aclrtFree(out);
+    aclrtFree(mapping);
+    aclrtFreeHost(host);
+    for (void *c : caches) aclrtFree(c);
+  }
+
+  std::vector<msmc::TensorArg> Caches() const {
+    std::vector<msmc::TensorArg> args;
+    for (void *c : caches) args.push_back(msmc::TensorArg{c, kBlockShape, 2, "float32"});
+    return args;
+  }
+  msmc::TensorArg Mapping(const std::vector<int64_t> &pairs) {
+    mapping_shape[0] = static_cast<int64_t>(pairs.size() / 2);
+    if (!pairs.empty()) {
+      Check(aclrtMemcpy(mapping, pairs.size() * 8, pairs.data(), pairs.size() * 8, ACL_MEMCPY_HOST_TO_DEVICE),
+            "mapping");
+    }
+    return msmc::TensorArg{mapping, mapping_shape, 2, "int64"};
+  }
+  msmc::TensorArg Out() { return msmc::TensorArg{out, out_shape, 1, "int64"}; }
+  int64_t Result() {
+    int64_t n = -1;
+    Check(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+    Check(aclrtMemcpy(&n, 8, out, 8, ACL_MEMCPY_DEVICE_TO_HOST), "result");
+    return n;
+  }
+  uint32_t DeviceValue(size_t l, size_t block) {
+    uint32_t v = 0;
+    Check(aclrtMemcpy(&v, 4, static_cast<char *>(caches[l]) + block * kBlockBytes, 4, ACL_MEMCPY_DEVICE_TO_HOST),
+          "read");
+    return v;
+  }
+  uint32_t HostValue(size_t l, size_t block) const {
+    return static_cast<const uint32_t *>(host)[(l * kHostBlocks + block) * 2];
+  }
+};
+
+void TestSwapOutChunksAndMerges(Fixture &f) {
+  msmc::KernelState s;
+  s.buffer_id = f.buffer_id;
+  std::vector<int64_t> pairs;
+  for (int64_t i = 0; i < 2500; ++i) {  // reversed: no two items adjacent on both sides
+    pairs.push_back(2499 - i);
+    pairs.push_back(i);
+  }
+  ResetCounts();
+  const auto caches = f.Caches();
+  msmc::SwapBlocksD2H(s, caches.data(), kCaches, f.Mapping(pairs), f.Out(), f.stream);
+  Expect(f.Result() == static_cast<int64_t>(kCaches * 2500 * kBlockBytes), "d2h returns the bytes moved");
+  Expect(batch_calls == 2 && batch_items == 5000,
+         "5000 items in two batch calls, got " + std::to_string(batch_calls) + " / " + std::to_string(batch_items));
+  Expect(async_copies == 0, "no per-item copies on a SoC with the batch call");
+  Expect(f.HostValue(0, 0) == 2499 && f.HostValue(1, 2499) == 100000 && f.HostValue(1, 7) == 102492,
+         "host blocks hold the mapped device blocks, cache-major");
+
+  pairs.clear();
+  for (int64_t i = 0; i < 100; ++i) {  // consecutive on both sides: one item per cache
+    pairs.push_back(i + 10);
+    pairs.push_back(i);
+  }
+  ResetCounts();
+  msmc::SwapBlocksD2H(s, caches.data(), kCaches, f.Mapping(pairs), f.Out(), f.stream);
+  f.Result();
+  Expect(batch_calls == 1 && batch_items == 2, "adjacent blocks merge: 1 call of 2 items, got " +
+                                                   std::to_string(batch_calls) + " / " + std::to_string(batch_items));
+  Expect(f.HostValue(1, 99) == 100109, "merged copy lands");
+}
+
+void TestSwapInAndCopy(Fixture &f) {
+  msmc::KernelState s;
+  s.buffer_id = f.buffer_id;
+  const auto caches = f.Caches();
+  ResetCounts();
+  msmc::SwapBlocksH2D(s, caches.data(), kCaches, f.Mapping({0, 2599, 5, 2598}), f.Out(), f.stream);
+  Expect(f.Result() == static_cast<int64_t>(kCaches * 2 * kBlockBytes), "h2d returns the bytes moved");
+  Expect(batch_calls == 1 && batch_items == 4, "h2d: one batch call of 4 items");
+  Expect(f.DeviceValue(1, 2599) == f.HostValue(1, 0) && f.DeviceValue(0, 2598) == f.HostValue(0, 5),
+         "h2d writes the device blocks");
+
+  ResetCounts();
+  std::vector<int64_t> pairs;
+  for (int64_t i = 0; i < 50; ++i) {
+    pairs.push_back(2 * i);
+    pairs.push_back(1001 + 2 * i);
+  }
+  msmc::CopyBlocks(s, caches.data(), kCaches, f.Mapping(pairs), f.Out(), f.stream);
+  f.Result();
+  Expect(batch_calls == 0 && desc_copies == 100 && async_copies == 0,
+         "copy: one descriptor copy per block, got " + std::to_string(desc_copies));
+  Expect(f.DeviceValue(0, 1001) == 0 && f.DeviceValue(1, 1099) == 100098, "copied blocks land");
+}
+
+void TestBadMappingMovesNothing(Fixture &f) {
+  msmc::KernelState s;
+  s.buffer_id = f.buffer_id;
+  const auto caches = f.Caches();
+  const std::vector<std::vector<int64_t>> bad = {{0, 1, 2600, 2}, {0, 2500}, {0, 1, 2, 1}, {-1, 0}};
+  for (const auto &pairs : bad) {
+    ResetCounts();
+    bool refused = false;
+    try {
+      msmc::SwapBlocksD2H(s, caches.data(), kCaches, f.Mapping(pairs), f.Out(), f.stream);
+    } catch (const msmc::InputError &e) {
+      refused = std::strstr(e.what(), "ValueError: block_mapping") != nullptr;
+    }
+    Expect(refused && batch_calls == 0 && async_copies == 0, "bad mapping refused before any copy");
+  }
+  ResetCounts();
+  bool refused = false;
+  try {
+    msmc::CopyBlocks(s, caches.data(), kCaches, f.Mapping({3, 4, 4, 5}), f.Out(), f.stream);
+  } catch (const msmc::InputError &e) {
+    refused = std::strstr(e.what(), "block 4 is read by pair 1 and written by pair 0") != nullptr;
+  }
+  Expect(refused && desc_copies == 0 && async_copies == 0, "a block both read and written is refused");
+}
+
+}  // namespace
+
+int main() {
+  {
+    Fixture f;
+    TestSwapOutChunksAndMerges(f);
+    TestSwapInAndCopy(f);
+    TestBadMappingMovesNothing(f);
+  }
+  return test::Finish();
+}
