@@ -28,3 +28,20 @@ def test_readme_python_example_runs(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert "nbytes [24, 12]" in result.stdout
     assert "window [7.0, 8.0, 9.0, 10.0]" in result.stdout
+
+
+def test_paged_kv_cache_example_passes():
+    """The README's main job at a small size: preemption by swap, a fork, and outputs identical to each
+    sequence decoded alone."""
+    cmd = [sys.executable, str(ROOT / "examples" / "paged_kv_cache.py"), "--cache-mib", "16", "--layers", "2",
+           "--decode", "20", "--fork-decode", "8", "--repeats", "1", "--per-block-swaps", "1"]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    out = result.stdout
+    assert "K/V caches: 4 Parameters x 32 blocks of 16 tokens (128 KiB) = 16 MiB" in out
+    assert "demand 42 blocks for a pool of 32" in out
+    assert re.search(r"preemptions: [1-9]\d*; swaps: [1-9]", out), out
+    assert re.search(r"swap out: \d+ blocks x 4 caches", out) and re.search(r"swap in : \d+ blocks x 4 caches", out)
+    assert "fork: CopyBlocks of 6 blocks x 4 caches = 3 MiB" in out
+    assert "max |diff| = 0 over 145 tokens of 7 sequences" in out
+    assert out.rstrip().endswith("result: PASS")

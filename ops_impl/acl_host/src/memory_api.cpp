@@ -5,7 +5,8 @@
 //   size is rounded up to a multiple of 32 and the SoC profile's malloc_extra_bytes are added (not for the
 //   HUGE1G policies, as CANN). CANN appends 32 bytes plus 32 of padding to every request: a size whose
 //   64-byte append (or rounding) overflows is ACL_ERROR_INVALID_PARAM, as in CANN's source.
-// - aclrtMallocHost returns 64-byte aligned memory recorded as pinned HOST memory; it needs no device. The
+// - aclrtMallocHost returns 64-byte aligned memory recorded as pinned HOST memory, every page already
+//   resident (zero-filled; CANN leaves the contents unspecified); it needs no device. The
 //   same 64-byte append rule applies (host choice: CANN's host allocator path is not in its open source).
 // - aclrtGetMemInfo: free/total NULL -> 100000; attr outside aclrtMemAttr (0..17) -> 107016
 //   (ACL_ERROR_RT_INVALID_MEMORY_TYPE); no context -> 107002. Every attribute reports the same memory:
@@ -14,6 +15,8 @@
 // - aclrtFree / aclrtFreeHost take only the base of an allocation of their own kind (else 107000), and
 //   first wait for every stream to drain, so memory is never freed under a queued copy.
 #include <unistd.h>
+
+#include <cstring>
 
 #include "acl/acl_rt.h"
 #include "acl_host/acl_host_ext.h"
@@ -120,7 +123,13 @@ extern "C" aclError aclrtMallocHost(void **hostPtr, size_t size)
         if (AppendOverflows(api, size, &ret)) {
             return ret;
         }
-        return MemoryRegistry::Instance().Allocate(api, MemKind::kPinnedHost, -1, size, hostPtr);
+        ret = MemoryRegistry::Instance().Allocate(api, MemKind::kPinnedHost, -1, size, hostPtr);
+        if (ret == ACL_SUCCESS) {
+            // Page-locked memory is resident from the start: touch every page now, so the first copy into
+            // it does not pay the page faults that CANN's pinned memory never takes.
+            std::memset(*hostPtr, 0, size);
+        }
+        return ret;
     });
 }
 

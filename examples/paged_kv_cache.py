@@ -1,0 +1,440 @@
+"""Paged KV cache with preemption by swap, the way vLLM schedules it, on ms_memcopy's in-place primitives.
+
+A small decoder runs in GRAPH_MODE. Its K and V caches are Parameters of shape
+[num_blocks, block_size, width] (256 MiB in all by default), written in place with Memcpy2D("write"):
+a prompt's keys and values one block tile at a time, then one token row per decode step. Several
+sequences compete for the block pool of an ms_memcopy.nn.BlockPool, smaller than their demand: when a
+running sequence needs a block and none is free, the scheduler preempts the most recently admitted one by
+swapping its blocks out to the pool's pinned host blocks (SwapBlocks "d2h": one batched call for all
+caches), and resumes it later by swapping them back in (SwapBlocks "h2d"). One sequence forks: the child
+gets copies of the parent's blocks (CopyBlocks) and decodes on with inputs of its own.
+
+Every sequence's outputs are compared with the same model decoding that sequence alone, without
+interruption; the report gives the blocks and bytes moved, the swap bandwidth in the run, and every swap
+replayed three ways: SwapBlocks, MindSpore's swap_cache (what vLLM's MindSpore port calls) and one built-in
+copy per block, side by side.
+
+    python examples/paged_kv_cache.py [--cache-mib 256] [--sequences 6] [--layers 4]
+"""
+import argparse
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import List
+
+import numpy as np
+
+import mindspore as ms
+from mindspore import nn, ops
+
+from ms_memcopy.nn import BlockPool
+from ms_memcopy.ops import Memcpy2D, SwapBlocks
+
+MiB = 1 << 20
+
+
+def int64(*values):
+    return ms.Tensor(np.array(values, dtype=np.int64))
+
+
+# ---- the model ------------------------------------------------------------------------------------
+
+class Attention(nn.Cell):
+    """Weights of one layer. The heads form head groups; each group's output projection is computed on
+    its own and the groups are summed in order, as an AllReduce over tensor-parallel ranks sums them."""
+
+    def __init__(self, index, model_dim, heads, head_dim, groups):
+        super().__init__()
+        rng = np.random.default_rng(1000 + index)
+        width = heads * head_dim
+
+        def weight(name, rows, cols):
+            values = rng.standard_normal((rows, cols)).astype(np.float32) / np.sqrt(rows)
+            return ms.Parameter(ms.Tensor(values), name=f"layer{index}.{name}")
+
+        self.wq, self.wk, self.wv = (weight(n, model_dim, width) for n in ("wq", "wk", "wv"))
+        self.wo = weight("wo", width, model_dim)
+        self.heads, self.head_dim, self.groups, self.width = heads, head_dim, groups, width
+        self.scale = float(1 / np.sqrt(head_dim))
+
+    def attend(self, q, keys, values, visible):
+        """q [t, width], keys/values [n, width], visible [t, n] -> x update [t, model_dim]."""
+        t, n = q.shape[0], keys.shape[0]
+        qh = q.reshape(t, self.heads, self.head_dim).transpose(1, 0, 2)
+        kh = keys.reshape(n, self.heads, self.head_dim).transpose(1, 2, 0)
+        vh = values.reshape(n, self.heads, self.head_dim).transpose(1, 0, 2)
+        scores = ops.matmul(qh, kh) * self.scale
+        scores = ops.where(visible.reshape(1, t, n), scores, ops.full_like(scores, -1e30))
+        context = ops.matmul(ops.softmax(scores, axis=-1), vh).transpose(1, 0, 2).reshape(t, self.width)
+        per_group = self.width // self.groups
+        out = ops.matmul(context[:, :per_group], self.wo[:per_group])
+        for g in range(1, self.groups):
+            out = out + ops.matmul(context[:, g * per_group:(g + 1) * per_group], self.wo[g * per_group:(g + 1) * per_group])
+        return out
+
+
+class DecodeStep(nn.Cell):
+    """One token through every layer: writes its key and value rows into the caches in place (row
+    `row` of each cache's 2-D view), then attends over the sequence's blocks (`table`)."""
+
+    def __init__(self, layers, caches, block_size, max_blocks):
+        super().__init__()
+        self.layers = nn.CellList(layers)
+        self.caches = ms.ParameterTuple(caches)
+        self.write = Memcpy2D("write")
+        self.block_size, self.max_blocks = block_size, max_blocks
+        self.token_index = ms.Tensor(np.arange(max_blocks * block_size, dtype=np.int64))
+        self.zero = int64(0)
+
+    def construct(self, x, pos, row, table):
+        n = self.max_blocks * self.block_size
+        visible = (self.token_index <= pos).reshape(1, n)
+        for i, layer in enumerate(self.layers):
+            k_cache, v_cache = self.caches[2 * i], self.caches[2 * i + 1]
+            written = self.write(k_cache, ops.matmul(x, layer.wk), row, self.zero)
+            written = written + self.write(v_cache, ops.matmul(x, layer.wv), row, self.zero)
+            keys = ops.gather(k_cache, table, 0).reshape(n, -1)
+            values = ops.gather(v_cache, table, 0).reshape(n, -1)
+            x = ops.depend(x, written)
+            x = x + layer.attend(ops.matmul(x, layer.wq), keys, values, visible)
+        return x
+
+
+class Prefill(nn.Cell):
+    """A whole prompt through every layer with causal attention. Returns the last token's output and,
+    per layer, the prompt's keys and values [t, width] (the engine writes them into its blocks)."""
+
+    def __init__(self, layers):
+        super().__init__()
+        self.layers = nn.CellList(layers)
+
+    def construct(self, x):
+        t = x.shape[0]
+        causal = ops.arange(t).reshape(t, 1) >= ops.arange(t).reshape(1, t)
+        kvs = ()
+        for layer in self.layers:
+            keys, values = ops.matmul(x, layer.wk), ops.matmul(x, layer.wv)
+            kvs = kvs + (keys, values)
+            x = x + layer.attend(ops.matmul(x, layer.wq), keys, values, causal)
+        return x[t - 1:], kvs
+
+
+# ---- the scheduler ---------------------------------------------------------------------------------
+
+@dataclass
+class Sequence:
+    name: str
+    prompt: np.ndarray               # [prompt tokens, model_dim]
+    inputs: np.ndarray               # [decode tokens, model_dim], one input per decode step
+    done: int = 0                    # tokens in the cache
+    blocks: List[int] = field(default_factory=list)        # device blocks, in token order
+    host_blocks: List[int] = field(default_factory=list)   # host blocks while swapped out
+    outputs: List[np.ndarray] = field(default_factory=list)
+
+    @property
+    def finished(self):
+        return self.done == len(self.prompt) + len(self.inputs)
+
+
+@dataclass
+class Fork:
+    parent: str
+    at: int                          # fork once the parent holds at least this many tokens
+    inputs: np.ndarray               # the child's own decode inputs after the fork
+    child: Sequence = None
+
+
+class Engine:
+    """Decodes sequences round-robin over a BlockPool, preempting by swap when the pool runs dry."""
+
+    def __init__(self, prefill, step, pool, block_size, max_blocks):
+        self.prefill_cell, self.step_cell, self.pool = prefill, step, pool
+        self.block_size, self.max_blocks = block_size, max_blocks
+        self.write = Memcpy2D("write")
+        self.swaps = []    # (direction, mapping, seconds, bytes)
+        self.copies = []   # (mapping, seconds, bytes)
+
+    def warm_up(self):
+        """One untimed swap out, swap in and fork, so the log times steady-state calls."""
+        blocks = self.pool.allocate(1)
+        blocks = self.pool.swap_in(self.pool.swap_out(blocks))
+        self.pool.free(blocks + self.pool.fork(blocks))
+        self.pool.host_buffer.wait()
+
+    # -- block movement: one SwapBlocks or CopyBlocks call over every cache --
+    def swap_out(self, seq):
+        seq.host_blocks = self._timed(self.swaps, "d2h", self.pool.swap_out, seq.blocks)
+        seq.blocks = []
+
+    def swap_in(self, seq):
+        seq.blocks = self._timed(self.swaps, "h2d", self.pool.swap_in, seq.host_blocks)
+        seq.host_blocks = []
+
+    def fork(self, parent, fork):
+        done = parent.done - len(parent.prompt)
+        child = Sequence(f"{parent.name}.fork", parent.prompt,
+                         np.concatenate([parent.inputs[:done], fork.inputs]), done=parent.done,
+                         outputs=list(parent.outputs))
+        child.blocks = self._timed(self.copies, None, self.pool.fork, parent.blocks)
+        fork.child = child
+        return child
+
+    def _timed(self, log, direction, move, blocks):
+        start = time.perf_counter()
+        moved_to = move(blocks)
+        self.pool.host_buffer.wait()  # waits for the queued launches
+        seconds = time.perf_counter() - start
+        mapping = np.array([blocks, moved_to], np.int64).T
+        nbytes = len(blocks) * self.pool.num_caches * self.pool.block_bytes
+        log.append((mapping, seconds, nbytes) if direction is None else (direction, mapping, seconds, nbytes))
+        return moved_to
+
+    # -- decoding --
+    def prefill(self, seq):
+        t = len(seq.prompt)
+        seq.blocks = self.pool.allocate(-(-t // self.block_size))
+        y, kvs = self.prefill_cell(ms.Tensor(seq.prompt))
+        for cache, kv in zip(self.pool.caches, kvs):
+            for b, block in enumerate(seq.blocks):
+                tile = kv[b * self.block_size:min(t, (b + 1) * self.block_size)]
+                self.write(cache, tile, int64(block * self.block_size), int64(0))
+        seq.outputs.append(y.asnumpy())
+        seq.done = t
+
+    def step(self, seq):
+        pos = seq.done
+        if pos // self.block_size >= len(seq.blocks):
+            seq.blocks += self.pool.allocate(1)
+        row = seq.blocks[pos // self.block_size] * self.block_size + pos % self.block_size
+        table = np.zeros(self.max_blocks, np.int64)
+        table[:len(seq.blocks)] = seq.blocks
+        x = ms.Tensor(seq.inputs[pos - len(seq.prompt)][None])
+        seq.outputs.append(self.step_cell(x, int64(pos), int64(row), ms.Tensor(table)).asnumpy())
+        seq.done += 1
+
+    def blocks_needed(self, seq):
+        """Blocks seq must get before its next token."""
+        if seq.done == 0:
+            return -(-len(seq.prompt) // self.block_size)
+        return 1 if seq.done // self.block_size >= len(seq.blocks) else 0
+
+    def run(self, sequences, forks=()):
+        """Decodes every sequence (and every fork's child) to its end; returns the number of preemptions."""
+        waiting, running, swapped = list(sequences), [], []
+        pending = list(forks)
+        preemptions = 0
+        while waiting or running or swapped:
+            # Swapped sequences resume first, oldest first; new ones are admitted only when none waits.
+            while swapped and self.pool.num_free_blocks >= len(swapped[0].host_blocks) + 1:
+                seq = swapped.pop(0)
+                self.swap_in(seq)
+                running.append(seq)
+            while waiting and not swapped and self.pool.num_free_blocks >= self.blocks_needed(waiting[0]) + 1:
+                seq = waiting.pop(0)
+                self.prefill(seq)
+                running.append(seq)
+            if not running:
+                raise RuntimeError("the block pool cannot hold even one sequence")
+            for seq in list(running):
+                if seq not in running:
+                    continue  # preempted earlier in this round
+                while self.blocks_needed(seq) > self.pool.num_free_blocks:
+                    victim = running.pop()  # the most recently admitted
+                    self.swap_out(victim)
+                    swapped.insert(0, victim)
+                    preemptions += 1
+                    if victim is seq:
+                        break
+                if seq not in running:
+                    continue
+                self.step(seq)
+                for fork in list(pending):
+                    if fork.parent != seq.name or seq.done < fork.at:
+                        continue
+                    while self.pool.num_free_blocks < len(seq.blocks) and running[-1] is not seq:
+                        victim = running.pop()  # the fork preempts like a sequence that needs blocks
+                        self.swap_out(victim)
+                        swapped.insert(0, victim)
+                        preemptions += 1
+                    if self.pool.num_free_blocks >= len(seq.blocks):
+                        pending.remove(fork)
+                        running.append(self.fork(seq, fork))
+                if seq.finished:
+                    running.remove(seq)
+                    self.pool.free(seq.blocks)
+                    seq.blocks = []
+        if pending:
+            raise RuntimeError(f"forks never had room: {[f.parent for f in pending]}")
+        return preemptions
+
+
+# ---- the same swaps, replayed three ways ------------------------------------------------------------
+
+def median_seconds(run, wait, repeats):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        wait()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def replay(swaps, pool, host_caches, repeats, per_block_limit):
+    """Every swap of the run again, the median of `repeats` runs each, as (a) one SwapBlocks call,
+    (b) MindSpore's swap_cache once per cache (what vLLM's MindSpore port calls), and (c) one built-in
+    copy per block and cache (`host[j] = cache[i]`; only the first `per_block_limit` swaps of each
+    direction, it is slow). Returns {method: {direction: (seconds, bytes)}}."""
+    from mindspore._c_expression import swap_cache
+
+    ops_by_direction = {d: SwapBlocks(d, pool.host_buffer, num_caches=pool.num_caches) for d in ("d2h", "h2d")}
+    caches = tuple(pool.caches)
+    result = {m: {"d2h": [0.0, 0], "h2d": [0.0, 0]} for m in ("SwapBlocks", "swap_cache", "one copy per block")}
+
+    def add(method, direction, seconds, nbytes):
+        result[method][direction][0] += seconds
+        result[method][direction][1] += nbytes
+
+    counts = {"d2h": 0, "h2d": 0}
+    for direction, mapping, _, nbytes in swaps:
+        to_host = direction == "d2h"
+        m = ms.Tensor(mapping)
+        op = ops_by_direction[direction]
+        add("SwapBlocks", direction,
+            median_seconds(lambda: op(*caches, mapping), pool.host_buffer.wait, repeats), nbytes)
+        add("swap_cache", direction, median_seconds(
+            lambda: [swap_cache(h, c, m, to_host) for c, h in zip(caches, host_caches)], lambda: None, repeats),
+            nbytes)
+        if counts[direction] < per_block_limit:
+            counts[direction] += 1
+
+            def per_block():
+                for cache, host in zip(caches, host_caches):
+                    for src, dst in mapping.tolist():
+                        if to_host:
+                            host[dst] = cache[src]
+                        else:
+                            cache[dst] = host[src]
+
+            waited = host_caches[-1] if to_host else caches[-1]
+            add("one copy per block", direction, median_seconds(per_block, waited.asnumpy, 1), nbytes)
+    return result
+
+
+# ---- main ---------------------------------------------------------------------------------------
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cache-mib", type=int, default=256, help="device K/V caches in all, MiB")
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--heads", type=int, default=16)
+    parser.add_argument("--head-dim", type=int, default=128)
+    parser.add_argument("--head-groups", type=int, default=2, help="head groups summed in order (as TP ranks do)")
+    parser.add_argument("--model-dim", type=int, default=64)
+    parser.add_argument("--block-size", type=int, default=16, help="tokens per block")
+    parser.add_argument("--sequences", type=int, default=6)
+    parser.add_argument("--decode", type=int, default=48, help="decode steps per sequence")
+    parser.add_argument("--fork-decode", type=int, default=24, help="decode steps of the forked child")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each replayed swap (the median is kept)")
+    parser.add_argument("--per-block-swaps", type=int, default=2,
+                        help="swaps per direction replayed as one built-in copy per block (it is slow)")
+    args = parser.parse_args(argv)
+    if args.heads % args.head_groups:
+        parser.error("heads must be a multiple of head-groups")
+    return args
+
+
+def plan(args):
+    """Pool size from the cache budget; prompts sized so that the sequences need at least 1.2x the pool
+    and each one crosses into its last block while it decodes (where preemption happens)."""
+    width = args.heads * args.head_dim
+    block_bytes = args.block_size * width * 4
+    num_caches = 2 * args.layers
+    num_blocks = args.cache_mib * MiB // (num_caches * block_bytes)
+    blocks_per_sequence = max(2, -(-num_blocks * 6 // (5 * args.sequences)))
+    prompt = (blocks_per_sequence - 1) * args.block_size - args.decode // 2
+    if prompt < 1:
+        raise SystemExit("the prompts would be empty: give --cache-mib more or --decode less")
+    max_blocks = -(-(prompt + args.decode // 2 + max(args.decode - args.decode // 2, args.fork_decode))
+                   // args.block_size)
+    if max_blocks + 1 > num_blocks:
+        raise SystemExit(f"the pool of {num_blocks} blocks is too small for one sequence; give --cache-mib more")
+    return width, block_bytes, num_caches, num_blocks, prompt, max_blocks
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    ms.set_context(mode=ms.GRAPH_MODE)
+    width, block_bytes, num_caches, num_blocks, prompt, max_blocks = plan(args)
+    rng = np.random.default_rng(7)
+    sequences = [Sequence(f"s{i}", rng.standard_normal((prompt, args.model_dim)).astype(np.float32),
+                          rng.standard_normal((args.decode, args.model_dim)).astype(np.float32))
+                 for i in range(args.sequences)]
+    fork = Fork("s0", prompt + args.decode // 2,
+                rng.standard_normal((args.fork_decode, args.model_dim)).astype(np.float32))
+    demand = sum(-(-(prompt + args.decode) // args.block_size) for _ in sequences)
+    began = time.perf_counter()
+
+    pool = BlockPool(num_caches, num_blocks, demand, (args.block_size, width), ms.float32, name="kv")
+    layers = [Attention(i, args.model_dim, args.heads, args.head_dim, args.head_groups) for i in range(args.layers)]
+    prefill, step = Prefill(layers), DecodeStep(layers, pool.caches, args.block_size, max_blocks)
+    try:
+        engine = Engine(prefill, step, pool, args.block_size, max_blocks)
+        engine.warm_up()
+        preemptions = engine.run(sequences, [fork])
+        finished = [*sequences, fork.child]
+
+        # Reference: every sequence alone, uninterrupted, through the same model and caches.
+        solo = Engine(prefill, step, pool, args.block_size, max_blocks)
+        diff, decoded = 0.0, 0
+        for seq in finished:
+            alone = Sequence(seq.name, seq.prompt, seq.inputs)
+            solo.run([alone])
+            diff = max(diff, float(np.abs(np.concatenate(seq.outputs) - np.concatenate(alone.outputs)).max()))
+            decoded += len(alone.outputs)
+
+        host_view = pool.host_buffer.numpy(np.float32).reshape(num_caches, demand, args.block_size, width)
+        host_caches = [ms.Tensor.from_numpy(host_view[i]) for i in range(num_caches)]
+        replayed = replay(engine.swaps, pool, host_caches, args.repeats, args.per_block_swaps)
+        del host_view, host_caches
+    finally:
+        pool.close()
+    elapsed = time.perf_counter() - began
+
+    def gbps(entry):
+        seconds, nbytes = entry
+        return nbytes / seconds / 1e9 if seconds > 0 else float("inf")
+
+    ok = diff == 0.0 and preemptions > 0 and len(engine.copies) == 1
+    print("Paged KV cache with preemption by swap (ms_memcopy, GRAPH_MODE, CPU target, host ACL runtime)")
+    print(f"  model: {args.layers} layers, {args.heads} heads x {args.head_dim}, model dim {args.model_dim}; "
+          f"K/V caches: {num_caches} Parameters x {num_blocks} blocks of {args.block_size} tokens "
+          f"({block_bytes // 1024} KiB) = {num_caches * num_blocks * block_bytes / MiB:.0f} MiB")
+    print(f"  sequences: {len(sequences)} x ({prompt} prompt + {args.decode} decoded tokens), and a fork of "
+          f"s0 after {fork.at} tokens (+{args.fork_decode}); demand {demand} blocks for a pool of {num_blocks}")
+    print(f"  preemptions: {preemptions}; swaps: {len(engine.swaps)}, each one SwapBlocks call over all "
+          f"{num_caches} caches")
+    for direction, label in (("d2h", "swap out"), ("h2d", "swap in ")):
+        log = [entry for entry in engine.swaps if entry[0] == direction]
+        if not log:
+            continue
+        blocks = sum(len(entry[1]) for entry in log)
+        in_run = (sum(entry[2] for entry in log), sum(entry[3] for entry in log))
+        ours, theirs, per_block = (gbps(replayed[m][direction])
+                                   for m in ("SwapBlocks", "swap_cache", "one copy per block"))
+        print(f"  {label}: {blocks} blocks x {num_caches} caches = {in_run[1] / MiB:.0f} MiB; in the run "
+              f"{gbps(in_run):.2f} GB/s; replayed: SwapBlocks {ours:.2f} GB/s | swap_cache {theirs:.2f} GB/s "
+              f"(SwapBlocks {ours / theirs:.2f}x) | one copy per block {per_block:.2f} GB/s "
+              f"(SwapBlocks {ours / per_block:.1f}x)")
+    for mapping, seconds, nbytes in engine.copies:
+        print(f"  fork: CopyBlocks of {len(mapping)} blocks x {num_caches} caches = {nbytes / MiB:.0f} MiB, "
+              f"{gbps((seconds, nbytes)):.2f} GB/s")
+    print(f"  outputs vs. each sequence decoded alone: max |diff| = {diff:g} over {decoded} tokens of "
+          f"{len(finished)} sequences")
+    print(f"  time: {elapsed:.0f} s")
+    print("  result: " + ("PASS" if ok else "FAIL"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
