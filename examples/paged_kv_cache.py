@@ -17,6 +17,7 @@ copy per block, side by side.
     python examples/paged_kv_cache.py [--cache-mib 256] [--sequences 6] [--layers 4]
 """
 import argparse
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ import numpy as np
 import mindspore as ms
 from mindspore import nn, ops
 
+from ms_memcopy import runtime
 from ms_memcopy.nn import BlockPool
 from ms_memcopy.ops import Memcpy2D, SwapBlocks
 
@@ -41,24 +43,30 @@ def int64(*values):
 
 class Attention(nn.Cell):
     """Weights of one layer. The heads form head groups; each group's output projection is computed on
-    its own and the groups are summed in order, as an AllReduce over tensor-parallel ranks sums them."""
+    its own and the groups' projections are summed in order. Under tensor parallelism (ranks > 1) a rank
+    holds the heads of its own groups (their columns of wq, wk, wv and rows of wo, cut from the same
+    seeded weights) and an AllReduce sums the ranks' projections: with 2 ranks and 2 groups that is the
+    same sum as in one process, so the outputs are identical."""
 
-    def __init__(self, index, model_dim, heads, head_dim, groups):
+    def __init__(self, index, model_dim, heads, head_dim, groups, rank=0, ranks=1):
         super().__init__()
         rng = np.random.default_rng(1000 + index)
         width = heads * head_dim
+        mine = slice(rank * width // ranks, (rank + 1) * width // ranks)
 
-        def weight(name, rows, cols):
+        def weight(name, rows, cols, part):
             values = rng.standard_normal((rows, cols)).astype(np.float32) / np.sqrt(rows)
-            return ms.Parameter(ms.Tensor(values), name=f"layer{index}.{name}")
+            return ms.Parameter(ms.Tensor(np.ascontiguousarray(values[part])), name=f"layer{index}.{name}")
 
-        self.wq, self.wk, self.wv = (weight(n, model_dim, width) for n in ("wq", "wk", "wv"))
-        self.wo = weight("wo", width, model_dim)
-        self.heads, self.head_dim, self.groups, self.width = heads, head_dim, groups, width
+        self.wq, self.wk, self.wv = (weight(n, model_dim, width, (slice(None), mine)) for n in ("wq", "wk", "wv"))
+        self.wo = weight("wo", width, model_dim, (mine, slice(None)))
+        self.heads, self.head_dim, self.groups = heads // ranks, head_dim, groups // ranks
+        self.width = width // ranks
         self.scale = float(1 / np.sqrt(head_dim))
+        self.all_reduce = ops.AllReduce() if ranks > 1 else None
 
     def attend(self, q, keys, values, visible):
-        """q [t, width], keys/values [n, width], visible [t, n] -> x update [t, model_dim]."""
+        """q [t, width], keys/values [n, width] (this rank's heads), visible [t, n] -> x update [t, model_dim]."""
         t, n = q.shape[0], keys.shape[0]
         qh = q.reshape(t, self.heads, self.head_dim).transpose(1, 0, 2)
         kh = keys.reshape(n, self.heads, self.head_dim).transpose(1, 2, 0)
@@ -69,7 +77,10 @@ class Attention(nn.Cell):
         per_group = self.width // self.groups
         out = ops.matmul(context[:, :per_group], self.wo[:per_group])
         for g in range(1, self.groups):
-            out = out + ops.matmul(context[:, g * per_group:(g + 1) * per_group], self.wo[g * per_group:(g + 1) * per_group])
+            part = slice(g * per_group, (g + 1) * per_group)
+            out = out + ops.matmul(context[:, part], self.wo[part])
+        if self.all_reduce is not None:
+            out = self.all_reduce(out)
         return out
 
 
@@ -151,6 +162,7 @@ class Engine:
         self.prefill_cell, self.step_cell, self.pool = prefill, step, pool
         self.block_size, self.max_blocks = block_size, max_blocks
         self.write = Memcpy2D("write")
+        self.fail_on_swap_out = False
         self.swaps = []    # (direction, mapping, seconds, bytes)
         self.copies = []   # (mapping, seconds, bytes)
 
@@ -163,7 +175,8 @@ class Engine:
 
     # -- block movement: one SwapBlocks or CopyBlocks call over every cache --
     def swap_out(self, seq):
-        seq.host_blocks = self._timed(self.swaps, "d2h", self.pool.swap_out, seq.blocks)
+        blocks = seq.blocks + ([self.pool.num_blocks] if self.fail_on_swap_out else [])  # fault tests only
+        seq.host_blocks = self._timed(self.swaps, "d2h", self.pool.swap_out, blocks)
         seq.blocks = []
 
     def swap_in(self, seq):
@@ -323,6 +336,26 @@ def replay(swaps, pool, host_caches, repeats, per_block_limit):
 
 # ---- main ---------------------------------------------------------------------------------------
 
+def distributed():
+    """(rank, ranks, device): msrun's workers join the collective group; a plain run is rank 0 of 1.
+    The device id comes from the worker's environment (DEVICE_ID) and is the host ACL runtime's device."""
+    device = int(os.environ.get("DEVICE_ID", "0"))
+    if int(os.environ.get("RANK_SIZE", os.environ.get("MS_WORKER_NUM", "1"))) <= 1:
+        return 0, 1, device
+    from mindspore.communication import get_group_size, get_rank, init
+
+    init()
+    return get_rank(), get_group_size(), device
+
+
+def gather(values, ranks):
+    """Every rank's list of floats, as a [ranks, len(values)] array (on every rank)."""
+    row = np.array([values], np.float64)
+    if ranks == 1:
+        return row
+    return ops.AllGather()(ms.Tensor(row)).asnumpy()
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache-mib", type=int, default=256, help="device K/V caches in all, MiB")
@@ -336,6 +369,8 @@ def parse_args(argv):
     parser.add_argument("--decode", type=int, default=48, help="decode steps per sequence")
     parser.add_argument("--fork-decode", type=int, default=24, help="decode steps of the forked child")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each replayed swap (the median is kept)")
+    parser.add_argument("--fail-on-rank", type=int, default=-1,
+                        help="for fault tests: this rank's first swap-out gets a block number past the pool")
     parser.add_argument("--per-block-swaps", type=int, default=2,
                         help="swaps per direction replayed as one built-in copy per block (it is slow)")
     args = parser.parse_args(argv)
@@ -362,10 +397,30 @@ def plan(args):
     return width, block_bytes, num_caches, num_blocks, prompt, max_blocks
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    ms.set_context(mode=ms.GRAPH_MODE)
+def build(args, rank, ranks, width, num_blocks, host_blocks, max_blocks, name):
+    """A BlockPool of this rank's caches and the model over it (this rank's heads)."""
+    pool = BlockPool(2 * args.layers, num_blocks, host_blocks, (args.block_size, width // ranks), ms.float32,
+                     name=name)
+    layers = [Attention(i, args.model_dim, args.heads, args.head_dim, args.head_groups, rank, ranks)
+              for i in range(args.layers)]
+    return pool, Prefill(layers), DecodeStep(layers, pool.caches, args.block_size, max_blocks)
+
+
+def decode_alone(prefill, step, pool, finished, args, max_blocks):
+    """Each finished sequence decoded again alone, uninterrupted: (max |diff| of the outputs, tokens)."""
+    solo = Engine(prefill, step, pool, args.block_size, max_blocks)
+    diff, decoded = 0.0, 0
+    for seq in finished:
+        alone = Sequence(seq.name, seq.prompt, seq.inputs)
+        solo.run([alone])
+        diff = max(diff, float(np.abs(np.concatenate(seq.outputs) - np.concatenate(alone.outputs)).max()))
+        decoded += len(alone.outputs)
+    return diff, decoded
+
+
+def run(args, rank, ranks):
     width, block_bytes, num_caches, num_blocks, prompt, max_blocks = plan(args)
+    rank_block_bytes = block_bytes // ranks
     rng = np.random.default_rng(7)
     sequences = [Sequence(f"s{i}", rng.standard_normal((prompt, args.model_dim)).astype(np.float32),
                           rng.standard_normal((args.decode, args.model_dim)).astype(np.float32))
@@ -375,65 +430,121 @@ def main(argv=None):
     demand = sum(-(-(prompt + args.decode) // args.block_size) for _ in sequences)
     began = time.perf_counter()
 
-    pool = BlockPool(num_caches, num_blocks, demand, (args.block_size, width), ms.float32, name="kv")
-    layers = [Attention(i, args.model_dim, args.heads, args.head_dim, args.head_groups) for i in range(args.layers)]
-    prefill, step = Prefill(layers), DecodeStep(layers, pool.caches, args.block_size, max_blocks)
+    pool, prefill, step = build(args, rank, ranks, width, num_blocks, demand, max_blocks, "kv")
     try:
         engine = Engine(prefill, step, pool, args.block_size, max_blocks)
+        engine.fail_on_swap_out = args.fail_on_rank == rank
         engine.warm_up()
         preemptions = engine.run(sequences, [fork])
         finished = [*sequences, fork.child]
+        outputs = np.concatenate([np.concatenate(seq.outputs) for seq in finished])
 
-        # Reference: every sequence alone, uninterrupted, through the same model and caches.
-        solo = Engine(prefill, step, pool, args.block_size, max_blocks)
-        diff, decoded = 0.0, 0
-        for seq in finished:
-            alone = Sequence(seq.name, seq.prompt, seq.inputs)
-            solo.run([alone])
-            diff = max(diff, float(np.abs(np.concatenate(seq.outputs) - np.concatenate(alone.outputs)).max()))
-            decoded += len(alone.outputs)
-
-        host_view = pool.host_buffer.numpy(np.float32).reshape(num_caches, demand, args.block_size, width)
+        host_view = pool.host_buffer.numpy(np.float32).reshape(num_caches, demand, args.block_size, -1)
         host_caches = [ms.Tensor.from_numpy(host_view[i]) for i in range(num_caches)]
         replayed = replay(engine.swaps, pool, host_caches, args.repeats, args.per_block_swaps)
         del host_view, host_caches
     finally:
         pool.close()
+
+    # Reference: every sequence decoded alone, uninterrupted, by the single-process model (under
+    # tensor parallelism rank 0 builds it whole, without collectives, beside its share).
+    diff, decoded = 0.0, sum(len(seq.outputs) for seq in finished)
+    if ranks == 1:
+        diff, decoded = decode_alone(prefill, step, pool, finished, args, max_blocks)
+    elif rank == 0:
+        ref_pool, ref_prefill, ref_step = build(args, 0, 1, width, num_blocks, demand, max_blocks, "ref")
+        try:
+            diff, decoded = decode_alone(ref_prefill, ref_step, ref_pool, finished, args, max_blocks)
+        finally:
+            ref_pool.close()
     elapsed = time.perf_counter() - began
 
-    def gbps(entry):
-        seconds, nbytes = entry
+    def log_totals(direction):
+        log = [entry for entry in engine.swaps if entry[0] == direction]
+        return (sum(len(entry[1]) for entry in log), sum(entry[2] for entry in log), sum(entry[3] for entry in log))
+
+    stats = [diff, float(outputs.astype(np.float64).sum()), float(preemptions), float(len(engine.copies))]
+    for direction in ("d2h", "h2d"):
+        blocks, seconds, nbytes = log_totals(direction)
+        stats += [blocks, seconds, nbytes]
+        stats += [replayed[m][direction][k] for m in ("SwapBlocks", "swap_cache", "one copy per block")
+                  for k in (0, 1)]
+    mapping, seconds, nbytes = engine.copies[0] if engine.copies else (np.zeros((0, 2)), 0.0, 0)
+    stats += [len(mapping), seconds, nbytes, len(engine.swaps)]
+    stats += [float(os.environ.get("DEVICE_ID", "0")), float(runtime.get_device()), elapsed]
+    table = gather(stats, ranks)
+    same_outputs = bool((table[:, 1] == table[0, 1]).all())
+    ok = table[0, 0] == 0.0 and same_outputs and (table[:, 2] > 0).all() and (table[:, 3] == 1).all()
+    if rank == 0:
+        report(args, table, ranks, num_caches, num_blocks, block_bytes, rank_block_bytes, prompt, fork, demand,
+               decoded, len(finished), same_outputs, ok)
+    return 0 if ok else 1
+
+
+def report(args, table, ranks, num_caches, num_blocks, block_bytes, rank_block_bytes, prompt, fork, demand,
+           decoded, sequences, same_outputs, ok):
+    def gbps(nbytes, seconds):
         return nbytes / seconds / 1e9 if seconds > 0 else float("inf")
 
-    ok = diff == 0.0 and preemptions > 0 and len(engine.copies) == 1
+    width = args.heads * args.head_dim
     print("Paged KV cache with preemption by swap (ms_memcopy, GRAPH_MODE, CPU target, host ACL runtime)")
     print(f"  model: {args.layers} layers, {args.heads} heads x {args.head_dim}, model dim {args.model_dim}; "
           f"K/V caches: {num_caches} Parameters x {num_blocks} blocks of {args.block_size} tokens "
           f"({block_bytes // 1024} KiB) = {num_caches * num_blocks * block_bytes / MiB:.0f} MiB")
-    print(f"  sequences: {len(sequences)} x ({prompt} prompt + {args.decode} decoded tokens), and a fork of "
+    if ranks > 1:
+        devices = ", ".join(f"rank {r}: DEVICE_ID {int(table[r, -3])}, ACL device {int(table[r, -2])}"
+                            for r in range(ranks))
+        print(f"  tensor parallel: {ranks} ranks, {args.heads // ranks} heads and {rank_block_bytes // 1024} KiB "
+              f"blocks each, attention outputs summed by AllReduce ({devices})")
+    print(f"  sequences: {args.sequences} x ({prompt} prompt + {args.decode} decoded tokens), and a fork of "
           f"s0 after {fork.at} tokens (+{args.fork_decode}); demand {demand} blocks for a pool of {num_blocks}")
-    print(f"  preemptions: {preemptions}; swaps: {len(engine.swaps)}, each one SwapBlocks call over all "
-          f"{num_caches} caches")
-    for direction, label in (("d2h", "swap out"), ("h2d", "swap in ")):
-        log = [entry for entry in engine.swaps if entry[0] == direction]
-        if not log:
+    print(f"  preemptions: {int(table[0, 2])}; swaps: {int(table[0, 25])}, each one SwapBlocks call over all "
+          f"{num_caches} caches" + (" of each rank" if ranks > 1 else ""))
+    for d, (direction, label) in enumerate((("d2h", "swap out"), ("h2d", "swap in "))):
+        base = 4 + d * 9
+        blocks, run_s, run_b = table[0, base], table[:, base + 1], table[:, base + 2]
+        if blocks == 0:
             continue
-        blocks = sum(len(entry[1]) for entry in log)
-        in_run = (sum(entry[2] for entry in log), sum(entry[3] for entry in log))
-        ours, theirs, per_block = (gbps(replayed[m][direction])
-                                   for m in ("SwapBlocks", "swap_cache", "one copy per block"))
-        print(f"  {label}: {blocks} blocks x {num_caches} caches = {in_run[1] / MiB:.0f} MiB; in the run "
-              f"{gbps(in_run):.2f} GB/s; replayed: SwapBlocks {ours:.2f} GB/s | swap_cache {theirs:.2f} GB/s "
-              f"(SwapBlocks {ours / theirs:.2f}x) | one copy per block {per_block:.2f} GB/s "
+        ours_s, ours_b = table[:, base + 3], table[:, base + 4]
+        theirs_s, theirs_b = table[:, base + 5], table[:, base + 6]
+        pb_s, pb_b = table[:, base + 7], table[:, base + 8]
+        ours, theirs, per_block = (gbps(b.sum(), s.max()) for s, b in ((ours_s, ours_b), (theirs_s, theirs_b),
+                                                                       (pb_s, pb_b)))
+        print(f"  {label}: {int(blocks)} blocks x {num_caches} caches = {run_b.sum() / MiB:.0f} MiB; in the run "
+              f"{gbps(run_b.sum(), run_s.max()):.2f} GB/s; replayed: SwapBlocks {ours:.2f} GB/s | swap_cache "
+              f"{theirs:.2f} GB/s (SwapBlocks {ours / theirs:.2f}x) | one copy per block {per_block:.2f} GB/s "
               f"(SwapBlocks {ours / per_block:.1f}x)")
-    for mapping, seconds, nbytes in engine.copies:
-        print(f"  fork: CopyBlocks of {len(mapping)} blocks x {num_caches} caches = {nbytes / MiB:.0f} MiB, "
-              f"{gbps((seconds, nbytes)):.2f} GB/s")
-    print(f"  outputs vs. each sequence decoded alone: max |diff| = {diff:g} over {decoded} tokens of "
-          f"{len(finished)} sequences")
-    print(f"  time: {elapsed:.0f} s")
+        if ranks > 1:
+            print("    per rank, SwapBlocks replayed: " + ", ".join(
+                f"rank {r} {gbps(ours_b[r], ours_s[r]):.2f} GB/s" for r in range(ranks))
+                  + f"; all ranks together {ours:.2f} GB/s")
+    copies = table[0, 22:25]
+    if copies[0] > 0:
+        nbytes = table[:, 24].sum()
+        print(f"  fork: CopyBlocks of {int(copies[0])} blocks x {num_caches} caches = {nbytes / MiB:.0f} MiB, "
+              f"{gbps(nbytes, table[:, 23].max()):.2f} GB/s")
+    against = "the single-process model decoding each sequence alone" if ranks > 1 else "each sequence decoded alone"
+    print(f"  outputs vs. {against}: max |diff| = {table[0, 0]:g} over {decoded} "
+          f"tokens of {sequences} sequences" + ("" if ranks == 1 else
+                                                 f"; every rank's outputs identical: {same_outputs}"))
+    print(f"  time: {table[:, -1].max():.0f} s")
     print("  result: " + ("PASS" if ok else "FAIL"))
-    return 0 if ok else 1
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    ms.set_context(mode=ms.GRAPH_MODE)
+    rank, ranks, device = distributed()
+    if args.head_groups % ranks or args.heads % ranks:
+        raise SystemExit(f"heads and head-groups must be multiples of the {ranks} ranks")
+    runtime.set_device(device)
+    try:
+        return run(args, rank, ranks)
+    except Exception as error:  # noqa: BLE001 (every rank's failure is reported with its rank)
+        print(f"rank {rank}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+        if ranks > 1:
+            os._exit(1)  # peers waiting in a collective are ended by msrun when this worker fails
+        raise
 
 
 if __name__ == "__main__":

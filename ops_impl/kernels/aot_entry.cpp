@@ -45,7 +45,7 @@ int InitState(AotExtra *extra, const char *op) {
     s.width = OptionalAttr(extra, "width");
     s.pitch = OptionalAttr(extra, "pitch");
     s.count = OptionalAttr(extra, "count");
-    s.device = kHostTargetDevice;
+    s.device = HostTargetDevice();
     if (s.height < 0 || s.width < 0 || s.pitch < 0 || s.count < 0) {
       throw InputError("attributes", "height, width, pitch and count must not be negative");
     }

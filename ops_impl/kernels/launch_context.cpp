@@ -1,6 +1,10 @@
 #include "launch_context.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <string>
 #include <atomic>
 #include <mutex>
 
@@ -10,6 +14,26 @@
 #endif
 
 namespace msmc {
+
+int32_t HostTargetDevice() {
+  static const int32_t device = [] {
+    const char *text = std::getenv("DEVICE_ID");
+    if (text == nullptr || *text == '\0') {
+      return 0;
+    }
+    char *end = nullptr;
+    errno = 0;
+    const long value = std::strtol(text, &end, 10);
+    if (errno != 0 || *end != '\0' || value < 0 || value > INT32_MAX) {
+      return -1;
+    }
+    return static_cast<int32_t>(value);
+  }();
+  if (device < 0) {
+    throw InputError("DEVICE_ID", std::string("is not a device id: \"") + std::getenv("DEVICE_ID") + "\"");
+  }
+  return device;
+}
 
 void EnsureDevice() {
   // Only success is remembered: a failed aclInit (a misspelt MS_MEMCOPY_SOC, say) is retried by the
@@ -26,7 +50,7 @@ void EnsureDevice() {
   }
   thread_local bool device_set = false;
   if (!device_set) {
-    CheckAcl(aclrtSetDevice(kHostTargetDevice), "aclrtSetDevice");
+    CheckAcl(aclrtSetDevice(HostTargetDevice()), "aclrtSetDevice");
     device_set = true;
   }
 }

@@ -13,8 +13,10 @@
 
 namespace msmc {
 
-// The device the CPU target's kernels use.
-constexpr int32_t kHostTargetDevice = 0;
+// The device the CPU target's kernels use: DEVICE_ID from the environment (what msrun gives each
+// worker), 0 when it is unset; read once. Throws InputError naming DEVICE_ID when it is not a
+// non-negative int.
+MSMC_KERNELS_API int32_t HostTargetDevice();
 
 // aclInit once per process, aclrtSetDevice once per thread; throws AclCallError on failure.
 MSMC_KERNELS_API void EnsureDevice();

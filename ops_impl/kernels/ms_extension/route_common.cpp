@@ -49,7 +49,7 @@ void CheckAclCall(aclError ret, const char *api) {
 // memory for the launch, on the launching thread's own stream, synchronized before returning
 // (MindSpore reuses the tensors' memory as soon as the launch returns).
 void LaunchOnHost(KernelState &state, const std::vector<TensorArg> &args, const Body &body) {
-  state.device = kHostTargetDevice;
+  state.device = HostTargetDevice();
   aclrtStream stream = ThreadStream();
   DeviceMemoryScope memory;
   for (const TensorArg &t : args) {
