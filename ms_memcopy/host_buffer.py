@@ -12,8 +12,10 @@ runs them later on its own thread) and the streams that carry its ACL copies.
 Reading it (``numpy()``), ``wait()`` and ``close()`` first wait for those. Memory is released when the buffer is
 closed and no numpy view of it is alive any more, so a view never dangles.
 """
+import heapq
 import numbers
 import sys
+import threading
 import warnings
 import weakref
 
@@ -70,6 +72,44 @@ class _ByteView:
         }
 
 
+class _BufferIds:
+    """The ids the kernels lease HostBuffers by, smallest free first. A primitive's id is one of its
+    attributes, and MindSpore keeps what it builds per distinct attribute value for the life of the
+    process (about 100 KiB per id seen in PYNATIVE_MODE): reusing ids bounds that by the number of
+    buffers in use at once instead of the number ever created."""
+
+    def __init__(self):
+        self._free = []
+        self._next = 1
+        self._lock = threading.Lock()
+
+    def acquire(self):
+        with self._lock:
+            if self._free:
+                return heapq.heappop(self._free)
+            self._next += 1
+            return self._next - 1
+
+    def release(self, buffer_id):
+        with self._lock:
+            heapq.heappush(self._free, buffer_id)
+
+
+_IDS = _BufferIds()
+
+
+class _IdLease:
+    """Holds a buffer id until every holder is gone: the HostBuffer until it is closed, and each
+    primitive built on it for as long as the primitive lives (a compiled graph may still launch it, so
+    its id must not name another buffer meanwhile)."""
+
+    __slots__ = ("id", "__weakref__")
+
+    def __init__(self):
+        self.id = _IDS.acquire()
+        weakref.finalize(self, _IDS.release, self.id).atexit = False
+
+
 class HostBuffer:
     """Host memory for the copy primitives.
 
@@ -91,9 +131,10 @@ class HostBuffer:
         self._nbytes = int(nbytes)
         self._pinned = pinned
         self._used_by_primitives = False
-        self._id = _kernels_lib.library().msmc_hostbuffer_open(self._allocation.ptr, self._nbytes, int(pinned))
-        if self._id <= 0:
-            raise RuntimeError("the kernels library refused to register the HostBuffer")
+        self._id_lease = _IdLease()
+        self._id = self._id_lease.id
+        if _kernels_lib.library().msmc_hostbuffer_open(self._id, self._allocation.ptr, self._nbytes, int(pinned)) != 0:
+            raise RuntimeError(f"the kernels library refused to register the HostBuffer as id {self._id}")
 
     # -- properties ---------------------------------------------------------------------------
     @property
@@ -163,9 +204,11 @@ class HostBuffer:
             raise AclError(ret, "aclrtSynchronizeStream")
 
     def _attach_primitive(self):
-        """Called by each primitive built on this buffer: its launches count as copies in flight."""
+        """Called by each primitive built on this buffer: its launches count as copies in flight. Returns
+        the buffer's id lease, which the primitive keeps for as long as it lives."""
         self._check_open()
         self._used_by_primitives = True
+        return self._id_lease
 
     def _note_stream(self, stream):
         """Records that a copy touching the buffer was enqueued on stream (a handle int, or None)."""
@@ -181,6 +224,7 @@ class HostBuffer:
             sync_launches()
         ret = _kernels_lib.library().msmc_hostbuffer_close(self._id)
         self._allocation = None
+        self._id_lease = None  # the id is free again once no primitive built on this buffer is alive
         if ret not in (0, -1):
             raise AclError(ret, "aclrtSynchronizeStream")
 

@@ -107,3 +107,52 @@ def test_a_destroyed_stream_that_ran_a_copy_is_no_error(acl_res, step):
     elif step == "wait":
         buf.wait()
     buf.close()
+
+
+def test_ids_of_closed_buffers_are_reused_once_no_primitive_holds_them():
+    """A primitive's buffer id is one of its attributes (MindSpore keeps state per distinct value), so ids
+    are reused; an id comes back only when the buffer is closed and every primitive built on it is gone."""
+    import mindspore as ms
+    from ms_memcopy.ops import MemcpyBatch
+
+    first = HostBuffer(64)
+    first_id = first.buffer_id
+    op = MemcpyBatch("d2h", first, num_tensors=1)
+    first.close()
+    second = HostBuffer(64)
+    assert second.buffer_id != first_id  # op may still launch with first_id: it must not name `second`
+    x = ms.Tensor(np.ones(4, np.float32))
+    with pytest.raises(ValueError, match="the HostBuffer is closed"):
+        op(x, ms.Tensor(np.array([0], np.int64)))
+    del op
+    gc.collect()
+    third = HostBuffer(64)
+    assert third.buffer_id == first_id
+    for b in (second, third):
+        b.close()
+
+
+def test_a_compiled_graph_never_reaches_a_buffer_that_reused_its_id():
+    import mindspore as ms
+    from ms_memcopy.ops import MemcpyWithCondition
+
+    from _ops_support import FnCell
+
+    ms.set_context(mode=ms.GRAPH_MODE)
+    try:
+        old = HostBuffer(16)
+        net = FnCell(MemcpyWithCondition("d2h", host_buffer=old))
+        x = ms.Tensor(np.ones(2, np.float32))
+        offset = ms.Tensor(np.array([0], np.int64))
+        net(x, offset)
+        old.close()
+        fresh = [HostBuffer(16) for _ in range(4)]
+        for b in fresh:
+            b.numpy()[:] = 7
+        with pytest.raises(RuntimeError, match="the HostBuffer is closed"):
+            net(x, offset)
+        assert all((b.numpy() == 7).all() for b in fresh)
+        for b in fresh:
+            b.close()
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)

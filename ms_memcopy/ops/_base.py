@@ -160,6 +160,9 @@ class CopyPrimitive(ops.Custom):
             raise AssertionError(f"{op_name}: attributes {sorted(attrs)} differ from configs/ops.yaml "
                                  f"{sorted(definition.attr_names)}")
         self._op_def = definition
+        if "buffer_id" in attrs:
+            # Keeps the buffer's id from naming another buffer for as long as this primitive may launch.
+            self._buffer_id_lease = self.host_buffer._attach_primitive()
         self._inputs = input_names(definition, variadic_count) if definition.rw_write else ()
         self._eager_calls = 0
         super().__init__(

@@ -25,14 +25,17 @@ struct Entry {
 
 class HostBufferTable {
  public:
-  int64_t Open(void *ptr, size_t nbytes, bool pinned) {
+  int32_t Open(int64_t id, void *ptr, size_t nbytes, bool pinned) {
     std::lock_guard<std::mutex> lock(mu_);
-    const int64_t id = next_id_++;
-    Entry &e = entries_[id];
+    const auto inserted = entries_.try_emplace(id);
+    if (!inserted.second) {
+      return -1;
+    }
+    Entry &e = inserted.first->second;
     e.data = static_cast<uint8_t *>(ptr);
     e.nbytes = nbytes;
     e.pinned = pinned;
-    return id;
+    return 0;
   }
 
   int32_t Close(int64_t id) {
@@ -123,7 +126,6 @@ class HostBufferTable {
   std::mutex mu_;
   std::condition_variable idle_;
   std::unordered_map<int64_t, Entry> entries_;
-  int64_t next_id_ = 1;
 };
 
 HostBufferTable &Table() {
@@ -146,12 +148,12 @@ HostBufferLease::~HostBufferLease() { Table().Release(id_); }
 
 }  // namespace msmc
 
-int64_t msmc_hostbuffer_open(void *ptr, uint64_t nbytes, int32_t pinned) {
-  if (ptr == nullptr && nbytes > 0) {
+int32_t msmc_hostbuffer_open(int64_t id, void *ptr, uint64_t nbytes, int32_t pinned) {
+  if (id <= 0 || (ptr == nullptr && nbytes > 0)) {
     return -1;
   }
   try {
-    return msmc::Table().Open(ptr, nbytes, pinned != 0);
+    return msmc::Table().Open(id, ptr, nbytes, pinned != 0);
   } catch (...) {
     return -1;
   }

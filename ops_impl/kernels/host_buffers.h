@@ -14,8 +14,9 @@
 
 #define MSMC_EXPORT extern "C" __attribute__((visibility("default")))
 
-// Registers [ptr, ptr + nbytes) and returns its id (> 0), or -1 when ptr is NULL with nbytes > 0.
-MSMC_EXPORT int64_t msmc_hostbuffer_open(void *ptr, uint64_t nbytes, int32_t pinned);
+// Registers [ptr, ptr + nbytes) under id (> 0, chosen by the caller, which reuses the ids of closed
+// buffers); returns 0, or -1 when id is not positive or in use, or ptr is NULL with nbytes > 0.
+MSMC_EXPORT int32_t msmc_hostbuffer_open(int64_t id, void *ptr, uint64_t nbytes, int32_t pinned);
 // Waits for the launches using the buffer and for its in-flight copies, then forgets it.
 // Returns ACL_SUCCESS, the failing aclrtSynchronizeStream code, or -1 for an unknown id.
 MSMC_EXPORT int32_t msmc_hostbuffer_close(int64_t id);
