@@ -24,6 +24,10 @@ class MemcpyBatch(CopyPrimitive):
     Both forms read or write the HostBuffer, so GRAPH_MODE keeps them and runs them in program order.
     """
 
+    @classmethod
+    def _variadic_call(cls, direction, *args, **kwargs):
+        return direction == "d2h"
+
     def __init__(self, direction, host_buffer, *, num_tensors=None, shapes=None, dtypes=None):
         if direction not in _DIRECTIONS:
             raise ValueError(f"direction must be one of {_DIRECTIONS}, got {direction!r}")
