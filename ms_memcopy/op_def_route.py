@@ -19,6 +19,7 @@ function named by its ``ascend_function`` taking the op_def arguments in order
     (y,) = op_def_route.load().memcpy2d_extract(x, row, col, 2, 3)
     y = op_def_route.call("memcpy2d_extract", (x, row, col), {"height": 2, "width": 3})
 """
+import hashlib
 import os
 import shutil
 import sys
@@ -164,6 +165,85 @@ def builder(backend, build_dir):
                                op_def=[str(op_def_path)], build_dir=str(directory))
 
 
+def _fingerprint(backend, route_builder):
+    """A digest of everything the module is built from: sources, headers, generated files, flags
+    (get_include_paths is left out: it appends to the builder's list on every call),
+    MindSpore's version and the kernels library it links."""
+    import mindspore
+
+    digest = hashlib.sha256()
+    kernels = kernels_dir()
+    files = sorted([*kernels.rglob("*.h"), *kernels.rglob("*.cpp"), *Path(route_builder.build_dir).glob("generated/*/*")])
+    for path in files:
+        digest.update(str(path).encode())
+        digest.update(path.read_bytes())
+    for part in (backend, mindspore.__version__, route_builder.get_cflags(), route_builder.get_ldflags(),
+                 route_builder.include_paths, _paths.KERNELS_LIBRARY.stat().st_mtime_ns):
+        digest.update(repr(part).encode())
+    return digest.hexdigest()
+
+
+def build(backend=None, build_dir=None):
+    """Builds the module for backend into build_dir (default :func:`default_build_dir`) unless the
+    build there is up to date; returns the module's path. CustomOpBuilder regenerates and recompiles
+    its op_def registration on every build, so an up-to-date build is recognised here by a
+    fingerprint of its inputs and not rebuilt."""
+    backend = _check_backend(backend or default_backend())
+    directory = Path(build_dir) if build_dir is not None else default_build_dir(backend)
+    route_builder = builder(backend, directory)
+    stamp = directory / "ms_memcopy_route.fingerprint"
+    module_path = directory / f"{module_name(backend)}.so"
+    fingerprint = _fingerprint(backend, route_builder)
+    if module_path.exists() and stamp.exists() and stamp.read_text() == fingerprint:
+        return str(module_path)
+    path = route_builder.build()
+    stamp.write_text(fingerprint)
+    return path
+
+
+def compile_ascend_kernels(out_dir, jobs=2):
+    """Compiles the module's translation units for backend Ascend (``-DCUSTOM_ASCEND_OP``, the
+    Ascend KernelMods registered in CustomKernelFactory) with CustomOpBuilder's own flags, against
+    the wheel's headers and this project's ACL headers, and links them against the wheel's
+    libmindspore_ops_ascend with ``--allow-shlib-undefined`` (CANN's libraries are absent). The
+    result cannot be loaded without CANN: this keeps the Ascend code compiling where there is none.
+    The PyNative entries are left out: for Ascend, MindSpore's extension header pulls in CANN's own
+    headers. Returns the library's path; raises RuntimeError with the compiler's output on failure."""
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    import mindspore
+
+    out_dir = Path(out_dir)
+    route_builder = builder("CPU", out_dir)  # backend "Ascend" would require CANN
+    options = build_options("CPU", out_dir / "generated" / "include")
+    cflags = [flag for flag in route_builder.get_cflags() if flag != "-pie"] + ["-DCUSTOM_ASCEND_OP"]
+    includes = [f"-I{p}" for p in route_builder.get_include_paths()]
+    includes.append(f"-I{sysconfig.get_paths()['include']}")
+    cxx = os.environ.get("CXX", "g++")
+    commands = [[cxx, *cflags, *includes, "-c", source, "-o", str(out_dir / (Path(source).stem + ".o"))]
+                for source in options["sources"] if not source.endswith("route_pynative.cpp")]
+
+    def run(command):
+        return subprocess.run(command, capture_output=True, text=True)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for command, result in zip(commands, pool.map(run, commands)):
+            if result.returncode != 0:
+                raise RuntimeError(f"compiling {command[-3]} failed:\n{result.stderr[-4000:]}")
+    ms_lib = Path(mindspore.__file__).resolve().parent / "lib"
+    library = out_dir / "ms_memcopy_route_ascend_check.so"
+    link = [cxx, "-shared", *(c[-1] for c in commands), "-o", str(library), f"-L{ms_lib}", "-lmindspore_core",
+            "-lmindspore_ms_backend", "-lmindspore_pynative", "-lmindspore_pyboost", "-lmindspore_hardware_abstract",
+            f"-L{mindspore_plugin_dir()}",
+            "-lmindspore_ops_ascend", f"-L{_paths.LIB_DIR}", "-lms_memcopy_kernels", "-lascendcl",
+            "-Wl,--allow-shlib-undefined", "-Wl,--no-undefined"]
+    result = run(link)
+    if result.returncode != 0:
+        raise RuntimeError(f"linking the Ascend kernels failed:\n{result.stderr[-4000:]}")
+    return library
+
+
 def load(backend=None, build_dir=None):
     """Builds (when its sources changed) and loads the route for backend; cached per backend.
 
@@ -190,7 +270,7 @@ def load(backend=None, build_dir=None):
 
         _kernels_lib.library()
         directory = Path(build_dir) if build_dir is not None else default_build_dir(backend)
-        path = builder(backend, directory).build()
+        path = build(backend, directory)
         # The raw extension, not CustomOpBuilder.load()'s proxy: its generated Python functions do
         # not handle prim_init arguments, and the primitives of ms_memcopy.ops are built here.
         module = CustomOpBuilder._import_module(path)

@@ -198,6 +198,35 @@ def test_primitives_run_in_order_with_builtin_ops(pynative, monkeypatch):
     assert wrong == 0
 
 
+def test_kernel_errors_keep_their_type_and_text_eagerly(pynative, monkeypatch):
+    """An error only the kernel sees (here a HostBuffer closed after the Python checks) reaches
+    Python from an asynchronous PYNATIVE launch as ValueError with the kernel's text."""
+    from mindspore.ops.primitive import _run_op
+
+    from ms_memcopy import HostBuffer
+    from ms_memcopy.ops import MemcpyWithCondition
+
+    ms = pynative
+    monkeypatch.setenv(op_def_route.ROUTE_ENV, "op_def")
+    buf = HostBuffer(64)
+    op = MemcpyWithCondition("d2h", host_buffer=buf)
+    buf.close()
+    offset = ms.Tensor(np.array([0], np.int64))
+    with pytest.raises(ValueError, match="MemcpyWithCondition\\(d2h\\): ValueError: host_buffer: the HostBuffer is closed"):
+        _run_op(op, op.name, (ms.Tensor(np.ones(4, np.float32)), offset, *op._init_values)).asnumpy()
+
+
+@pytest.mark.slow
+def test_ascend_kernels_compile_and_link(tmp_path):
+    """The Ascend KernelMods (-DCUSTOM_ASCEND_OP) against the wheel's headers and this project's ACL
+    headers; linked with --allow-shlib-undefined, since CANN's libraries are not here."""
+    library = op_def_route.compile_ascend_kernels(tmp_path)
+    symbols = subprocess.run(["nm", "-C", str(library)], capture_output=True, text=True, check=True).stdout
+    assert "RouteAscendKernel" in symbols and "CustomKernelFactory::Register" in symbols
+    for op in op_defs.all_op_defs().values():
+        assert f"gCustom_{op.ascend_function}FuncImpl" in symbols
+
+
 def test_call_runs_an_op(pynative):
     ms = pynative
     x = ms.Tensor(np.arange(30, dtype=np.int16).reshape(5, 6))

@@ -32,28 +32,23 @@ struct AotState : public AotKernelData {
   KernelState state;
 };
 
-int64_t OptionalAttr(AotExtra *extra, const char *name) {
-  return extra->HasAttr(name) ? extra->GetAttrInt(name) : 0;
-}
-
 int InitState(AotExtra *extra, const char *op) {
+  const OpBody *body = FindOpBody(op);
+  const char *label = body != nullptr ? body->label : op;
   try {
     auto holder = std::make_unique<AotState>();
     KernelState &s = holder->state;
-    s.buffer_id = OptionalAttr(extra, "buffer_id");
-    s.height = OptionalAttr(extra, "height");
-    s.width = OptionalAttr(extra, "width");
-    s.pitch = OptionalAttr(extra, "pitch");
-    s.count = OptionalAttr(extra, "count");
-    s.device = kHostTargetDevice;
-    if (s.height < 0 || s.width < 0 || s.pitch < 0 || s.count < 0) {
-      throw InputError("attributes", "height, width, pitch and count must not be negative");
+    for (const char *const *name = AttrNames(); *name != nullptr; ++name) {
+      if (extra->HasAttr(*name)) {
+        SetAttr(s, *name, extra->GetAttrInt(*name));
+      }
     }
+    s.device = kHostTargetDevice;
     delete extra->kernel_data_;
     extra->kernel_data_ = holder.release();
     return 0;
   } catch (const std::exception &e) {
-    throw std::runtime_error(std::string("ms_memcopy ") + op + ": " + e.what());
+    throw std::runtime_error(std::string("ms_memcopy ") + label + ": " + e.what());
   }
 }
 
@@ -105,18 +100,22 @@ class CpuLaunch {
   bool finished_ = false;
 };
 
-template <typename Body>
-int RunAot(const char *op, int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *extra,
-           Body body) {
+// Runs the body registered for op (op_bodies.h) with the CPU launch protocol.
+int RunAot(const char *op, int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *extra) {
+  const OpBody *body = FindOpBody(op);
+  const char *label = body != nullptr ? body->label : op;
   try {
+    if (body == nullptr) {
+      throw std::logic_error("no op body is registered for this op");
+    }
     KernelState &s = StateOf(extra);
     CpuLaunch launch(nparam, params, ndims, shapes, dtypes);
     aclrtStream stream = launch.Begin();
-    body(s, launch.args(), stream);
+    body->run(s, launch.args().data(), launch.args().size(), stream);
     launch.Finish();
     return 0;
   } catch (const std::exception &e) {
-    throw std::runtime_error(std::string("ms_memcopy ") + op + ": " + e.what());
+    throw std::runtime_error(std::string("ms_memcopy ") + label + ": " + e.what());
   }
 }
 
@@ -126,117 +125,43 @@ std::vector<int64_t> ShapeOf(int ndim, const int64_t *shape) { return std::vecto
 }  // namespace msmc
 
 #define MSMC_AOT extern "C" __attribute__((visibility("default")))
-#define MSMC_AOT_INIT(K, OP)                                                                  \
-  MSMC_AOT int K##Init(int *, int64_t **, const char **, AotExtra *extra) {                  \
-    return msmc::InitState(extra, OP);                                                        \
+// The aot symbols of one op of configs/ops.yaml: <kernel>Init and <kernel>, running the op's
+// registered body (OP is the op's name there).
+#define MSMC_AOT_ENTRY(K, OP)                                                                           \
+  MSMC_AOT int K##Init(int *, int64_t **, const char **, AotExtra *extra) { return msmc::InitState(extra, OP); } \
+  MSMC_AOT int K(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *, void *extra) { \
+    return msmc::RunAot(OP, nparam, params, ndims, shapes, dtypes, extra);                               \
   }
-#define MSMC_AOT_ARGS int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *, void *extra
-#define MSMC_AOT_FORWARD nparam, params, ndims, shapes, dtypes, extra
 
-using msmc::KernelState;
-using msmc::TensorArg;
-using Args = std::vector<TensorArg>;
+MSMC_AOT_ENTRY(MsMemcopyBatchD2H, "memcpy_batch_d2h")
+MSMC_AOT_ENTRY(MsMemcopyBatchH2D, "memcpy_batch_h2d")
+MSMC_AOT_ENTRY(MsMemcopy2DExtract, "memcpy2d_extract")
+MSMC_AOT_ENTRY(MsMemcopy2DExtractLike, "memcpy2d_extract_like")
+MSMC_AOT_ENTRY(MsMemcopy2DInsert, "memcpy2d_insert")
+MSMC_AOT_ENTRY(MsMemcopy2DD2H, "memcpy2d_d2h")
+MSMC_AOT_ENTRY(MsMemcopy2DH2D, "memcpy2d_h2d")
+MSMC_AOT_ENTRY(MsMemcopyDescCopy, "memcpy_desc_copy")
+MSMC_AOT_ENTRY(MsMemcopyDescWindow, "memcpy_desc_window")
+MSMC_AOT_ENTRY(MsMemcopyCondD2D, "memcpy_cond_d2d")
+MSMC_AOT_ENTRY(MsMemcopyCondD2H, "memcpy_cond_d2h")
+MSMC_AOT_ENTRY(MsMemcopyCondH2D, "memcpy_cond_h2d")
 
-MSMC_AOT_INIT(MsMemcopyBatchD2H, "MemcpyBatch(d2h)")
-MSMC_AOT int MsMemcopyBatchD2H(MSMC_AOT_ARGS) {
-  return msmc::RunAot("MemcpyBatch(d2h)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    const size_t k = a.size() - 2;
-    msmc::BatchD2H(s, a.data(), k, a[k], a[k + 1], st);
-  });
-}
-
-MSMC_AOT_INIT(MsMemcopyBatchH2D, "MemcpyBatch(h2d)")
-MSMC_AOT int MsMemcopyBatchH2D(MSMC_AOT_ARGS) {
-  return msmc::RunAot("MemcpyBatch(h2d)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::BatchH2D(s, a[0], a.data() + 1, a.size() - 1, st);
-  });
-}
-
-MSMC_AOT_INIT(MsMemcopy2DExtract, "Memcpy2D(extract)")
-MSMC_AOT int MsMemcopy2DExtract(MSMC_AOT_ARGS) {
-  return msmc::RunAot("Memcpy2D(extract)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::Extract2D(s, a[0], a[1], a[2], a[3], st);
-  });
-}
+// The aot route's C++ infer hooks of the ops with dynamic_shape (their outputs' shapes).
 MSMC_AOT std::vector<int64_t> MsMemcopy2DExtractInferShape(int *, int64_t **, AotExtra *extra) {
   return {extra->GetAttrInt("height"), extra->GetAttrInt("width")};
-}
-
-MSMC_AOT_INIT(MsMemcopy2DExtractLike, "Memcpy2D(extract, gradient)")
-MSMC_AOT int MsMemcopy2DExtractLike(MSMC_AOT_ARGS) {
-  return msmc::RunAot("Memcpy2D(extract, gradient)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a,
-                                                                          aclrtStream st) {
-    msmc::ExtractLike2D(s, a[0], a[1], a[2], a[3], a[4], st);
-  });
 }
 MSMC_AOT std::vector<int64_t> MsMemcopy2DExtractLikeInferShape(int *ndims, int64_t **shapes, AotExtra *) {
   return msmc::ShapeOf(ndims[1], shapes[1]);
 }
-
-MSMC_AOT_INIT(MsMemcopy2DInsert, "Memcpy2D(insert)")
-MSMC_AOT int MsMemcopy2DInsert(MSMC_AOT_ARGS) {
-  return msmc::RunAot("Memcpy2D(insert)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::Insert2D(s, a[0], a[1], a[2], a[3], a[4], st);
-  });
-}
 MSMC_AOT std::vector<int64_t> MsMemcopy2DInsertInferShape(int *ndims, int64_t **shapes, AotExtra *) {
   return msmc::ShapeOf(ndims[0], shapes[0]);
-}
-
-MSMC_AOT_INIT(MsMemcopy2DD2H, "Memcpy2D(d2h)")
-MSMC_AOT int MsMemcopy2DD2H(MSMC_AOT_ARGS) {
-  return msmc::RunAot("Memcpy2D(d2h)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::D2H2D(s, a[0], a[1], a[2], st);
-  });
-}
-
-MSMC_AOT_INIT(MsMemcopy2DH2D, "Memcpy2D(h2d)")
-MSMC_AOT int MsMemcopy2DH2D(MSMC_AOT_ARGS) {
-  return msmc::RunAot("Memcpy2D(h2d)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::H2D2D(s, a[0], a[1], st);
-  });
-}
-
-MSMC_AOT_INIT(MsMemcopyDescCopy, "MemcpyWithDesc")
-MSMC_AOT int MsMemcopyDescCopy(MSMC_AOT_ARGS) {
-  return msmc::RunAot("MemcpyWithDesc", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::DescCopy(s, a[0], a[1], st);
-  });
 }
 MSMC_AOT std::vector<int64_t> MsMemcopyDescCopyInferShape(int *ndims, int64_t **shapes, AotExtra *) {
   return msmc::ShapeOf(ndims[0], shapes[0]);
 }
-
-MSMC_AOT_INIT(MsMemcopyDescWindow, "MemcpyWithDesc(window)")
-MSMC_AOT int MsMemcopyDescWindow(MSMC_AOT_ARGS) {
-  return msmc::RunAot("MemcpyWithDesc(window)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::DescWindow(s, a[0], a[1], a[2], st);
-  });
-}
 MSMC_AOT std::vector<int64_t> MsMemcopyDescWindowInferShape(int *, int64_t **, AotExtra *extra) {
   return {extra->GetAttrInt("count")};
 }
-
-MSMC_AOT_INIT(MsMemcopyCondD2D, "MemcpyWithCondition(d2d)")
-MSMC_AOT int MsMemcopyCondD2D(MSMC_AOT_ARGS) {
-  return msmc::RunAot("MemcpyWithCondition(d2d)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::CondD2D(s, a[0], a[1], st);
-  });
-}
 MSMC_AOT std::vector<int64_t> MsMemcopyCondD2DInferShape(int *ndims, int64_t **shapes, AotExtra *) {
   return msmc::ShapeOf(ndims[0], shapes[0]);
-}
-
-MSMC_AOT_INIT(MsMemcopyCondD2H, "MemcpyWithCondition(d2h)")
-MSMC_AOT int MsMemcopyCondD2H(MSMC_AOT_ARGS) {
-  return msmc::RunAot("MemcpyWithCondition(d2h)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::CondD2H(s, a[0], a[1], a[2], st);
-  });
-}
-
-MSMC_AOT_INIT(MsMemcopyCondH2D, "MemcpyWithCondition(h2d)")
-MSMC_AOT int MsMemcopyCondH2D(MSMC_AOT_ARGS) {
-  return msmc::RunAot("MemcpyWithCondition(h2d)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::CondH2D(s, a[0], a[1], st);
-  });
 }

@@ -357,16 +357,34 @@ const OpBody *FindOpBody(const char *op) {
   return nullptr;
 }
 
+namespace {
+
+struct AttrField {
+  const char *name;
+  int64_t KernelState::*member;
+  bool non_negative;
+};
+
+const AttrField kAttrFields[] = {{"buffer_id", &KernelState::buffer_id, false}, {"height", &KernelState::height, true},
+                                 {"width", &KernelState::width, true},          {"pitch", &KernelState::pitch, true},
+                                 {"count", &KernelState::count, true}};
+
+}  // namespace
+
+const char *const *AttrNames() {
+  static const auto names = [] {
+    std::vector<const char *> v;
+    for (const AttrField &f : kAttrFields) {
+      v.push_back(f.name);
+    }
+    v.push_back(nullptr);
+    return v;
+  }();
+  return names.data();
+}
+
 void SetAttr(KernelState &s, const char *name, int64_t value) {
-  struct Field {
-    const char *name;
-    int64_t KernelState::*member;
-    bool non_negative;
-  };
-  static const Field kFields[] = {{"buffer_id", &KernelState::buffer_id, false}, {"height", &KernelState::height, true},
-                                  {"width", &KernelState::width, true},          {"pitch", &KernelState::pitch, true},
-                                  {"count", &KernelState::count, true}};
-  for (const Field &f : kFields) {
+  for (const AttrField &f : kAttrFields) {
     if (std::strcmp(f.name, name) == 0) {
       if (f.non_negative && value < 0) {
         throw InputError(name, "must not be negative, got " + std::to_string(value));

@@ -95,6 +95,8 @@ MSMC_KERNELS_API const OpBody *FindOpBody(const char *op);
 // Sets attribute `name` of a KernelState; throws std::invalid_argument for a name no body reads
 // and InputError for a negative value.
 MSMC_KERNELS_API void SetAttr(KernelState &s, const char *name, int64_t value);
+// The attribute names SetAttr knows, ending with nullptr.
+MSMC_KERNELS_API const char *const *AttrNames();
 
 }  // namespace msmc
 

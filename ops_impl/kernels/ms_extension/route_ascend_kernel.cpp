@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "include/runtime/hardware_abstract/kernel_base/common_utils.h"  // KernelAttr
 #include "kernel/ascend/custom/kernel_mod_impl/custom_kernel_factory.h"
 #include "route_kernel.h"
 #include "route_ops.inc"
@@ -53,9 +54,9 @@ class RouteAscendKernel : public mindspore::kernel::KernelMod {
   bool Launch(const std::vector<KernelTensor *> &inputs, const std::vector<KernelTensor *> &,
               const std::vector<KernelTensor *> &outputs, void *stream_ptr) override {
     if (StreamIsCapturing(stream_ptr)) {
-      throw std::runtime_error(std::string("ms_memcopy ") + core_.label() +
-                               ": cannot be captured into an aclgraph (graph capture or jit_level O2); "
-                               "run it kernel by kernel with jit_level O0 or O1");
+      MS_EXCEPTION(mindspore::RuntimeError) << "ms_memcopy " << core_.label()
+                                            << ": cannot be captured into an aclgraph (graph capture or jit_level "
+                                               "O2); run it kernel by kernel with jit_level O0 or O1";
     }
     core_.Launch(inputs, outputs, stream_ptr);
     return true;

@@ -21,8 +21,38 @@ class KernelCore {
 
   explicit KernelCore(const char *name) : op_(FindRouteOp(name)), body_(BodyOf(op_)) {}
 
-  // Reads the attributes; throws std::invalid_argument for a bad value.
+  // Reads the attributes; raises ValueError for a bad value.
   void Init(const std::vector<KernelTensor *> &inputs) {
+    try {
+      InitAttrs(inputs);
+    } catch (const std::exception &e) {
+      Raise(e);
+    }
+  }
+
+  // Runs the body on stream (nullptr on CPU); raises ValueError for bad input, RuntimeError for a
+  // failed ACL call.
+  void Launch(const std::vector<KernelTensor *> &inputs, const std::vector<KernelTensor *> &outputs, void *stream) {
+    try {
+      LaunchBodyOn(inputs, outputs, stream);
+    } catch (const std::exception &e) {
+      Raise(e);
+    }
+  }
+
+  const char *label() const { return body_.label; }
+
+ private:
+  // MindSpore's own exceptions keep their type and text on every path back to Python (an
+  // std::exception leaving a PYNATIVE device task arrives as "Unknown Error!").
+  [[noreturn]] static void Raise(const std::exception &e) {
+    if (dynamic_cast<const std::invalid_argument *>(&e) != nullptr) {
+      MS_EXCEPTION(mindspore::ValueError) << e.what();
+    }
+    MS_EXCEPTION(mindspore::RuntimeError) << e.what();
+  }
+
+  void InitAttrs(const std::vector<KernelTensor *> &inputs) {
     try {
       Map(inputs.size());
       for (int a = 0; a < op_.nargs; ++a) {
@@ -38,8 +68,8 @@ class KernelCore {
     }
   }
 
-  // Runs the body on stream (nullptr on CPU). Throws like LaunchBody.
-  void Launch(const std::vector<KernelTensor *> &inputs, const std::vector<KernelTensor *> &outputs, void *stream) {
+  void LaunchBodyOn(const std::vector<KernelTensor *> &inputs, const std::vector<KernelTensor *> &outputs,
+                    void *stream) {
     try {
       Map(inputs.size());
       args_.clear();
@@ -73,9 +103,6 @@ class KernelCore {
     LaunchBody(body_, state_, args_, stream);
   }
 
-  const char *label() const { return body_.label; }
-
- private:
   // The first kernel input and the input count of every op_def argument. A variadic input arrives
   // flattened, and so does a tuple[int] argument; the table's generator allows tuple arguments only
   // in ops without a variadic input, after every argument the kernel reads.
