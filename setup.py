@@ -8,6 +8,13 @@ Two shared libraries are built into ms_memcopy/_lib with g++:
   the host runtime, or against CANN's libascendcl when ASCEND_HOME_PATH or
   ASCEND_TOOLKIT_HOME names a CANN installation.
 
+Then, when MindSpore is importable in the build environment (``pip install
+--no-build-isolation``, or ``python setup.py build_ext --inplace`` in the target
+environment), the op_def route's module is built into ms_memcopy/_lib/route/ by
+ms_memcopy.op_def_route.build (the only place its sources and flags are listed;
+first use builds it the same way when the install did not).
+MS_MEMCOPY_BUILD_ROUTE=0 skips it, =1 makes a failure an error.
+
 For wheels, the public headers and the configs are copied into the package
 (ms_memcopy/include, ms_memcopy/configs); a source checkout reads them in place.
 """
@@ -142,6 +149,36 @@ class BuildSharedLibs(build_ext):
         self._compile_and_link(sources, out, tmp, flags, link, [include, KERNEL_SOURCES])
 
 
+class BuildSharedLibsAndRoute(BuildSharedLibs):
+    """The shared libraries, then the op_def route's module (see the module docstring)."""
+
+    def run(self):
+        super().run()
+        wanted = os.environ.get("MS_MEMCOPY_BUILD_ROUTE", "auto")
+        if wanted == "0":
+            return
+        package_parent = ROOT if (self.inplace or getattr(self, "editable_mode", False)) else Path(self.build_lib)
+        backend = "Ascend" if cann_home() else "CPU"
+        script = ("import sys; sys.path.insert(0, sys.argv[1]); from ms_memcopy import op_def_route as r; "
+                  "print(r.build(sys.argv[2], r.packaged_build_dir(sys.argv[2])))")
+        try:
+            import mindspore  # noqa: F401  (only to know whether the route can be built here)
+        except ImportError:
+            if wanted == "1":
+                raise RuntimeError("MS_MEMCOPY_BUILD_ROUTE=1 but MindSpore is not importable here")
+            print("ms_memcopy: MindSpore is not importable in this build environment; the op_def route's "
+                  "module will be built on first use")
+            return
+        print(f"ms_memcopy: building the op_def route's module for {backend} (about 1-2 minutes)")
+        result = subprocess.run([sys.executable, "-c", script, str(package_parent), backend],
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            sys.stderr.write(result.stdout[-4000:] + result.stderr[-4000:])
+            if wanted == "1":
+                raise RuntimeError("building the op_def route's module failed")
+            print("ms_memcopy: building the op_def route's module failed; it will be built on first use")
+
+
 class BuildPyWithData(build_py):
     """Copies the public headers, the configs and the kernel sources (which the Ascend route compiles
     with CustomOpBuilder) into the package of a wheel."""
@@ -171,5 +208,5 @@ def extensions():
 
 setup(
     ext_modules=extensions(),
-    cmdclass={"build_ext": BuildSharedLibs, "build_py": BuildPyWithData},
+    cmdclass={"build_ext": BuildSharedLibsAndRoute, "build_py": BuildPyWithData},
 )

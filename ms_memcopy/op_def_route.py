@@ -36,6 +36,7 @@ ROUTE_ENV = "MS_MEMCOPY_ROUTE"
 DEFAULT_CPU_ROUTE = "aot"
 BACKENDS = ("CPU", "Ascend")
 
+FINGERPRINT_FILE = "ms_memcopy_route.fingerprint"
 ENTRY_SOURCES = ("route_common.cpp", "route_infer.cpp", "route_pynative.cpp", "route_cpu_kernel.cpp",
                  "route_ascend_kernel.cpp")
 
@@ -89,18 +90,31 @@ def module_name(backend):
     return f"ms_memcopy_route_{_check_backend(backend).lower()}"
 
 
-def default_build_dir(backend):
-    """Where the route is built: outside the source tree.
+def _leaf(backend):
+    import mindspore as ms
 
-    ``$MS_MEMCOPY_ROUTE_BUILD_DIR/<backend>`` if set, else ``$MS_COMPILER_CACHE_PATH/ms_memcopy_route/<backend>``
+    return f"{_check_backend(backend).lower()}-ms{ms.__version__}"
+
+
+def packaged_build_dir(backend):
+    """Where the installation's own build of the module is (``setup.py`` builds it there when
+    MindSpore is importable at install time): ``ms_memcopy/_lib/route/<backend>-ms<version>``."""
+    return _paths.LIB_DIR / "route" / _leaf(backend)
+
+
+def default_build_dir(backend):
+    """Where the route is built and loaded from.
+
+    ``$MS_MEMCOPY_ROUTE_BUILD_DIR/<backend>`` if set; else the installation's build
+    (:func:`packaged_build_dir`) if there is one; else ``$MS_COMPILER_CACHE_PATH/ms_memcopy_route/<backend>``
     (MindSpore's own cache variable), else ``$XDG_CACHE_HOME`` or ``~/.cache`` ``/ms_memcopy/route/<backend>``,
     each per MindSpore version.
     """
-    import mindspore as ms
-
-    leaf = f"{_check_backend(backend).lower()}-ms{ms.__version__}"
+    leaf = _leaf(backend)
     if os.environ.get("MS_MEMCOPY_ROUTE_BUILD_DIR"):
         return Path(os.environ["MS_MEMCOPY_ROUTE_BUILD_DIR"]) / leaf
+    if (packaged_build_dir(backend) / FINGERPRINT_FILE).exists():
+        return packaged_build_dir(backend)
     if os.environ.get("MS_COMPILER_CACHE_PATH"):
         return Path(os.environ["MS_COMPILER_CACHE_PATH"]) / "ms_memcopy_route" / leaf
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -129,7 +143,9 @@ def build_options(backend, generated_include):
         plugin = str(mindspore_plugin_dir())
         # The CPU kernel factory and NativeCpuKernelMod live in the wheel's CPU plugin.
         ldflags += [f"-L{plugin}", "-lmindspore_ops_cpu", "-lmindspore_hardware_abstract", f"-Wl,-rpath,{plugin}"]
-    ldflags.append(f"-Wl,-rpath,{lib_dir}")
+    # The kernels library: where it is now, and relative to a build inside the package (_lib/route/<leaf>/),
+    # which moves with the package ("$$" is ninja's escape for "$").
+    ldflags += [f"-Wl,-rpath,{lib_dir}", "-Wl,-rpath,'$$ORIGIN/../..'"]
     return {
         "sources": [str(kernels / "ms_extension" / name) for name in ENTRY_SOURCES],
         "include_paths": [str(generated_include), str(kernels), str(kernels / "ms_extension"), _paths.get_include()],
@@ -166,19 +182,21 @@ def builder(backend, build_dir):
 
 
 def _fingerprint(backend, route_builder):
-    """A digest of everything the module is built from: sources, headers, generated files, flags
-    (get_include_paths is left out: it appends to the builder's list on every call),
-    MindSpore's version and the kernels library it links."""
+    """A digest of what the module is built from: the kernels' sources and headers and the generated
+    files (by their paths relative to their directories, so that an installed build still matches),
+    the compile flags, the backend, MindSpore's version and the kernels library it links."""
     import mindspore
 
     digest = hashlib.sha256()
     kernels = kernels_dir()
-    files = sorted([*kernels.rglob("*.h"), *kernels.rglob("*.cpp"), *Path(route_builder.build_dir).glob("generated/*/*")])
-    for path in files:
-        digest.update(str(path).encode())
+    generated = Path(route_builder.build_dir) / "generated"
+    files = [(p.relative_to(kernels), p) for p in [*kernels.rglob("*.h"), *kernels.rglob("*.cpp")]]
+    files += [(p.relative_to(generated), p) for p in generated.glob("*/*")]
+    for name, path in sorted(files):
+        digest.update(str(name).encode())
         digest.update(path.read_bytes())
-    for part in (backend, mindspore.__version__, route_builder.get_cflags(), route_builder.get_ldflags(),
-                 route_builder.include_paths, _paths.KERNELS_LIBRARY.stat().st_mtime_ns):
+    digest.update(_paths.KERNELS_LIBRARY.read_bytes())
+    for part in (backend, mindspore.__version__, route_builder.get_cflags()):
         digest.update(repr(part).encode())
     return digest.hexdigest()
 
@@ -191,7 +209,7 @@ def build(backend=None, build_dir=None):
     backend = _check_backend(backend or default_backend())
     directory = Path(build_dir) if build_dir is not None else default_build_dir(backend)
     route_builder = builder(backend, directory)
-    stamp = directory / "ms_memcopy_route.fingerprint"
+    stamp = directory / FINGERPRINT_FILE
     module_path = directory / f"{module_name(backend)}.so"
     fingerprint = _fingerprint(backend, route_builder)
     if module_path.exists() and stamp.exists() and stamp.read_text() == fingerprint:

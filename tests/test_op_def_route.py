@@ -273,3 +273,29 @@ print("O1:", run_o1(x).asnumpy().tolist())
     assert re.search(r"refused: ms_memcopy (MemcpyWithDesc|memcpy_desc_copy): .*cannot be compiled with jit_level O2 .*use jit_level O0 "
                      r"or O1", result.stdout), result.stdout
     assert "O1: [0.0, 3.0, 6.0, 9.0]" in result.stdout
+
+
+def test_build_dir_order(monkeypatch, tmp_path):
+    """An explicit directory, then the installation's build, then MindSpore's cache, then the user's."""
+    monkeypatch.setattr(op_def_route, "packaged_build_dir", lambda backend: tmp_path / "pkg" / backend)
+    monkeypatch.delenv("MS_MEMCOPY_ROUTE_BUILD_DIR", raising=False)
+    monkeypatch.delenv("MS_COMPILER_CACHE_PATH", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert str(op_def_route.default_build_dir("CPU")).startswith(str(tmp_path / "xdg" / "ms_memcopy" / "route"))
+    monkeypatch.setenv("MS_COMPILER_CACHE_PATH", str(tmp_path / "msc"))
+    assert op_def_route.default_build_dir("Ascend").parent == tmp_path / "msc" / "ms_memcopy_route"
+    (tmp_path / "pkg" / "CPU").mkdir(parents=True)
+    (tmp_path / "pkg" / "CPU" / op_def_route.FINGERPRINT_FILE).write_text("x")
+    assert op_def_route.default_build_dir("CPU") == tmp_path / "pkg" / "CPU"
+    monkeypatch.setenv("MS_MEMCOPY_ROUTE_BUILD_DIR", str(tmp_path / "own"))
+    assert op_def_route.default_build_dir("CPU").parent == tmp_path / "own"
+    with pytest.raises(ValueError, match="backend"):
+        op_def_route.default_build_dir("GPU")
+
+
+def test_an_up_to_date_build_is_not_rebuilt():
+    import time
+
+    start = time.perf_counter()
+    path = op_def_route.build("CPU")
+    assert Path(path).exists() and time.perf_counter() - start < 10
