@@ -39,6 +39,9 @@ BENCH_SOURCES = ROOT / "ops_impl" / "bench"  # libms_memcopy_bench.so, for `pyth
 sys.path.insert(0, str(ROOT / "ops_impl" / "tools"))
 from gen_soc_table import generate as generate_soc_table  # noqa: E402
 
+sys.path.insert(0, str(ROOT))
+from ms_memcopy import route_codegen  # noqa: E402  (the aot entries are generated from configs/ops.yaml)
+
 CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-pthread", "-fvisibility=hidden", "-Wall", "-Wextra"]
 # MindSpore 2.10 wheels use the pre-C++11 std::string ABI; the kernels read MindSpore attributes.
 KERNEL_ABI = ["-D_GLIBCXX_USE_CXX11_ABI=0"]
@@ -136,6 +139,8 @@ class BuildSharedLibs(build_ext):
         self._compile_and_link(sorted(BENCH_SOURCES.glob("*.cpp")), out, tmp, [], [], [BENCH_SOURCES])
 
     def _build_kernels(self, out, tmp):
+        gen = tmp / "generated"
+        route_codegen.write_if_changed(gen / "aot_entries.inc", route_codegen.aot_entries())
         sources = kernel_sources()
         cann = cann_home()
         if cann:
@@ -144,9 +149,9 @@ class BuildSharedLibs(build_ext):
         else:
             include, libdir = HOST_INCLUDE, out.parent
             flags = [f"-I{include}", "-DMS_MEMCOPY_HOST_ACL=1"]
-        flags += [f"-I{KERNEL_SOURCES}", *KERNEL_ABI]
+        flags += [f"-I{KERNEL_SOURCES}", f"-I{gen}", *KERNEL_ABI]
         link = [f"-L{libdir}", "-lascendcl", f"-Wl,-rpath,{'$ORIGIN' if not cann else libdir}", "-Wl,--no-undefined"]
-        self._compile_and_link(sources, out, tmp, flags, link, [include, KERNEL_SOURCES])
+        self._compile_and_link(sources, out, tmp, flags, link, [include, KERNEL_SOURCES, gen])
 
 
 class BuildSharedLibsAndRoute(BuildSharedLibs):

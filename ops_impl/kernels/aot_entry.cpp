@@ -1,9 +1,10 @@
 // Entry layer for MindSpore's ops.Custom(func_type="aot") on the CPU target.
 //
-// For each kernel symbol K named in configs/ops.yaml this file exports K (the launch), KInit (reads
-// the primitive's attributes into a KernelState kept by MindSpore for the kernel's lifetime; the ACL
-// runtime is first touched at launch, where MindSpore reports errors with their text) and,
-// for the ops with dynamic_shape, KInferShape. A launch declares the framework's tensors as device
+// For each kernel symbol K named in configs/ops.yaml this file exports K (the launch, running the
+// op's body registered in op_bodies.cpp), KInit (reads the primitive's attributes into a KernelState
+// kept by MindSpore for the kernel's lifetime; the ACL runtime is first touched at launch, where
+// MindSpore reports errors with their text) and, for the ops with dynamic_shape, KInferShape (the
+// op's output rule). The list is generated from configs/ops.yaml (aot_entries.inc). A launch declares the framework's tensors as device
 // memory, runs the op body on the calling thread's stream and synchronizes before returning,
 // because MindSpore may reuse the tensors' memory as soon as the kernel returns.
 //
@@ -132,36 +133,12 @@ std::vector<int64_t> ShapeOf(int ndim, const int64_t *shape) { return std::vecto
   MSMC_AOT int K(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *, void *extra) { \
     return msmc::RunAot(OP, nparam, params, ndims, shapes, dtypes, extra);                               \
   }
+// The infer hook of an op with dynamic_shape: its output has the shape of input I, or the given dims.
+#define MSMC_AOT_INFER_LIKE(K, I)                                                                \
+  MSMC_AOT std::vector<int64_t> K##InferShape(int *ndims, int64_t **shapes, AotExtra *) {        \
+    return msmc::ShapeOf(ndims[I], shapes[I]);                                                   \
+  }
+#define MSMC_AOT_INFER_DIMS(K, ...)                                                              \
+  MSMC_AOT std::vector<int64_t> K##InferShape(int *, int64_t **, AotExtra *extra) { return {__VA_ARGS__}; }
 
-MSMC_AOT_ENTRY(MsMemcopyBatchD2H, "memcpy_batch_d2h")
-MSMC_AOT_ENTRY(MsMemcopyBatchH2D, "memcpy_batch_h2d")
-MSMC_AOT_ENTRY(MsMemcopy2DExtract, "memcpy2d_extract")
-MSMC_AOT_ENTRY(MsMemcopy2DExtractLike, "memcpy2d_extract_like")
-MSMC_AOT_ENTRY(MsMemcopy2DInsert, "memcpy2d_insert")
-MSMC_AOT_ENTRY(MsMemcopy2DD2H, "memcpy2d_d2h")
-MSMC_AOT_ENTRY(MsMemcopy2DH2D, "memcpy2d_h2d")
-MSMC_AOT_ENTRY(MsMemcopyDescCopy, "memcpy_desc_copy")
-MSMC_AOT_ENTRY(MsMemcopyDescWindow, "memcpy_desc_window")
-MSMC_AOT_ENTRY(MsMemcopyCondD2D, "memcpy_cond_d2d")
-MSMC_AOT_ENTRY(MsMemcopyCondD2H, "memcpy_cond_d2h")
-MSMC_AOT_ENTRY(MsMemcopyCondH2D, "memcpy_cond_h2d")
-
-// The aot route's C++ infer hooks of the ops with dynamic_shape (their outputs' shapes).
-MSMC_AOT std::vector<int64_t> MsMemcopy2DExtractInferShape(int *, int64_t **, AotExtra *extra) {
-  return {extra->GetAttrInt("height"), extra->GetAttrInt("width")};
-}
-MSMC_AOT std::vector<int64_t> MsMemcopy2DExtractLikeInferShape(int *ndims, int64_t **shapes, AotExtra *) {
-  return msmc::ShapeOf(ndims[1], shapes[1]);
-}
-MSMC_AOT std::vector<int64_t> MsMemcopy2DInsertInferShape(int *ndims, int64_t **shapes, AotExtra *) {
-  return msmc::ShapeOf(ndims[0], shapes[0]);
-}
-MSMC_AOT std::vector<int64_t> MsMemcopyDescCopyInferShape(int *ndims, int64_t **shapes, AotExtra *) {
-  return msmc::ShapeOf(ndims[0], shapes[0]);
-}
-MSMC_AOT std::vector<int64_t> MsMemcopyDescWindowInferShape(int *, int64_t **, AotExtra *extra) {
-  return {extra->GetAttrInt("count")};
-}
-MSMC_AOT std::vector<int64_t> MsMemcopyCondD2DInferShape(int *ndims, int64_t **shapes, AotExtra *) {
-  return msmc::ShapeOf(ndims[0], shapes[0]);
-}
+#include "aot_entries.inc"  // generated from configs/ops.yaml by setup.py (ms_memcopy.route_codegen)
