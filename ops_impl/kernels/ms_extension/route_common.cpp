@@ -246,6 +246,15 @@ std::string DtypeMismatch(const std::string &argument, const RouteArg &arg, Type
   return argument + ": dtype " + DescribeDtype(type) + " is not supported; use one of [" + names + "]";
 }
 
+TensorArg ToTensorArg(void *data, const Shape &shape, TypeId type, std::vector<std::string> *unnamed) {
+  const char *name = DtypeName(type);
+  if (name == nullptr) {
+    unnamed->push_back(DescribeDtype(type));
+    name = unnamed->back().c_str();
+  }
+  return TensorArg{data, shape.data(), static_cast<int>(shape.size()), name, false};
+}
+
 void Rethrow(const char *label) {
   const std::string prefix = std::string("ms_memcopy ") + label + ": ";
   try {

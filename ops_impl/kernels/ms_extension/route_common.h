@@ -119,6 +119,10 @@ bool IsSupportedOutputDtype(TypeId type);
 // `argument` names the tensor ("tensors[1]" for an element of a variadic input).
 std::string DtypeMismatch(const std::string &argument, const RouteArg &arg, TypeId type);
 
+// A framework tensor as a TensorArg. A dtype op_bodies.h has no name for is described in `unnamed`,
+// whose strings the TensorArg points to: reserve room in it for every tensor of the launch first.
+TensorArg ToTensorArg(void *data, const Shape &shape, TypeId type, std::vector<std::string> *unnamed);
+
 // ---- errors ---------------------------------------------------------------------------------------------
 
 // "ms_memcopy <label>: <what>", with the exception kind kept: std::invalid_argument (ValueError in

@@ -132,14 +132,7 @@ class KernelCore {
   }
 
   TensorArg ToArg(const KernelTensor &t) {
-    const TypeId type = t.dtype_id();
-    const char *name = DtypeName(type);
-    if (name == nullptr) {
-      unnamed_.push_back(DescribeDtype(type));
-      name = unnamed_.back().c_str();
-    }
-    const auto &shape = t.GetShapeVector();
-    return TensorArg{t.device_ptr(), shape.data(), static_cast<int>(shape.size()), name, false};
+    return ToTensorArg(t.device_ptr(), t.GetShapeVector(), t.dtype_id(), &unnamed_);
   }
 
   const RouteOp &op_;

@@ -33,7 +33,7 @@ struct ArgValue {
 
 class RouteRunner : public ms::pynative::PyboostRunner {
  public:
-  RouteRunner(const RouteOp &op, const OpBody &body) : PyboostRunner(op.name), op_(op), body_(body) {}
+  RouteRunner(const RouteOp &op, const OpBody &body) : PyboostRunner(op.name), body_(body) {}
 
   KernelState &state() { return state_; }
   void set_host_value_inputs(std::vector<bool> flags) { host_value_inputs_ = std::move(flags); }
@@ -73,17 +73,8 @@ class RouteRunner : public ms::pynative::PyboostRunner {
 #endif
 
  private:
-  TensorArg ToArg(const ms::Tensor &t) {
-    const char *name = DtypeName(t.data_type());
-    if (name == nullptr) {
-      unnamed_.push_back(DescribeDtype(t.data_type()));
-      name = unnamed_.back().c_str();
-    }
-    const Shape &shape = t.shape();
-    return TensorArg{t.GetDataPtr(), shape.data(), static_cast<int>(shape.size()), name, false};
-  }
+  TensorArg ToArg(const ms::Tensor &t) { return ToTensorArg(t.GetDataPtr(), t.shape(), t.data_type(), &unnamed_); }
 
-  const RouteOp &op_;
   const OpBody &body_;
   KernelState state_;
   std::vector<bool> host_value_inputs_;
