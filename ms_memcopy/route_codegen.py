@@ -18,7 +18,7 @@ becomes ``args_signature: rw_write: <input>``.
 """
 import yaml
 
-from .op_defs import OpDef, all_op_defs
+from .op_defs import OpDef, all_op_defs, supported_dtypes
 
 OP_DEF_FILE = "ms_memcopy_route_ops.yaml"
 TABLE_FILE = "route_ops.inc"
@@ -148,6 +148,8 @@ def route_table(ops=None):
         outs = ", ".join(_output(o, index) for o in op.outputs)
         lines.append(f"const RouteArg kArgs_{fn}[] = {{{args}}};")
         lines.append(f"const RouteOutput kOutputs_{fn}[] = {{{outs}}};")
+    dtypes = ", ".join(_type_id(d) for d in supported_dtypes())
+    lines.append(f"const TypeId kSupportedDtypes[] = {{{dtypes}}};  // configs/ops.yaml's dtypes")
     lines.append("const RouteOp kRouteOps[] = {")
     for op in ops:
         fn = op.ascend_function

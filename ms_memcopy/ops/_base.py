@@ -126,8 +126,8 @@ class CopyPrimitive(ops.Custom):
       with the attributes as its init arguments; MindSpore runs its registered kernel (a
       NativeCpuKernelMod on CPU, a KernelMod on Ascend) in GRAPH_MODE and eagerly.
 
-    Subclasses give the output shape and dtype functions, the attribute values, the bprop, and
-    two checks: ``_check_infer(args)`` with MindSpore's abstract arguments (aot route; the op_def
+    Subclasses give the attribute values, for an op whose outputs the caller describes
+    (``shape: given`` in configs/ops.yaml) ``given=(shapes, dtypes)``, the bprop, and two checks: ``_check_infer(args)`` with MindSpore's abstract arguments (aot route; the op_def
     route checks in its infer function and kernel) and ``_check_eager(inputs)`` with the tensors of
     an eager call (both routes). A bprop must depend only on its arguments: the op_def route
     registers the first one built for each op.
@@ -146,16 +146,19 @@ class CopyPrimitive(ops.Custom):
         route then packs a call's tensors into the op's tuple argument, see VariadicCall)."""
         return False
 
-    def __init__(self, op_name, *, attrs, out_shape, out_dtype, variadic_count=None, bprop=None):
+    def __init__(self, op_name, *, attrs, given=None, variadic_count=None, bprop=None):
         definition = op_def(op_name)
         if set(attrs) != set(definition.attr_names):
             raise AssertionError(f"{op_name}: attributes {sorted(attrs)} differ from configs/ops.yaml "
                                  f"{sorted(definition.attr_names)}")
+        if (given is not None) != definition.outputs_given:
+            raise AssertionError(f"{op_name}: given=(shapes, dtypes) is for the ops whose outputs have shape: given")
         self._op_def = definition
         self.route = op_def_route.selected_route()
         if self.route == "op_def":
-            self._init_op_def(definition, attrs, out_shape, out_dtype, bprop)
+            self._init_op_def(definition, attrs, given, bprop)
         else:
+            out_shape, out_dtype = output_functions(definition, attrs, given)
             super().__init__(
                 f"{_paths.KERNELS_LIBRARY}:{definition.kernel}",
                 out_shape=None if definition.dynamic_shape else out_shape,
@@ -173,14 +176,12 @@ class CopyPrimitive(ops.Custom):
                 sig.make_sig(t.name, sig.sig_rw.RW_WRITE if t.name == definition.rw_write else sig.sig_rw.RW_READ)
                 for t in definition.inputs)
 
-    def _init_op_def(self, definition, attrs, out_shape, out_dtype, bprop):
+    def _init_op_def(self, definition, attrs, given, bprop):
         op_def_route.load()  # registers the Custom_<op> primitives and their kernels (built once)
         ops.Primitive.__init__(self, f"Custom_{definition.ascend_function}")
         values = [attrs[name] for name in definition.attr_names]
-        if definition.outputs_given:
-            # The outputs of these ops do not depend on the inputs: their shape functions ignore them.
-            none = (None,) * len(definition.inputs)
-            shapes, dtypes = out_shape(*none), out_dtype(*none)
+        if given is not None:
+            shapes, dtypes = given
             if not definition.outputs[0].variadic:
                 shapes, dtypes = [shapes], [dtypes]
             values += op_def_route.given_values(definition.name, shapes, dtypes)
@@ -212,6 +213,47 @@ class CopyPrimitive(ops.Custom):
 
     def _check_eager(self, inputs):
         raise NotImplementedError
+
+
+def output_functions(definition, attrs, given):
+    """(out_shape, out_dtype) of the aot route's ops.Custom: the output rule of configs/ops.yaml, as
+    functions of the input shapes and dtypes (a variadic input's one by one)."""
+    out = definition.outputs[0]
+    if len(definition.outputs) != 1:
+        raise AssertionError(f"{definition.name}: the aot route takes ops with one (possibly variadic) output")
+    if given is not None:
+        shapes, dtypes = given
+        return (lambda *_: shapes), (lambda *_: dtypes)
+
+    def index_of(name, count):
+        # The position of input `name` among count flattened inputs, and the variadic input's length.
+        variadic = count - (len(definition.inputs) - 1)
+        position = 0
+        for t in definition.inputs:
+            if t.name == name:
+                return position, variadic
+            position += variadic if t.variadic else 1
+        raise AssertionError(name)
+
+    def out_shape(*shapes):
+        if out.shape == "like":
+            return shapes[index_of(out.like, len(shapes))[0]]
+        dims = []
+        for d in out.shape:
+            if isinstance(d, int):
+                dims.append(d)
+            elif isinstance(d, tuple):  # ("len", variadic input)
+                dims.append(index_of(d[1], len(shapes))[1])
+            else:
+                dims.append(attrs[d])
+        return tuple(dims)
+
+    def out_dtype(*dtypes):
+        if out.dtype_of is not None:
+            return dtypes[index_of(out.dtype_of, len(dtypes))[0]]
+        return ms_dtype(out.dtype, "output")
+
+    return out_shape, out_dtype
 
 
 def _check_jit_level(definition):
@@ -306,7 +348,7 @@ class GradientOp(CopyPrimitive):
     """
 
     def __init__(self, op_name):
-        super().__init__(op_name, attrs={}, out_shape=None, out_dtype=lambda first, *rest: first)
+        super().__init__(op_name, attrs={})
 
     def _check_infer(self, args):
         pass

@@ -1,5 +1,4 @@
 """MemcpyBatch: many tensors to or from a HostBuffer in one aclrtMemcpyBatchAsync per 4096 items."""
-import mindspore as ms
 
 from ._base import (CopyPrimitive, check_host_buffer, check_int64_input, check_supported, eager_int64, itemsize,
                     ms_dtype, num_elements, static_shape)
@@ -40,8 +39,7 @@ class MemcpyBatch(CopyPrimitive):
             if isinstance(num_tensors, bool) or not isinstance(num_tensors, int) or num_tensors < 1:
                 raise ValueError(f"num_tensors must be an int >= 1, got {num_tensors!r}")
             self.num_tensors = num_tensors
-            super().__init__("memcpy_batch_d2h", attrs=attrs, out_shape=lambda *shapes: (len(shapes) - 1,),
-                             out_dtype=lambda *types: ms.int64, variadic_count=num_tensors)
+            super().__init__("memcpy_batch_d2h", attrs=attrs, variadic_count=num_tensors)
         else:
             if num_tensors is not None:
                 raise ValueError("num_tensors is for direction 'd2h'; 'h2d' takes shapes and dtypes")
@@ -51,9 +49,8 @@ class MemcpyBatch(CopyPrimitive):
             self.dtypes = [ms_dtype(d, f"dtypes[{i}]") for i, d in enumerate(dtypes)]
             self.num_tensors = len(self.shapes)
             self._sizes = [num_elements(s) * itemsize(d) for s, d in zip(self.shapes, self.dtypes)]
-            out_shapes, out_dtypes = list(self.shapes), list(self.dtypes)
-            super().__init__("memcpy_batch_h2d", attrs=attrs, out_shape=lambda offsets: out_shapes,
-                             out_dtype=lambda offsets: out_dtypes, variadic_count=self.num_tensors)
+            super().__init__("memcpy_batch_h2d", attrs=attrs, given=(list(self.shapes), list(self.dtypes)),
+                             variadic_count=self.num_tensors)
 
     @staticmethod
     def _check_shape(shape, i):
