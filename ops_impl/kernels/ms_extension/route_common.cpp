@@ -14,21 +14,22 @@ namespace msmc {
 namespace route {
 namespace {
 
+// The names of the dtypes op_bodies.h knows (which dtypes the ops accept is configs/ops.yaml's list,
+// kSupportedDtypes of the generated table).
 struct DtypeEntry {
   TypeId type;
   const char *name;
-  bool output;  // listed in configs/ops.yaml's dtypes
 };
 
 constexpr DtypeEntry kDtypes[] = {
-    {mindspore::kNumberTypeFloat16, "float16", true}, {mindspore::kNumberTypeBFloat16, "bfloat16", true},
-    {mindspore::kNumberTypeFloat32, "float32", true}, {mindspore::kNumberTypeFloat64, "float64", true},
-    {mindspore::kNumberTypeInt8, "int8", true},       {mindspore::kNumberTypeUInt8, "uint8", true},
-    {mindspore::kNumberTypeInt16, "int16", true},     {mindspore::kNumberTypeInt32, "int32", true},
-    {mindspore::kNumberTypeInt64, "int64", true},     {mindspore::kNumberTypeBool, "bool", true},
-    {mindspore::kNumberTypeUInt16, "uint16", false},  {mindspore::kNumberTypeUInt32, "uint32", false},
-    {mindspore::kNumberTypeUInt64, "uint64", false},  {mindspore::kNumberTypeComplex64, "complex64", false},
-    {mindspore::kNumberTypeComplex128, "complex128", false},
+    {mindspore::kNumberTypeFloat16, "float16"}, {mindspore::kNumberTypeBFloat16, "bfloat16"},
+    {mindspore::kNumberTypeFloat32, "float32"}, {mindspore::kNumberTypeFloat64, "float64"},
+    {mindspore::kNumberTypeInt8, "int8"},       {mindspore::kNumberTypeUInt8, "uint8"},
+    {mindspore::kNumberTypeInt16, "int16"},     {mindspore::kNumberTypeInt32, "int32"},
+    {mindspore::kNumberTypeInt64, "int64"},     {mindspore::kNumberTypeBool, "bool"},
+    {mindspore::kNumberTypeUInt16, "uint16"},   {mindspore::kNumberTypeUInt32, "uint32"},
+    {mindspore::kNumberTypeUInt64, "uint64"},   {mindspore::kNumberTypeComplex64, "complex64"},
+    {mindspore::kNumberTypeComplex128, "complex128"},
 };
 
 const DtypeEntry *Find(TypeId type) {
@@ -225,8 +226,7 @@ std::string DescribeDtype(TypeId type) {
 }
 
 bool IsSupportedOutputDtype(TypeId type) {
-  const DtypeEntry *e = Find(type);
-  return e != nullptr && e->output;
+  return std::find(std::begin(kSupportedDtypes), std::end(kSupportedDtypes), type) != std::end(kSupportedDtypes);
 }
 
 std::string DtypeMismatch(const std::string &argument, const RouteArg &arg, TypeId type) {
@@ -238,10 +238,8 @@ std::string DtypeMismatch(const std::string &argument, const RouteArg &arg, Type
     return "";
   }
   std::string names;
-  for (const DtypeEntry &e : kDtypes) {
-    if (e.output) {
-      names += (names.empty() ? "'" : ", '") + std::string(e.name) + "'";
-    }
+  for (TypeId supported : kSupportedDtypes) {
+    names += (names.empty() ? "'" : ", '") + DescribeDtype(supported) + "'";
   }
   return argument + ": dtype " + DescribeDtype(type) + " is not supported; use one of [" + names + "]";
 }

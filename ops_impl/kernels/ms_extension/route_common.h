@@ -112,7 +112,7 @@ OutputSpec EvalOutputs(const RouteOp &op, const ArgReader &reader);
 const char *DtypeName(TypeId type);
 // The name of any type id, for messages ("type id 43" when DtypeName has none).
 std::string DescribeDtype(TypeId type);
-// True for the dtypes configs/ops.yaml lists (those a new output may have).
+// True for the dtypes configs/ops.yaml lists (those every op accepts and a new output may have).
 bool IsSupportedOutputDtype(TypeId type);
 // Empty when a tensor of dtype `type` may be passed as arg; else the error, in the primitives'
 // words ("offsets must be an int64 tensor, got float32", "x: dtype uint16 is not supported; ...");
