@@ -45,7 +45,12 @@ def route_line():
         why = f"the CPU default; set {op_def_route.ROUTE_ENV}=aot or op_def to choose"
     kind = {"aot": "ops.Custom(func_type='aot') kernels",
             "op_def": "CustomOpBuilder op_def primitives with KernelMods"}[route]
-    return f"primitive route: {route} ({why}): {kind}"
+    backend = op_def_route.default_backend()
+    directory = op_def_route.default_build_dir(backend)
+    built = (directory / op_def_route.FINGERPRINT_FILE).exists()
+    module = (f"op_def module ({backend}): {'built in' if built else 'not built yet; first use builds it in'} "
+              f"{directory}")
+    return f"primitive route: {route} ({why}): {kind}\n{module}"
 
 
 def report():

@@ -227,6 +227,20 @@ def test_ascend_kernels_compile_and_link(tmp_path):
         assert f"gCustom_{op.ascend_function}FuncImpl" in symbols
 
 
+def test_variadic_primitive_keeps_its_attributes(monkeypatch):
+    """On the op_def route MemcpyBatch d2h is a Cell packing its tensors; it still reads like the
+    primitive it wraps."""
+    from ms_memcopy import HostBuffer
+    from ms_memcopy.ops import MemcpyBatch
+
+    monkeypatch.setenv(op_def_route.ROUTE_ENV, "op_def")
+    with HostBuffer(64) as buf:
+        op = MemcpyBatch("d2h", buf, num_tensors=3)
+        assert (op.direction, op.num_tensors, op.host_buffer, op.route) == ("d2h", 3, buf, "op_def")
+        with pytest.raises(AttributeError):
+            op.no_such_attribute  # noqa: B018
+
+
 def test_call_runs_an_op(pynative):
     ms = pynative
     x = ms.Tensor(np.arange(30, dtype=np.int16).reshape(5, 6))
