@@ -182,6 +182,10 @@ class BuildSharedLibsAndRoute(BuildSharedLibs):
             if wanted == "1":
                 raise RuntimeError("building the op_def route's module failed")
             print("ms_memcopy: building the op_def route's module failed; it will be built on first use")
+        elif not (self.inplace or getattr(self, "editable_mode", False)):
+            # A wheel carries the module, not its objects (an up-to-date build is never recompiled).
+            for leftover in Path(result.stdout.strip().splitlines()[-1]).parent.glob("*.o"):
+                leftover.unlink()
 
 
 class BuildPyWithData(build_py):
