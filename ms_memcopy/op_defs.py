@@ -179,8 +179,8 @@ def _op(name, entry, dtypes):
     if any(o.shape == "given" for o in outs) and len(outs) != 1:
         _fail(name, "outputs", "shape: given is for an op with a single (possibly variadic) output")
     rw_write = entry.get("rw_write")
-    if rw_write is not None and (rw_write not in by_name or by_name[rw_write].variadic):
-        _fail(name, "rw_write", f"{rw_write!r} must name a non-variadic input")
+    if rw_write is not None and rw_write not in by_name:
+        _fail(name, "rw_write", f"{rw_write!r} must name an input")
     side_effect_mem = _flag(name, "side_effect_mem", entry.get("side_effect_mem", False))
     if rw_write is not None and not side_effect_mem:
         _fail(name, "rw_write", "an op that writes an input in place must also set side_effect_mem: true")
@@ -236,7 +236,7 @@ def reg_info(op: OpDef, variadic_count: Optional[int] = None):
     reg = CustomRegOp(op.name)
     index = 0
     for t in op.inputs:
-        for name in _expand(t, variadic_count):
+        for name in expanded_names(t, variadic_count):
             reg = reg.input(index, name)
             index += 1
     for i, t in enumerate(op.outputs):
@@ -245,12 +245,13 @@ def reg_info(op: OpDef, variadic_count: Optional[int] = None):
         reg = reg.attr(a.name, "required", a.type)
     for dtype in supported_dtypes():
         row = [(dtype if t.dtype == "any" else t.dtype, "DefaultFormat")
-               for t in (*op.inputs, *op.outputs) for _ in _expand(t, variadic_count)]
+               for t in (*op.inputs, *op.outputs) for _ in expanded_names(t, variadic_count)]
         reg = reg.dtype_format(*row)
     return reg.target("CPU").get_op_info()
 
 
-def _expand(t: TensorDef, variadic_count):
+def expanded_names(t: TensorDef, variadic_count):
+    """The names of t's tensors: its own, or <name>0 ... for a variadic input of variadic_count."""
     if not t.variadic:
         return (t.name,)
     if variadic_count is None:

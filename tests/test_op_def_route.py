@@ -46,7 +46,7 @@ IN_PLACE_OP = {  # an op that writes an input in place, as a definition would de
     (lambda op: op["outputs"][0].update(shape=["width"]), "dimension 'width' must be"),
     (lambda op: op["inputs"][0].update(dtype="int4"), "dtype 'int4' is neither"),
     (lambda op: op["inputs"][0].update(pinned=True), r"inputs\[0\]: unknown key\(s\) \['pinned'\]"),
-    (lambda op: op.update(rw_write="nothing"), "rw_write: 'nothing' must name a non-variadic input"),
+    (lambda op: op.update(rw_write="nothing"), "rw_write: 'nothing' must name an input"),
     (lambda op: op.update(side_effect_mem=False), "must also set side_effect_mem"),
     (lambda op: op.update(side_effect_mem="yes"), "side_effect_mem: must be true or false"),
 ])

@@ -21,7 +21,7 @@ from mindspore.ops.primitive import _run_op
 
 from .. import _paths, op_def_route, route_codegen
 from ..host_buffer import HostBuffer
-from ..op_defs import op_def, reg_info, supported_dtypes
+from ..op_defs import expanded_names, op_def, reg_info, supported_dtypes
 
 
 def dtype_name(dtype):
@@ -171,10 +171,11 @@ class CopyPrimitive(ops.Custom):
                 self.add_prim_attr(name, value)
         if definition.side_effect_mem:
             self.add_prim_attr("side_effect_mem", True)
-        if definition.rw_write is not None:
+        if definition.rw_write is not None and self.route == "aot":
+            # (the op_def route's primitive has it from its op_def: args_signature rw_write)
             self.__mindspore_signature__ = tuple(
-                sig.make_sig(t.name, sig.sig_rw.RW_WRITE if t.name == definition.rw_write else sig.sig_rw.RW_READ)
-                for t in definition.inputs)
+                sig.make_sig(name, sig.sig_rw.RW_WRITE if t.name == definition.rw_write else sig.sig_rw.RW_READ)
+                for t in definition.inputs for name in expanded_names(t, variadic_count))
 
     def _init_op_def(self, definition, attrs, given, bprop):
         op_def_route.load()  # registers the Custom_<op> primitives and their kernels (built once)
