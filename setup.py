@@ -8,6 +8,13 @@ Two shared libraries are built into ms_memcopy/_lib with g++:
   the host runtime, or against CANN's libascendcl when ASCEND_HOME_PATH or
   ASCEND_TOOLKIT_HOME names a CANN installation.
 
+Then, when MindSpore is importable in the build environment (``pip install
+--no-build-isolation``, or ``python setup.py build_ext --inplace`` in the target
+environment), the op_def route's module is built into ms_memcopy/_lib/route/ by
+ms_memcopy.op_def_route.build (the only place its sources and flags are listed;
+first use builds it the same way when the install did not).
+MS_MEMCOPY_BUILD_ROUTE=0 skips it, =1 makes a failure an error.
+
 For wheels, the public headers and the configs are copied into the package
 (ms_memcopy/include, ms_memcopy/configs); a source checkout reads them in place.
 """
@@ -31,6 +38,9 @@ EXTENSION_SOURCES = KERNEL_SOURCES / "ms_extension"
 BENCH_SOURCES = ROOT / "ops_impl" / "bench"  # libms_memcopy_bench.so, for `python -m ms_memcopy bench`
 sys.path.insert(0, str(ROOT / "ops_impl" / "tools"))
 from gen_soc_table import generate as generate_soc_table  # noqa: E402
+
+sys.path.insert(0, str(ROOT))
+from ms_memcopy import route_codegen  # noqa: E402  (the aot entries are generated from configs/ops.yaml)
 
 CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-pthread", "-fvisibility=hidden", "-Wall", "-Wextra"]
 # MindSpore 2.10 wheels use the pre-C++11 std::string ABI; the kernels read MindSpore attributes.
@@ -129,6 +139,8 @@ class BuildSharedLibs(build_ext):
         self._compile_and_link(sorted(BENCH_SOURCES.glob("*.cpp")), out, tmp, [], [], [BENCH_SOURCES])
 
     def _build_kernels(self, out, tmp):
+        gen = tmp / "generated"
+        route_codegen.write_if_changed(gen / "aot_entries.inc", route_codegen.aot_entries())
         sources = kernel_sources()
         cann = cann_home()
         if cann:
@@ -137,9 +149,43 @@ class BuildSharedLibs(build_ext):
         else:
             include, libdir = HOST_INCLUDE, out.parent
             flags = [f"-I{include}", "-DMS_MEMCOPY_HOST_ACL=1"]
-        flags += [f"-I{KERNEL_SOURCES}", *KERNEL_ABI]
+        flags += [f"-I{KERNEL_SOURCES}", f"-I{gen}", *KERNEL_ABI]
         link = [f"-L{libdir}", "-lascendcl", f"-Wl,-rpath,{'$ORIGIN' if not cann else libdir}", "-Wl,--no-undefined"]
-        self._compile_and_link(sources, out, tmp, flags, link, [include, KERNEL_SOURCES])
+        self._compile_and_link(sources, out, tmp, flags, link, [include, KERNEL_SOURCES, gen])
+
+
+class BuildSharedLibsAndRoute(BuildSharedLibs):
+    """The shared libraries, then the op_def route's module (see the module docstring)."""
+
+    def run(self):
+        super().run()
+        wanted = os.environ.get("MS_MEMCOPY_BUILD_ROUTE", "auto")
+        if wanted == "0":
+            return
+        package_parent = ROOT if (self.inplace or getattr(self, "editable_mode", False)) else Path(self.build_lib)
+        backend = "Ascend" if cann_home() else "CPU"
+        script = ("import sys; sys.path.insert(0, sys.argv[1]); from ms_memcopy import op_def_route as r; "
+                  "print(r.build(sys.argv[2], r.packaged_build_dir(sys.argv[2])))")
+        try:
+            import mindspore  # noqa: F401  (only to know whether the route can be built here)
+        except ImportError:
+            if wanted == "1":
+                raise RuntimeError("MS_MEMCOPY_BUILD_ROUTE=1 but MindSpore is not importable here")
+            print("ms_memcopy: MindSpore is not importable in this build environment; the op_def route's "
+                  "module will be built on first use")
+            return
+        print(f"ms_memcopy: building the op_def route's module for {backend} (about 1-2 minutes)")
+        result = subprocess.run([sys.executable, "-c", script, str(package_parent), backend],
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            sys.stderr.write(result.stdout[-4000:] + result.stderr[-4000:])
+            if wanted == "1":
+                raise RuntimeError("building the op_def route's module failed")
+            print("ms_memcopy: building the op_def route's module failed; it will be built on first use")
+        elif not (self.inplace or getattr(self, "editable_mode", False)):
+            # A wheel carries the module, not its objects (an up-to-date build is never recompiled).
+            for leftover in Path(result.stdout.strip().splitlines()[-1]).parent.glob("*.o"):
+                leftover.unlink()
 
 
 class BuildPyWithData(build_py):
@@ -171,5 +217,5 @@ def extensions():
 
 setup(
     ext_modules=extensions(),
-    cmdclass={"build_ext": BuildSharedLibs, "build_py": BuildPyWithData},
+    cmdclass={"build_ext": BuildSharedLibsAndRoute, "build_py": BuildPyWithData},
 )

@@ -28,6 +28,31 @@ def emulated_soc():
     return runtime.soc_profile()
 
 
+def route_line():
+    """Which route the primitives take (ms_memcopy.op_def_route.selected_route) and why."""
+    from . import op_def_route
+
+    env = os.environ.get(op_def_route.ROUTE_ENV)
+    try:
+        route = op_def_route.selected_route()
+    except ValueError as exc:
+        return f"primitive route: invalid ({exc})"
+    if op_def_route.on_ascend():
+        why = "always on Ascend"
+    elif env:
+        why = f"{op_def_route.ROUTE_ENV}={env}"
+    else:
+        why = f"the CPU default; set {op_def_route.ROUTE_ENV}=aot or op_def to choose"
+    kind = {"aot": "ops.Custom(func_type='aot') kernels",
+            "op_def": "CustomOpBuilder op_def primitives with KernelMods"}[route]
+    backend = op_def_route.default_backend()
+    directory = op_def_route.default_build_dir(backend)
+    built = (directory / op_def_route.FINGERPRINT_FILE).exists()
+    module = (f"op_def module ({backend}): {'built in' if built else 'not built yet; first use builds it in'} "
+              f"{directory}")
+    return f"primitive route: {route} ({why}): {kind}\n{module}"
+
+
 def report():
     lines = [f"ms_memcopy {__version__}"]
     if _paths.uses_host_runtime():
@@ -54,4 +79,6 @@ def report():
         lines.append(f"MindSpore {ms.__version__}, device target {ms.get_context('device_target')}")
     except ImportError as exc:
         lines.append(f"MindSpore: not importable ({exc})")
+        return "\n".join(lines)
+    lines.append(route_line())
     return "\n".join(lines)

@@ -151,12 +151,20 @@ def run_python(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # Primitive tests (tests/test_ops_*.py, test_nn.py)
 #
-# ms_mode    runs the test in GRAPH_MODE and in PYNATIVE_MODE (CPU target).
+# route      runs the test with the primitives built on the aot route and on the op_def route
+#            (MS_MEMCOPY_ROUTE; the op_def module is built once per machine and loaded once per session).
+# ms_mode    runs the test in GRAPH_MODE and in PYNATIVE_MODE (CPU target), on both routes.
 # style      runs the test with the op called in an nn.Cell's construct, in ms.jit, and eagerly.
 # ---------------------------------------------------------------------------------------------
 
+@pytest.fixture(params=["aot", "op_def"])
+def route(request, monkeypatch):
+    monkeypatch.setenv("MS_MEMCOPY_ROUTE", request.param)
+    return request.param
+
+
 @pytest.fixture(params=["graph", "pynative"])
-def ms_mode(request):
+def ms_mode(request, route):
     import mindspore as ms
 
     ms.set_context(mode=ms.GRAPH_MODE if request.param == "graph" else ms.PYNATIVE_MODE)

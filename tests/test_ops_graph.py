@@ -146,7 +146,7 @@ class Insert(nn.Cell):
         return self.op(dst, src, r, c)
 
 
-def test_dynamic_shapes_in_graph_mode():
+def test_dynamic_shapes_in_graph_mode(route):
     ms.set_context(mode=ms.GRAPH_MODE)
     index = ms.Tensor(shape=[1], dtype=ms.int64)
     extract = Extract()

@@ -1,25 +1,29 @@
 """The base of the copy primitives: an ops.Custom(func_type="aot") over a kernel of configs/ops.yaml.
 
 Validation happens in three places, each as early as the values are known:
-- ``__infer__`` (GRAPH_MODE compile and PYNATIVE alike): dtypes, ranks and static sizes, whether the
-  HostBuffer is open, and the values of constant offset inputs; when compiling a graph, also that
-  every input written in place (``rw_write`` in configs/ops.yaml) is a Parameter;
-- ``__call__`` (eager execution): the offset values of the actual tensors, and that in-place
-  targets are whole tensors, not slices;
+- at compile time: on the aot route ``__infer__`` (GRAPH_MODE compile and PYNATIVE alike): dtypes,
+  ranks and static sizes, whether the HostBuffer is open, and the values of constant offset inputs;
+  on the op_def route the op's infer function (dtypes, TypeError);
+- ``__call__`` (eager execution, both routes): the offset values of the actual tensors, and that
+  in-place targets are whole tensors, not slices; on the aot route, when compiling a graph, also
+  that every input written in place (``rw_write`` in configs/ops.yaml) is a Parameter;
 - the kernel: everything again at launch, before any byte moves (in GRAPH_MODE this is where
-  offsets held in graph inputs are checked; MindSpore reports it as a RuntimeError whose text reads
-  "ValueError: <argument>: ...").
+  offsets held in graph inputs, and on the op_def route constant ones, are checked). The op_def
+  route raises ValueError; the aot route's MindSpore reports a RuntimeError whose text reads
+  "ValueError: <argument>: ...".
 """
 import numbers
 
 import numpy as np
 import mindspore as ms
-from mindspore import ops
+from mindspore import nn, ops
 from mindspore.ops import signature as sig
+from mindspore.ops._grad_experimental.grad_base import bprop_getters
+from mindspore.ops.primitive import _run_op
 
-from .. import _paths, ascend_route
+from .. import _paths, op_def_route, route_codegen
 from ..host_buffer import HostBuffer
-from ..op_defs import input_names, op_def, reg_info, supported_dtypes
+from ..op_defs import expanded_names, op_def, reg_info, supported_dtypes
 
 
 def dtype_name(dtype):
@@ -147,80 +151,263 @@ def eager_int64(value, argument):
 
 
 class CopyPrimitive(ops.Custom):
-    """An aot Custom op over the kernel that configs/ops.yaml names for op_name.
+    """A copy primitive over the op that configs/ops.yaml defines as op_name, on one of two routes
+    (chosen when the primitive is built, :func:`ms_memcopy.op_def_route.selected_route`):
 
-    Subclasses give the output shape and dtype functions, the attribute values, the bprop, and
-    two checks: ``_check_infer(args)`` with MindSpore's abstract arguments and
-    ``_check_eager(inputs)`` with the tensors of an eager call.
+    - ``aot``: an ``ops.Custom(func_type="aot")`` over the op's kernel symbol in
+      libms_memcopy_kernels.so (CPU only);
+    - ``op_def``: the op's ``Custom_<op>`` primitive of the op_def route's CustomOpBuilder module,
+      with the attributes as its init arguments; MindSpore runs its registered kernel (a
+      NativeCpuKernelMod on CPU, a KernelMod on Ascend) in GRAPH_MODE and eagerly.
+
+    Subclasses give the attribute values, for an op whose outputs the caller describes
+    (``shape: given`` in configs/ops.yaml) ``given=(shapes, dtypes)``, the bprop, and two checks: ``_check_infer(args)`` with MindSpore's abstract arguments (aot route; the op_def
+    route checks in its infer function and kernel) and ``_check_eager(inputs)`` with the tensors of
+    an eager call (both routes). A bprop must depend only on its arguments: the op_def route
+    registers the first one built for each op.
     """
 
-    def __init__(self, op_name, *, attrs, out_shape, out_dtype, variadic_count=None, bprop=None, outputs=None):
+    def __new__(cls, *args, **kwargs):
+        if cls._variadic_call(*args, **kwargs) and op_def_route.selected_route() == "op_def":
+            primitive = super().__new__(cls)
+            primitive.__init__(*args, **kwargs)
+            return VariadicCall(primitive)
+        return super().__new__(cls)
+
+    @classmethod
+    def _variadic_call(cls, *args, **kwargs):
+        """True when the primitive built from these arguments has a variadic input (the op_def
+        route then packs a call's tensors into the op's tuple argument, see VariadicCall)."""
+        return False
+
+    def __init__(self, op_name, *, attrs, given=None, variadic_count=None, bprop=None):
         definition = op_def(op_name)
         if set(attrs) != set(definition.attr_names):
             raise AssertionError(f"{op_name}: attributes {sorted(attrs)} differ from configs/ops.yaml "
                                  f"{sorted(definition.attr_names)}")
+        if (given is not None) != definition.outputs_given:
+            raise AssertionError(f"{op_name}: given=(shapes, dtypes) is for the ops whose outputs have shape: given")
         self._op_def = definition
         if "buffer_id" in attrs:
             # Keeps the buffer's id from naming another buffer for as long as this primitive may launch.
             self._buffer_id_lease = self.host_buffer._attach_primitive()
-        self._inputs = input_names(definition, variadic_count) if definition.rw_write else ()
         self._eager_calls = 0
-        super().__init__(
-            f"{_paths.KERNELS_LIBRARY}:{definition.kernel}",
-            out_shape=None if definition.dynamic_shape else out_shape,
-            out_dtype=out_dtype,
-            func_type="aot",
-            bprop=bprop,
-            reg_info=reg_info(definition, variadic_count) if definition.dynamic_shape else None,
-        )
-        for name, value in attrs.items():
-            self.add_prim_attr(name, value)
+        self.route = route_for(definition)
+        if self.route == "op_def":
+            self._init_op_def(definition, attrs, given, bprop)
+        else:
+            out_shape, out_dtype = output_functions(definition, attrs, given)
+            super().__init__(
+                f"{_paths.KERNELS_LIBRARY}:{definition.kernel}",
+                out_shape=None if definition.dynamic_shape else out_shape,
+                out_dtype=out_dtype,
+                func_type="aot",
+                bprop=bprop,
+                reg_info=reg_info(definition, variadic_count) if definition.dynamic_shape else None,
+            )
+            for name, value in attrs.items():
+                self.add_prim_attr(name, value)
+            if given is not None:
+                # PYNATIVE caches an op's inferred outputs under its attributes and inputs: two primitives
+                # that differ only in the outputs they were built for must not share that entry.
+                shapes, dtypes = given if definition.outputs[0].variadic else ([given[0]], [given[1]])
+                self.add_prim_attr(OUTPUT_SIGNATURE_ATTR, output_signature(shapes, dtypes))
         if definition.side_effect_mem:
             self.add_prim_attr("side_effect_mem", True)
-        if outputs is not None:
-            # PYNATIVE caches an op's inferred outputs under its attributes and inputs: two primitives
-            # that differ only in the outputs they were built for must not share that entry.
-            self.add_prim_attr(OUTPUT_SIGNATURE_ATTR, output_signature(*outputs))
-        if definition.rw_write:
+        self._in_place_inputs, self._in_place_names = (), ()
+        if definition.rw_write is not None and self.route == "aot":
+            # (the op_def route's primitive has it from its op_def: args_signature rw_write)
+            named = [(t, name) for t in definition.inputs for name in expanded_names(t, variadic_count)]
+            self._in_place_inputs = tuple(i for i, (t, _) in enumerate(named) if t.name == definition.rw_write)
             # What Primitive.__init__ does with a class's __mindspore_signature__, per instance: the
             # number of inputs of a variadic op is known only now.
             self.set_signatures(self._fill_signature(tuple(
-                sig.make_sig(name, sig.sig_rw.RW_WRITE if t.name in definition.rw_write else sig.sig_rw.RW_READ)
-                for t, name in self._inputs)))
-        # On Ascend, ops.Custom aot means Ascend C kernels: eager calls take the CustomOpBuilder
-        # route instead, and graph compilation is refused with a pointer to the route's functions
-        # (ms_memcopy/ascend_route.py, docs/ascend_route.md).
-        self._ascend_route = ascend_route.route_for(op_name, attrs, out_shape, out_dtype)
+                sig.make_sig(name, sig.sig_rw.RW_WRITE if t.name == definition.rw_write else sig.sig_rw.RW_READ)
+                for t, name in named)))
+            self._in_place_names = tuple(
+                f"{t.name}[{name[len(t.name):]}]" if t.variadic else name
+                for i, (t, name) in enumerate(named) if i in self._in_place_inputs)
+
+    def _init_op_def(self, definition, attrs, given, bprop):
+        op_def_route.load()  # registers the Custom_<op> primitives and their kernels (built once)
+        ops.Primitive.__init__(self, f"Custom_{definition.ascend_function}")
+        values = [attrs[name] for name in definition.attr_names]
+        if given is not None:
+            shapes, dtypes = given
+            if not definition.outputs[0].variadic:
+                shapes, dtypes = [shapes], [dtypes]
+            values += op_def_route.given_values(definition.name, shapes, dtypes)
+        names = route_codegen.arg_names(definition)[len(definition.inputs):]
+        for name, value in zip(names, values):  # as prim_arg_register does for init arguments
+            self._set_prim_arg(name, value)
+            self.init_attrs[name] = value
+        self._init_values = tuple(values)
+        self.bprop = None if bprop is None else _register_op_def_bprop(definition, bprop)
 
     def __infer__(self, *args):
-        compiling = not self._eager_calls  # PYNATIVE infers on the calling thread, inside __call__
-        if compiling:
-            ascend_route.check_graph_use(self._op_def.name)
+        _check_jit_level(self._op_def)
         self._check_infer(args)
-        if compiling:
-            self._check_graph_targets(args)
+        if not self._eager_calls:  # compiling a graph (PYNATIVE infers on the calling thread, in __call__)
+            for index, name in zip(self._in_place_inputs, self._in_place_names):
+                check_graph_in_place_target(args[index], name)
         return super().__infer__(*args)
 
     def __call__(self, *args):
-        self._check_eager(args)
-        if ascend_route.on_ascend():
-            return self._ascend_route(args)
-        self._eager_calls += 1
-        try:
-            return super().__call__(*args)
-        finally:
-            self._eager_calls -= 1
-
-    def _check_graph_targets(self, args):
-        for (t, name), arg in zip(self._inputs, args):
-            if t.name in self._op_def.rw_write:
-                check_graph_in_place_target(arg, f"{t.name}[{name[len(t.name):]}]" if t.variadic else name)
+        if self.route == "aot":
+            self._check_eager(args)
+            self._eager_calls += 1
+            try:
+                return super().__call__(*args)
+            finally:
+                self._eager_calls -= 1
+        flat = [t for group in args for t in (group if isinstance(group, (tuple, list)) else (group,))]
+        self._check_eager(flat)
+        # The aot route's compile-time checks run on every call too (in __infer__): the same here, on
+        # the tensors' metadata, so that an eager call raises the same errors on both routes.
+        self._check_infer([{"shape": tuple(t.shape), "dtype": t.dtype, "value": None} for t in flat])
+        return _run_op(self, self.name, (*args, *self._init_values))
 
     def _check_infer(self, args):
         raise NotImplementedError
 
     def _check_eager(self, inputs):
         raise NotImplementedError
+
+
+def route_for(definition):
+    """The route a primitive of this op takes: :func:`op_def_route.selected_route`, except on the CPU
+    target for an op whose definition says ``op_def_on_cpu: false`` (configs/ops.yaml), which takes the
+    aot route."""
+    route = op_def_route.selected_route()
+    if route == "op_def" and not definition.op_def_on_cpu and not op_def_route.on_ascend():
+        return "aot"
+    return route
+
+
+def output_functions(definition, attrs, given):
+    """(out_shape, out_dtype) of the aot route's ops.Custom: the output rule of configs/ops.yaml, as
+    functions of the input shapes and dtypes (a variadic input's one by one)."""
+    out = definition.outputs[0]
+    if len(definition.outputs) != 1:
+        raise AssertionError(f"{definition.name}: the aot route takes ops with one (possibly variadic) output")
+    if given is not None:
+        shapes, dtypes = given
+        return (lambda *_: shapes), (lambda *_: dtypes)
+
+    def index_of(name, count):
+        # The position of input `name` among count flattened inputs, and the variadic input's length.
+        variadic = count - (len(definition.inputs) - 1)
+        position = 0
+        for t in definition.inputs:
+            if t.name == name:
+                return position, variadic
+            position += variadic if t.variadic else 1
+        raise AssertionError(name)
+
+    def out_shape(*shapes):
+        if out.shape == "like":
+            return shapes[index_of(out.like, len(shapes))[0]]
+        dims = []
+        for d in out.shape:
+            if isinstance(d, int):
+                dims.append(d)
+            elif isinstance(d, tuple):  # ("len", variadic input)
+                dims.append(index_of(d[1], len(shapes))[1])
+            else:
+                dims.append(attrs[d])
+        return tuple(dims)
+
+    def out_dtype(*dtypes):
+        if out.dtype_of is not None:
+            return dtypes[index_of(out.dtype_of, len(dtypes))[0]]
+        return ms_dtype(out.dtype, "output")
+
+    return out_shape, out_dtype
+
+
+def _check_jit_level(definition):
+    """The aot route's side of the refusal the op_def route's infer function makes: these kernels run
+    kernel by kernel, which jit_level O2 (task sink) does not do."""
+    if ms.get_context("mode") == ms.GRAPH_MODE and (ms.get_context("jit_config") or {}).get("jit_level") == "O2":
+        raise RuntimeError(f"ms_memcopy {definition.name}: runs kernel by kernel and cannot be compiled with "
+                           "jit_level O2 (task sink); use jit_level O0 or O1")
+
+
+class VariadicCall(nn.Cell):
+    """A primitive with a variadic input on the op_def route: ``op(t0, ..., tk, offsets)`` as on the
+    aot route, passing the variadic tensors to the op_def primitive as one tuple.
+
+    The primitive's attributes (``host_buffer``, ``num_tensors``, ...) are readable from this Cell.
+    """
+
+    def __init__(self, primitive):
+        super().__init__()
+        inputs = primitive._op_def.inputs
+        index = next(i for i, t in enumerate(inputs) if t.variadic)
+        self.primitive = primitive
+        self.before = index
+        self.after = len(inputs) - index - 1
+
+    def construct(self, *args):
+        end = len(args) - self.after
+        return self.primitive(*args[:self.before], args[self.before:end], *args[end:])
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            primitive = self.__dict__.get("primitive") or self._primitives.get("primitive")
+            if primitive is None or name.startswith("__"):
+                raise
+            return getattr(primitive, name)
+
+
+_op_def_bprops = {}
+
+
+def _register_op_def_bprop(definition, bprop):
+    """Registers bprop as the gradient of the op's Custom_<op> primitive (GRAPH_MODE looks it up by
+    name, PYNATIVE_MODE through the primitive's get_bprop); returns the registered function. The
+    op_def bprop receives the init arguments too, after the inputs; their gradients are zeros."""
+    name = f"Custom_{definition.ascend_function}"
+    if name in _op_def_bprops:
+        return _op_def_bprops[name]
+    n_inputs = len(definition.inputs)
+    zeros = (0,) * (len(route_codegen.arg_names(definition)) - n_inputs)
+
+    def with_init_args(args, out, dout):
+        return bprop(*args[:n_inputs], out, dout) + zeros
+
+    op_def_bprop = _fixed_arity(len(route_codegen.arg_names(definition)), with_init_args)
+    _op_def_bprops[name] = op_def_bprop
+    bprop_getters.register(name)(lambda _prim: op_def_bprop)
+    return op_def_bprop
+
+
+def _fixed_arity(n, fn):
+    """fn(args, out, dout) as a function of n named arguments plus out and dout: GRAPH_MODE parses
+    a bprop and needs them named."""
+    if n == 1:
+        def bprop_1(a0, out, dout):
+            return fn((a0,), out, dout)
+        return bprop_1
+    if n == 2:
+        def bprop_2(a0, a1, out, dout):
+            return fn((a0, a1), out, dout)
+        return bprop_2
+    if n == 3:
+        def bprop_3(a0, a1, a2, out, dout):
+            return fn((a0, a1, a2), out, dout)
+        return bprop_3
+    if n == 4:
+        def bprop_4(a0, a1, a2, a3, out, dout):
+            return fn((a0, a1, a2, a3), out, dout)
+        return bprop_4
+    if n == 5:
+        def bprop_5(a0, a1, a2, a3, a4, out, dout):
+            return fn((a0, a1, a2, a3, a4), out, dout)
+        return bprop_5
+    raise ValueError(f"a differentiable op with {n} op_def arguments needs a bprop wrapper here")
 
 
 class GradientOp(CopyPrimitive):
@@ -230,7 +417,7 @@ class GradientOp(CopyPrimitive):
     """
 
     def __init__(self, op_name):
-        super().__init__(op_name, attrs={}, out_shape=None, out_dtype=lambda first, *rest: first)
+        super().__init__(op_name, attrs={})
 
     def _check_infer(self, args):
         pass

@@ -1,5 +1,4 @@
 """MemcpyBatch: many tensors to or from a HostBuffer in one aclrtMemcpyBatchAsync per 4096 items."""
-import mindspore as ms
 
 from ._base import (CopyPrimitive, check_host_buffer, check_int64_input, check_shape, check_supported, eager_int64, itemsize,
                     ms_dtype, num_elements, static_shape)
@@ -25,6 +24,10 @@ class MemcpyBatch(CopyPrimitive):
     Both forms read or write the HostBuffer, so GRAPH_MODE keeps them and runs them in program order.
     """
 
+    @classmethod
+    def _variadic_call(cls, direction, *args, **kwargs):
+        return direction == "d2h"
+
     def __init__(self, direction, host_buffer, *, num_tensors=None, shapes=None, dtypes=None):
         if direction not in _DIRECTIONS:
             raise ValueError(f"direction must be one of {_DIRECTIONS}, got {direction!r}")
@@ -37,8 +40,7 @@ class MemcpyBatch(CopyPrimitive):
             if isinstance(num_tensors, bool) or not isinstance(num_tensors, int) or num_tensors < 1:
                 raise ValueError(f"num_tensors must be an int >= 1, got {num_tensors!r}")
             self.num_tensors = num_tensors
-            super().__init__("memcpy_batch_d2h", attrs=attrs, out_shape=lambda *shapes: (len(shapes) - 1,),
-                             out_dtype=lambda *types: ms.int64, variadic_count=num_tensors)
+            super().__init__("memcpy_batch_d2h", attrs=attrs, variadic_count=num_tensors)
         else:
             if num_tensors is not None:
                 raise ValueError("num_tensors is for direction 'd2h'; 'h2d' takes shapes and dtypes")
@@ -48,10 +50,8 @@ class MemcpyBatch(CopyPrimitive):
             self.dtypes = [ms_dtype(d, f"dtypes[{i}]") for i, d in enumerate(dtypes)]
             self.num_tensors = len(self.shapes)
             self._sizes = [num_elements(s) * itemsize(d) for s, d in zip(self.shapes, self.dtypes)]
-            out_shapes, out_dtypes = tuple(self.shapes), tuple(self.dtypes)
-            super().__init__("memcpy_batch_h2d", attrs=attrs, out_shape=lambda offsets: out_shapes,
-                             out_dtype=lambda offsets: out_dtypes, variadic_count=self.num_tensors,
-                             outputs=(out_shapes, out_dtypes))
+            super().__init__("memcpy_batch_h2d", attrs=attrs, given=(tuple(self.shapes), tuple(self.dtypes)),
+                             variadic_count=self.num_tensors)
 
     def _check_input_count(self, count):
         k = self.num_tensors

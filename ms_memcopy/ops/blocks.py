@@ -10,6 +10,7 @@ import numbers
 import numpy as np
 import mindspore as ms
 
+from .. import op_def_route
 from ._base import (CopyPrimitive, check_host_buffer, check_in_place_target, check_int, check_supported,
                     dtype_name, itemsize, num_elements, static_shape)
 from ._checks import check_block_mapping
@@ -77,16 +78,24 @@ class _BlockPrimitive(CopyPrimitive):
     def __init__(self, op_name, num_caches, attrs):
         self.num_caches = check_int(num_caches, "num_caches", minimum=1)
         self._eager_mapping = None
-        super().__init__(op_name, attrs=attrs, out_shape=lambda *shapes: (1,), out_dtype=lambda *types: ms.int64,
-                         variadic_count=self.num_caches)
+        super().__init__(op_name, attrs=attrs, variadic_count=self.num_caches)
+
+    @classmethod
+    def _variadic_call(cls, *args, **kwargs):
+        # The caches are variadic; on CPU these ops take the aot route (op_def_on_cpu: false), where a
+        # call passes them one by one.
+        return op_def_route.on_ascend()
 
     def __call__(self, *args):
-        self._check_count(len(args))
-        values = _mapping_values(args[-1])
-        mapping = args[-1] if isinstance(args[-1], ms.Tensor) else ms.Tensor(values)
+        # On the op_def route the caches arrive as one tuple (VariadicCall packs them).
+        grouped = len(args) == 2 and isinstance(args[0], (tuple, list))
+        flat = (*args[0], args[1]) if grouped else args
+        self._check_count(len(flat))
+        values = _mapping_values(flat[-1])
+        mapping = flat[-1] if isinstance(flat[-1], ms.Tensor) else ms.Tensor(values)
         self._eager_mapping = values  # checked from these values, not by reading the tensor back
         try:
-            return super().__call__(*args[:-1], mapping)
+            return super().__call__(args[0], mapping) if grouped else super().__call__(*flat[:-1], mapping)
         finally:
             self._eager_mapping = None
 

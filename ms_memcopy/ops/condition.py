@@ -1,5 +1,4 @@
 """MemcpyWithCondition: copies through aclrtMemcpyAsyncWithCondition."""
-import mindspore as ms
 
 from ._base import (CopyPrimitive, GradientOp, check_host_buffer, check_int, check_int64_input, check_shape,
                     check_supported, eager_int64, itemsize, ms_dtype, num_elements, static_shape)
@@ -28,24 +27,20 @@ class MemcpyWithCondition(CopyPrimitive):
             if host_buffer is not None or shape is not None or dtype is not None:
                 raise ValueError("MemcpyWithCondition('d2d') takes no host_buffer, shape or dtype")
             self._grad_copy = GradientOp("memcpy_cond_d2d")
-            super().__init__("memcpy_cond_d2d", attrs={}, out_shape=None, out_dtype=lambda x: x,
-                             bprop=self._bprop_copy)
+            super().__init__("memcpy_cond_d2d", attrs={}, bprop=self._bprop_copy)
             return
         self.host_buffer = check_host_buffer(host_buffer)
         attrs = {"buffer_id": host_buffer.buffer_id}
         if direction == "d2h":
             if shape is not None or dtype is not None:
                 raise ValueError("MemcpyWithCondition('d2h') takes no shape or dtype")
-            super().__init__("memcpy_cond_d2h", attrs=attrs, out_shape=lambda x, o: (1,),
-                             out_dtype=lambda x, o: ms.int64)
+            super().__init__("memcpy_cond_d2h", attrs=attrs)
         else:
             if shape is None or dtype is None:
                 raise ValueError("MemcpyWithCondition('h2d') needs shape and dtype")
             self.shape = check_shape(shape, "shape")
             self.dtype = ms_dtype(dtype, "dtype")
-            out_shape, out_dtype = self.shape, self.dtype
-            super().__init__("memcpy_cond_h2d", attrs=attrs, out_shape=lambda o: out_shape,
-                             out_dtype=lambda o: out_dtype, outputs=([out_shape], [out_dtype]))
+            super().__init__("memcpy_cond_h2d", attrs=attrs, given=(self.shape, self.dtype))
 
     def _bprop_copy(self, x, out, dout):
         return (self._grad_copy(dout),)

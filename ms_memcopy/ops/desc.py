@@ -22,13 +22,11 @@ class MemcpyWithDesc(CopyPrimitive):
         if count is None:
             self.count = None
             self._grad_copy = GradientOp("memcpy_desc_copy")
-            super().__init__("memcpy_desc_copy", attrs={}, out_shape=None, out_dtype=lambda x: x,
-                             bprop=self._bprop_copy)
+            super().__init__("memcpy_desc_copy", attrs={}, bprop=self._bprop_copy)
         else:
             self.count = check_int(count, "count")
             self._grad_insert = GradientOp("memcpy2d_insert")
-            super().__init__("memcpy_desc_window", attrs={"count": self.count}, out_shape=None,
-                             out_dtype=lambda x, start: x, bprop=self._bprop_window)
+            super().__init__("memcpy_desc_window", attrs={"count": self.count}, bprop=self._bprop_window)
 
     def _bprop_copy(self, x, out, dout):
         return (self._grad_copy(dout),)

@@ -3,7 +3,6 @@
 Every tensor is seen as a matrix: its leading dimensions are the rows, its last dimension the
 columns (a 1-D tensor is one row, a scalar a 1x1 matrix).
 """
-import mindspore as ms
 from mindspore import ops
 
 from ._base import (CopyPrimitive, GradientOp, check_host_buffer, check_in_place_target, check_int, check_int64_input,
@@ -54,31 +53,25 @@ class Memcpy2D(CopyPrimitive):
             self.width = check_int(width, "width")
             self._grad_insert = GradientOp("memcpy2d_insert")
             super().__init__("memcpy2d_extract", attrs={"height": self.height, "width": self.width},
-                             out_shape=lambda x, r, c: (self.height, self.width), out_dtype=lambda x, r, c: x,
                              bprop=self._bprop_extract)
         elif mode == "insert":
             self._grad_insert = GradientOp("memcpy2d_insert")
             self._grad_extract = GradientOp("memcpy2d_extract_like")
-            super().__init__("memcpy2d_insert", attrs={}, out_shape=lambda d, s, r, c: d,
-                             out_dtype=lambda d, s, r, c: d, bprop=self._bprop_insert)
+            super().__init__("memcpy2d_insert", attrs={}, bprop=self._bprop_insert)
         elif mode == "write":
-            super().__init__("memcpy2d_write", attrs={}, out_shape=lambda d, s, r, c: (1,),
-                             out_dtype=lambda d, s, r, c: ms.int64)
+            super().__init__("memcpy2d_write", attrs={})
         else:
             self.host_buffer = check_host_buffer(host_buffer)
             self.pitch = check_int(pitch, "pitch", minimum=1)
             attrs = {"buffer_id": host_buffer.buffer_id, "pitch": self.pitch}
             if mode == "d2h":
-                super().__init__("memcpy2d_d2h", attrs=attrs, out_shape=lambda x, o: (1,),
-                                 out_dtype=lambda x, o: ms.int64)
+                super().__init__("memcpy2d_d2h", attrs=attrs)
             else:
                 self.shape = check_shape(shape, "shape")
                 self.dtype = ms_dtype(dtype, "dtype")
                 rows, cols = matrix_view(self.shape)
                 self._check_pitch(cols * itemsize(self.dtype))
-                out_shape, out_dtype = self.shape, self.dtype
-                super().__init__("memcpy2d_h2d", attrs=attrs, out_shape=lambda o: out_shape,
-                                 out_dtype=lambda o: out_dtype, outputs=([out_shape], [out_dtype]))
+                super().__init__("memcpy2d_h2d", attrs=attrs, given=(self.shape, self.dtype))
 
     # -- gradients ---------------------------------------------------------------------------
     def _bprop_extract(self, x, row, col, out, dout):

@@ -1,9 +1,10 @@
 // Entry layer for MindSpore's ops.Custom(func_type="aot") on the CPU target.
 //
-// For each kernel symbol K named in configs/ops.yaml this file exports K (the launch), KInit (reads
-// the primitive's attributes into a KernelState kept by MindSpore for the kernel's lifetime; the ACL
-// runtime is first touched at launch, where MindSpore reports errors with their text) and,
-// for the ops with dynamic_shape, KInferShape. A launch declares the framework's tensors as device
+// For each kernel symbol K named in configs/ops.yaml this file exports K (the launch, running the
+// op's body registered in op_bodies.cpp), KInit (reads the primitive's attributes into a KernelState
+// kept by MindSpore for the kernel's lifetime; the ACL runtime is first touched at launch, where
+// MindSpore reports errors with their text) and, for the ops with dynamic_shape, KInferShape (the
+// op's output rule). The list is generated from configs/ops.yaml (aot_entries.inc). A launch declares the framework's tensors as device
 // memory, runs the op body on the calling thread's stream and synchronizes before returning,
 // because MindSpore may reuse the tensors' memory as soon as the kernel returns.
 //
@@ -32,28 +33,23 @@ struct AotState : public AotKernelData {
   KernelState state;
 };
 
-int64_t OptionalAttr(AotExtra *extra, const char *name) {
-  return extra->HasAttr(name) ? extra->GetAttrInt(name) : 0;
-}
-
 int InitState(AotExtra *extra, const char *op) {
+  const OpBody *body = FindOpBody(op);
+  const char *label = body != nullptr ? body->label : op;
   try {
     auto holder = std::make_unique<AotState>();
     KernelState &s = holder->state;
-    s.buffer_id = OptionalAttr(extra, "buffer_id");
-    s.height = OptionalAttr(extra, "height");
-    s.width = OptionalAttr(extra, "width");
-    s.pitch = OptionalAttr(extra, "pitch");
-    s.count = OptionalAttr(extra, "count");
-    s.device = HostTargetDevice();
-    if (s.height < 0 || s.width < 0 || s.pitch < 0 || s.count < 0) {
-      throw InputError("attributes", "height, width, pitch and count must not be negative");
+    for (const char *const *name = AttrNames(); *name != nullptr; ++name) {
+      if (extra->HasAttr(*name)) {
+        SetAttr(s, *name, extra->GetAttrInt(*name));
+      }
     }
+    s.device = HostTargetDevice();
     delete extra->kernel_data_;
     extra->kernel_data_ = holder.release();
     return 0;
   } catch (const std::exception &e) {
-    throw std::runtime_error(std::string("ms_memcopy ") + op + ": " + e.what());
+    throw std::runtime_error(std::string("ms_memcopy ") + label + ": " + e.what());
   }
 }
 
@@ -105,18 +101,22 @@ class CpuLaunch {
   bool finished_ = false;
 };
 
-template <typename Body>
-int RunAot(const char *op, int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *extra,
-           Body body) {
+// Runs the body registered for op (op_bodies.h) with the CPU launch protocol.
+int RunAot(const char *op, int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *extra) {
+  const OpBody *body = FindOpBody(op);
+  const char *label = body != nullptr ? body->label : op;
   try {
+    if (body == nullptr) {
+      throw std::logic_error("no op body is registered for this op");
+    }
     KernelState &s = StateOf(extra);
     CpuLaunch launch(nparam, params, ndims, shapes, dtypes);
     aclrtStream stream = launch.Begin();
-    body(s, launch.args(), stream);
+    body->run(s, launch.args().data(), launch.args().size(), stream);
     launch.Finish();
     return 0;
   } catch (const std::exception &e) {
-    throw std::runtime_error(std::string("ms_memcopy ") + op + ": " + e.what());
+    throw std::runtime_error(std::string("ms_memcopy ") + label + ": " + e.what());
   }
 }
 
@@ -126,138 +126,19 @@ std::vector<int64_t> ShapeOf(int ndim, const int64_t *shape) { return std::vecto
 }  // namespace msmc
 
 #define MSMC_AOT extern "C" __attribute__((visibility("default")))
-#define MSMC_AOT_INIT(K, OP)                                                                  \
-  MSMC_AOT int K##Init(int *, int64_t **, const char **, AotExtra *extra) {                  \
-    return msmc::InitState(extra, OP);                                                        \
+// The aot symbols of one op of configs/ops.yaml: <kernel>Init and <kernel>, running the op's
+// registered body (OP is the op's name there).
+#define MSMC_AOT_ENTRY(K, OP)                                                                           \
+  MSMC_AOT int K##Init(int *, int64_t **, const char **, AotExtra *extra) { return msmc::InitState(extra, OP); } \
+  MSMC_AOT int K(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *, void *extra) { \
+    return msmc::RunAot(OP, nparam, params, ndims, shapes, dtypes, extra);                               \
   }
-#define MSMC_AOT_ARGS int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *, void *extra
-#define MSMC_AOT_FORWARD nparam, params, ndims, shapes, dtypes, extra
-
-using msmc::KernelState;
-using msmc::TensorArg;
-using Args = std::vector<TensorArg>;
-
-MSMC_AOT_INIT(MsMemcopyBatchD2H, "MemcpyBatch(d2h)")
-MSMC_AOT int MsMemcopyBatchD2H(MSMC_AOT_ARGS) {
-  return msmc::RunAot("MemcpyBatch(d2h)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    const size_t k = a.size() - 2;
-    msmc::BatchD2H(s, a.data(), k, a[k], a[k + 1], st);
-  });
-}
-
-MSMC_AOT_INIT(MsMemcopyBatchH2D, "MemcpyBatch(h2d)")
-MSMC_AOT int MsMemcopyBatchH2D(MSMC_AOT_ARGS) {
-  return msmc::RunAot("MemcpyBatch(h2d)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::BatchH2D(s, a[0], a.data() + 1, a.size() - 1, st);
-  });
-}
-
-MSMC_AOT_INIT(MsMemcopy2DExtract, "Memcpy2D(extract)")
-MSMC_AOT int MsMemcopy2DExtract(MSMC_AOT_ARGS) {
-  return msmc::RunAot("Memcpy2D(extract)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::Extract2D(s, a[0], a[1], a[2], a[3], st);
-  });
-}
-MSMC_AOT std::vector<int64_t> MsMemcopy2DExtractInferShape(int *, int64_t **, AotExtra *extra) {
-  return {extra->GetAttrInt("height"), extra->GetAttrInt("width")};
-}
-
-MSMC_AOT_INIT(MsMemcopy2DExtractLike, "Memcpy2D(extract, gradient)")
-MSMC_AOT int MsMemcopy2DExtractLike(MSMC_AOT_ARGS) {
-  return msmc::RunAot("Memcpy2D(extract, gradient)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a,
-                                                                          aclrtStream st) {
-    msmc::ExtractLike2D(s, a[0], a[1], a[2], a[3], a[4], st);
-  });
-}
-MSMC_AOT std::vector<int64_t> MsMemcopy2DExtractLikeInferShape(int *ndims, int64_t **shapes, AotExtra *) {
-  return msmc::ShapeOf(ndims[1], shapes[1]);
-}
-
-MSMC_AOT_INIT(MsMemcopy2DInsert, "Memcpy2D(insert)")
-MSMC_AOT int MsMemcopy2DInsert(MSMC_AOT_ARGS) {
-  return msmc::RunAot("Memcpy2D(insert)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::Insert2D(s, a[0], a[1], a[2], a[3], a[4], st);
-  });
-}
-MSMC_AOT std::vector<int64_t> MsMemcopy2DInsertInferShape(int *ndims, int64_t **shapes, AotExtra *) {
-  return msmc::ShapeOf(ndims[0], shapes[0]);
-}
-
-MSMC_AOT_INIT(MsMemcopy2DD2H, "Memcpy2D(d2h)")
-MSMC_AOT int MsMemcopy2DD2H(MSMC_AOT_ARGS) {
-  return msmc::RunAot("Memcpy2D(d2h)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::D2H2D(s, a[0], a[1], a[2], st);
-  });
-}
-
-MSMC_AOT_INIT(MsMemcopy2DH2D, "Memcpy2D(h2d)")
-MSMC_AOT int MsMemcopy2DH2D(MSMC_AOT_ARGS) {
-  return msmc::RunAot("Memcpy2D(h2d)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::H2D2D(s, a[0], a[1], st);
-  });
-}
-
-MSMC_AOT_INIT(MsMemcopyDescCopy, "MemcpyWithDesc")
-MSMC_AOT int MsMemcopyDescCopy(MSMC_AOT_ARGS) {
-  return msmc::RunAot("MemcpyWithDesc", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::DescCopy(s, a[0], a[1], st);
-  });
-}
-MSMC_AOT std::vector<int64_t> MsMemcopyDescCopyInferShape(int *ndims, int64_t **shapes, AotExtra *) {
-  return msmc::ShapeOf(ndims[0], shapes[0]);
-}
-
-MSMC_AOT_INIT(MsMemcopyDescWindow, "MemcpyWithDesc(window)")
-MSMC_AOT int MsMemcopyDescWindow(MSMC_AOT_ARGS) {
-  return msmc::RunAot("MemcpyWithDesc(window)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::DescWindow(s, a[0], a[1], a[2], st);
-  });
-}
-MSMC_AOT std::vector<int64_t> MsMemcopyDescWindowInferShape(int *, int64_t **, AotExtra *extra) {
-  return {extra->GetAttrInt("count")};
-}
-
-MSMC_AOT_INIT(MsMemcopyCondD2D, "MemcpyWithCondition(d2d)")
-MSMC_AOT int MsMemcopyCondD2D(MSMC_AOT_ARGS) {
-  return msmc::RunAot("MemcpyWithCondition(d2d)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::CondD2D(s, a[0], a[1], st);
-  });
-}
-MSMC_AOT std::vector<int64_t> MsMemcopyCondD2DInferShape(int *ndims, int64_t **shapes, AotExtra *) {
-  return msmc::ShapeOf(ndims[0], shapes[0]);
-}
-
-MSMC_AOT_INIT(MsMemcopyCondD2H, "MemcpyWithCondition(d2h)")
-MSMC_AOT int MsMemcopyCondD2H(MSMC_AOT_ARGS) {
-  return msmc::RunAot("MemcpyWithCondition(d2h)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::CondD2H(s, a[0], a[1], a[2], st);
-  });
-}
-
-MSMC_AOT_INIT(MsMemcopyCondH2D, "MemcpyWithCondition(h2d)")
-MSMC_AOT int MsMemcopyCondH2D(MSMC_AOT_ARGS) {
-  return msmc::RunAot("MemcpyWithCondition(h2d)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::CondH2D(s, a[0], a[1], st);
-  });
-}
-
-MSMC_AOT_INIT(MsMemcopy2DWrite, "Memcpy2D(write)")
-MSMC_AOT int MsMemcopy2DWrite(MSMC_AOT_ARGS) {
-  return msmc::RunAot("Memcpy2D(write)", MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {
-    msmc::Write2D(s, a[0], a[1], a[2], a[3], a[4], st);
-  });
-}
-
-// The block ops take caches..., block_mapping and return one int64 output.
-#define MSMC_AOT_BLOCKS(K, OP, BODY)                                                                  \
-  MSMC_AOT_INIT(K, OP)                                                                                 \
-  MSMC_AOT int K(MSMC_AOT_ARGS) {                                                                      \
-    return msmc::RunAot(OP, MSMC_AOT_FORWARD, [](KernelState &s, const Args &a, aclrtStream st) {     \
-      const size_t num_caches = a.size() - 2;                                                          \
-      BODY(s, a.data(), num_caches, a[num_caches], a[num_caches + 1], st);                             \
-    });                                                                                                \
+// The infer hook of an op with dynamic_shape: its output has the shape of input I, or the given dims.
+#define MSMC_AOT_INFER_LIKE(K, I)                                                                \
+  MSMC_AOT std::vector<int64_t> K##InferShape(int *ndims, int64_t **shapes, AotExtra *) {        \
+    return msmc::ShapeOf(ndims[I], shapes[I]);                                                   \
   }
+#define MSMC_AOT_INFER_DIMS(K, ...)                                                              \
+  MSMC_AOT std::vector<int64_t> K##InferShape(int *, int64_t **, AotExtra *extra) { return {__VA_ARGS__}; }
 
-MSMC_AOT_BLOCKS(MsMemcopySwapBlocksD2H, "SwapBlocks(d2h)", msmc::SwapBlocksD2H)
-MSMC_AOT_BLOCKS(MsMemcopySwapBlocksH2D, "SwapBlocks(h2d)", msmc::SwapBlocksH2D)
-MSMC_AOT_BLOCKS(MsMemcopyCopyBlocks, "CopyBlocks", msmc::CopyBlocks)
+#include "aot_entries.inc"  // generated from configs/ops.yaml by setup.py (ms_memcopy.route_codegen)

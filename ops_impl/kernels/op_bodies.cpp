@@ -56,7 +56,7 @@ Matrix AsMatrix(const TensorArg &t, const char *argument) {
   const size_t itemsize = ItemSize(t.dtype, argument);
   const size_t numel = NumElements(t, argument);
   const size_t cols = t.ndim == 0 ? 1 : static_cast<size_t>(t.shape[t.ndim - 1]);
-  const size_t rows = cols == 0 ? NumElements(TensorArg{t.data, t.shape, t.ndim - 1, t.dtype}, argument)
+  const size_t rows = cols == 0 ? NumElements(TensorArg{t.data, t.shape, t.ndim - 1, t.dtype, false}, argument)
                                 : numel / cols;
   return Matrix{rows, cols, itemsize};
 }
@@ -70,6 +70,9 @@ const int64_t *ReadInt64(KernelState &s, const TensorArg &t, const char *argumen
   if (n != expected) {
     throw InputError(std::string(argument) + " must hold " + std::to_string(expected) + " value(s), got " +
                      std::to_string(n));
+  }
+  if (t.host_values) {
+    return static_cast<const int64_t *>(t.data);
   }
   s.host_values.resize(n);
   if (n > 0) {
@@ -497,6 +500,111 @@ void CopyBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, cons
   PlanBlocks(s, num_caches, n, c.block_bytes, device, device);
   s.desc.CopyItems(s.items.data(), s.items.size(), stream);
   FinishBlocks(s, num_caches, n, c.block_bytes, out, stream);
+}
+
+// ---- the registry of bodies: one entry per op of configs/ops.yaml ------------------------------
+
+namespace {
+
+using Body = void (*)(KernelState &, const TensorArg *, size_t, aclrtStream);
+
+const OpBody kOpBodies[] = {
+    {"memcpy_batch_d2h", "MemcpyBatch(d2h)",
+     [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { BatchD2H(s, a, n - 2, a[n - 2], a[n - 1], st); },
+     true},
+    {"memcpy_batch_h2d", "MemcpyBatch(h2d)",
+     [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { BatchH2D(s, a[0], a + 1, n - 1, st); }, true},
+    {"memcpy2d_extract", "Memcpy2D(extract)",
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { Extract2D(s, a[0], a[1], a[2], a[3], st); },
+     false},
+    {"memcpy2d_extract_like", "Memcpy2D(extract, gradient)",
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) {
+       ExtractLike2D(s, a[0], a[1], a[2], a[3], a[4], st);
+     },
+     false},
+    {"memcpy2d_insert", "Memcpy2D(insert)",
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { Insert2D(s, a[0], a[1], a[2], a[3], a[4], st); },
+     false},
+    {"memcpy2d_d2h", "Memcpy2D(d2h)",
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { D2H2D(s, a[0], a[1], a[2], st); }, true},
+    {"memcpy2d_h2d", "Memcpy2D(h2d)",
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { H2D2D(s, a[0], a[1], st); }, false},
+    {"memcpy_desc_copy", "MemcpyWithDesc",
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { DescCopy(s, a[0], a[1], st); }, true},
+    {"memcpy_desc_window", "MemcpyWithDesc(window)",
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { DescWindow(s, a[0], a[1], a[2], st); }, true},
+    {"memcpy_cond_d2d", "MemcpyWithCondition(d2d)",
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { CondD2D(s, a[0], a[1], st); }, false},
+    {"memcpy_cond_d2h", "MemcpyWithCondition(d2h)",
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { CondD2H(s, a[0], a[1], a[2], st); }, true},
+    {"memcpy_cond_h2d", "MemcpyWithCondition(h2d)",
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { CondH2D(s, a[0], a[1], st); }, false},
+    {"memcpy2d_write", "Memcpy2D(write)",
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { Write2D(s, a[0], a[1], a[2], a[3], a[4], st); },
+     true},
+    {"swap_blocks_d2h", "SwapBlocks(d2h)",
+     [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) {
+       SwapBlocksD2H(s, a, n - 2, a[n - 2], a[n - 1], st);
+     },
+     true},
+    {"swap_blocks_h2d", "SwapBlocks(h2d)",
+     [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) {
+       SwapBlocksH2D(s, a, n - 2, a[n - 2], a[n - 1], st);
+     },
+     true},
+    {"copy_blocks", "CopyBlocks",
+     [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { CopyBlocks(s, a, n - 2, a[n - 2], a[n - 1], st); },
+     true},
+};
+
+}  // namespace
+
+const OpBody *FindOpBody(const char *op) {
+  for (const OpBody &body : kOpBodies) {
+    if (std::strcmp(body.op, op) == 0) {
+      return &body;
+    }
+  }
+  return nullptr;
+}
+
+namespace {
+
+struct AttrField {
+  const char *name;
+  int64_t KernelState::*member;
+  bool non_negative;
+};
+
+const AttrField kAttrFields[] = {{"buffer_id", &KernelState::buffer_id, false}, {"height", &KernelState::height, true},
+                                 {"width", &KernelState::width, true},          {"pitch", &KernelState::pitch, true},
+                                 {"count", &KernelState::count, true}};
+
+}  // namespace
+
+const char *const *AttrNames() {
+  static const auto names = [] {
+    std::vector<const char *> v;
+    for (const AttrField &f : kAttrFields) {
+      v.push_back(f.name);
+    }
+    v.push_back(nullptr);
+    return v;
+  }();
+  return names.data();
+}
+
+void SetAttr(KernelState &s, const char *name, int64_t value) {
+  for (const AttrField &f : kAttrFields) {
+    if (std::strcmp(f.name, name) == 0) {
+      if (f.non_negative && value < 0) {
+        throw InputError(name, "must not be negative, got " + std::to_string(value));
+      }
+      s.*f.member = value;
+      return;
+    }
+  }
+  throw std::invalid_argument(std::string("attribute ") + name + " is not read by any op body (op_bodies.cpp)");
 }
 
 }  // namespace msmc

@@ -17,12 +17,14 @@
 
 namespace msmc {
 
-// A tensor as the framework hands it to a kernel.
+// A tensor as the framework hands it to a kernel. host_values: data is host memory holding the
+// values of an int64 input (the op_def route's value-dependent inputs), read without a device copy.
 struct TensorArg {
   void *data;
   const int64_t *shape;
   int ndim;
   const char *dtype;
+  bool host_values = false;
 };
 
 // Bytes per element of a MindSpore dtype name; throws InputError naming `argument` for others.
@@ -95,6 +97,26 @@ MSMC_KERNELS_API void SwapBlocksH2D(KernelState &s, const TensorArg *caches, siz
 // CopyBlocks: block m[i][0] of caches[l] -> block m[i][1] of caches[l], in place.
 MSMC_KERNELS_API void CopyBlocks(KernelState &s, const TensorArg *caches, size_t num_caches,
                                  const TensorArg &block_mapping, const TensorArg &out, aclrtStream stream);
+
+// One op of configs/ops.yaml as the entry layers run it: every entry (aot, op_def PyNative, op_def
+// CPU and Ascend KernelMods) finds the op's body here by its op name. `args` holds the op's tensors in
+// the aot order: inputs (a variadic input's tensors one by one), then outputs.
+struct OpBody {
+  const char *op;     // the op's name in configs/ops.yaml
+  const char *label;  // the primitive and mode, for messages ("Memcpy2D(extract)")
+  void (*run)(KernelState &s, const TensorArg *args, size_t count, aclrtStream stream);
+  // The body leaves work on the stream that reads host memory of the KernelState (staged int64
+  // results, batch plans, descriptors): a device launch must not return before it has run.
+  bool holds_host_state;
+};
+
+// The body registered for op, or nullptr.
+MSMC_KERNELS_API const OpBody *FindOpBody(const char *op);
+// Sets attribute `name` of a KernelState; throws std::invalid_argument for a name no body reads
+// and InputError for a negative value.
+MSMC_KERNELS_API void SetAttr(KernelState &s, const char *name, int64_t value);
+// The attribute names SetAttr knows, ending with nullptr.
+MSMC_KERNELS_API const char *const *AttrNames();
 
 }  // namespace msmc
 

@@ -97,7 +97,10 @@ struct Fixture {
     Check(aclrtMalloc(&mapping, kBlocks * 2 * sizeof(int64_t), ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
     Check(aclrtMalloc(&out, sizeof(int64_t), ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
     Check(aclrtCreateStream(&stream), "aclrtCreateStream");
-    buffer_id = msmc_hostbuffer_open(host, kCaches * kHostBlocks * kBlockBytes, 1);
+    buffer_id = 1;
+    if (msmc_hostbuffer_open(buffer_id, host, kCaches * kHostBlocks * kBlockBytes, 1) != 0) {
+      throw std::runtime_error("msmc_hostbuffer_open refused id 1");
+    }
     // Block b of cache l holds the bytes l * 100 + b, as two uint32 values.
     std::vector<uint32_t> values(kBlocks * 2);
     for (size_t l = 0; l < kCaches; ++l) {

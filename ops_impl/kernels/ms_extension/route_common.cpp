@@ -1,28 +1,35 @@
-// The launch protocol and helpers of route_common.h (no MindSpore headers beyond TypeId).
+// The op table, output rules, launch protocol and helpers of route_common.h.
 #include "route_common.h"
 
+#include <algorithm>
+#include <cstring>
 #include <exception>
+
+#include "launch_context.h"
+
+#define MSMC_ROUTE_TABLE_DEFINITIONS
+#include "route_ops.inc"  // generated from configs/ops.yaml into the build directory
 
 namespace msmc {
 namespace route {
 namespace {
 
+// The names of the dtypes op_bodies.h knows (which dtypes the ops accept is configs/ops.yaml's list,
+// kSupportedDtypes of the generated table).
 struct DtypeEntry {
   TypeId type;
   const char *name;
-  size_t size;
-  bool output;  // listed in configs/ops.yaml's dtypes
 };
 
 constexpr DtypeEntry kDtypes[] = {
-    {mindspore::kNumberTypeFloat16, "float16", 2, true},     {mindspore::kNumberTypeBFloat16, "bfloat16", 2, true},
-    {mindspore::kNumberTypeFloat32, "float32", 4, true},     {mindspore::kNumberTypeFloat64, "float64", 8, true},
-    {mindspore::kNumberTypeInt8, "int8", 1, true},           {mindspore::kNumberTypeUInt8, "uint8", 1, true},
-    {mindspore::kNumberTypeInt16, "int16", 2, true},         {mindspore::kNumberTypeInt32, "int32", 4, true},
-    {mindspore::kNumberTypeInt64, "int64", 8, true},         {mindspore::kNumberTypeBool, "bool", 1, true},
-    {mindspore::kNumberTypeUInt16, "uint16", 2, false},      {mindspore::kNumberTypeUInt32, "uint32", 4, false},
-    {mindspore::kNumberTypeUInt64, "uint64", 8, false},      {mindspore::kNumberTypeComplex64, "complex64", 8, false},
-    {mindspore::kNumberTypeComplex128, "complex128", 16, false},
+    {mindspore::kNumberTypeFloat16, "float16"}, {mindspore::kNumberTypeBFloat16, "bfloat16"},
+    {mindspore::kNumberTypeFloat32, "float32"}, {mindspore::kNumberTypeFloat64, "float64"},
+    {mindspore::kNumberTypeInt8, "int8"},       {mindspore::kNumberTypeUInt8, "uint8"},
+    {mindspore::kNumberTypeInt16, "int16"},     {mindspore::kNumberTypeInt32, "int32"},
+    {mindspore::kNumberTypeInt64, "int64"},     {mindspore::kNumberTypeBool, "bool"},
+    {mindspore::kNumberTypeUInt16, "uint16"},   {mindspore::kNumberTypeUInt32, "uint32"},
+    {mindspore::kNumberTypeUInt64, "uint64"},   {mindspore::kNumberTypeComplex64, "complex64"},
+    {mindspore::kNumberTypeComplex128, "complex128"},
 };
 
 const DtypeEntry *Find(TypeId type) {
@@ -34,71 +41,179 @@ const DtypeEntry *Find(TypeId type) {
   return nullptr;
 }
 
-#ifdef CUSTOM_ASCEND_OP
-void CheckAclCall(aclError ret, const char *api) {
-  if (ret != ACL_SUCCESS) {
-    const char *message = aclGetRecentErrMsg();
-    throw std::runtime_error(std::string("AclError: ") + api + " failed (" + std::to_string(ret) +
-                             "): " + (message != nullptr ? message : ""));
+int ArgOfKind(const RouteOp &op, ArgKind kind) {
+  for (int i = 0; i < op.nargs; ++i) {
+    if (op.args[i].kind == kind) {
+      return i;
+    }
+  }
+  throw std::logic_error(std::string(op.name) + ": the op_def has no argument for its given outputs");
+}
+
+std::vector<int64_t> GivenInts(const RouteOp &op, const ArgReader &reader, ArgKind kind) {
+  const int index = ArgOfKind(op, kind);
+  auto values = reader.ints(index);
+  if (!values.has_value()) {
+    ThrowInput(op.args[index].name, "must be a constant");
+  }
+  return *values;
+}
+
+void CheckGivenShape(const Shape &shape, const std::string &argument) {
+  for (int64_t d : shape) {
+    if (d < 0) {
+      ThrowInput(argument, "has a negative dimension (" + std::to_string(d) + ")");
+    }
   }
 }
-#endif
 
-#ifndef CUSTOM_ASCEND_OP
-// The CPU backend: the tensors are host memory that the host ACL runtime is told to treat as device
-// memory for the launch, on the launching thread's own stream, synchronized before returning
-// (MindSpore reuses the tensors' memory as soon as the launch returns).
-void LaunchOnHost(KernelState &state, const std::vector<TensorArg> &args, const Body &body) {
+TypeId CheckGivenDtype(int64_t dtype, const std::string &argument) {
+  const auto type = static_cast<TypeId>(dtype);
+  if (!IsSupportedOutputDtype(type)) {
+    ThrowInput(argument, DescribeDtype(type) + " is not a supported dtype");
+  }
+  return type;
+}
+
+// A variadic output's shapes: `shapes` holds every shape's dimensions one after the other, `ranks`
+// the number of dimensions of each.
+std::vector<Shape> SplitShapes(const std::vector<int64_t> &shapes, const std::vector<int64_t> &ranks) {
+  std::vector<Shape> result;
+  result.reserve(ranks.size());
+  size_t next = 0;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || static_cast<size_t>(ranks[i]) > shapes.size() - next) {
+      ThrowInput("ranks", "ranks[" + std::to_string(i) + "] = " + std::to_string(ranks[i]) +
+                              " does not fit the " + std::to_string(shapes.size()) + " values of shapes");
+    }
+    Shape shape(shapes.begin() + static_cast<std::ptrdiff_t>(next),
+                shapes.begin() + static_cast<std::ptrdiff_t>(next + static_cast<size_t>(ranks[i])));
+    CheckGivenShape(shape, "shapes[" + std::to_string(i) + "]");
+    next += static_cast<size_t>(ranks[i]);
+    result.push_back(std::move(shape));
+  }
+  if (next != shapes.size()) {
+    ThrowInput("shapes", "holds " + std::to_string(shapes.size()) + " values but ranks add up to " +
+                             std::to_string(next));
+  }
+  return result;
+}
+
+void EvalGiven(const RouteOp &op, const ArgReader &reader, OutputSpec *spec) {
+  const bool variadic = std::any_of(op.args, op.args + op.nargs,
+                                    [](const RouteArg &a) { return a.kind == ArgKind::kGivenShapes; });
+  if (!variadic) {
+    Shape shape = GivenInts(op, reader, ArgKind::kGivenShape);
+    CheckGivenShape(shape, "shape");
+    const int dtype_index = ArgOfKind(op, ArgKind::kGivenDtype);
+    auto dtype = reader.int_value(dtype_index);
+    if (!dtype.has_value()) {
+      ThrowInput(op.args[dtype_index].name, "must be a constant");
+    }
+    spec->shapes.push_back(std::move(shape));
+    spec->dtypes.push_back(CheckGivenDtype(*dtype, "dtype"));
+    return;
+  }
+  spec->shapes = SplitShapes(GivenInts(op, reader, ArgKind::kGivenShapes), GivenInts(op, reader, ArgKind::kGivenRanks));
+  const std::vector<int64_t> dtypes = GivenInts(op, reader, ArgKind::kGivenDtypes);
+  if (dtypes.size() != spec->shapes.size()) {
+    ThrowInput("dtypes", "holds " + std::to_string(dtypes.size()) + " dtypes for " +
+                             std::to_string(spec->shapes.size()) + " shapes");
+  }
+  for (size_t i = 0; i < dtypes.size(); ++i) {
+    spec->dtypes.push_back(CheckGivenDtype(dtypes[i], "dtypes[" + std::to_string(i) + "]"));
+  }
+}
+
+#ifdef CUSTOM_ASCEND_OP
+void LaunchOnDevice(const OpBody &body, KernelState &state, const std::vector<TensorArg> &args, aclrtStream stream) {
+  int32_t device = 0;
+  const aclError ret = aclrtGetDevice(&device);
+  if (ret != ACL_SUCCESS) {
+    throw std::runtime_error("AclError: aclrtGetDevice failed (" + std::to_string(ret) + ")");
+  }
+  state.device = device;
+  try {
+    body.run(state, args.data(), args.size(), stream);
+  } catch (...) {
+    (void)aclrtSynchronizeStream(stream);  // the KernelState's host memory must outlive what was enqueued
+    throw;
+  }
+  if (body.holds_host_state) {
+    Synchronize(stream);
+  }
+}
+#else
+void LaunchOnHost(const OpBody &body, KernelState &state, const std::vector<TensorArg> &args) {
   state.device = HostTargetDevice();
   aclrtStream stream = ThreadStream();
   DeviceMemoryScope memory;
+  memory.Reserve(args.size());
   for (const TensorArg &t : args) {
-    size_t n = 1;
-    for (int d = 0; d < t.ndim; ++d) {
-      n *= t.shape[d] > 0 ? static_cast<size_t>(t.shape[d]) : 0;
+    if (!t.host_values) {
+      memory.Add(t.data, NumBytes(t, "tensor"));
     }
-    // An unnamed dtype is left to the body, which rejects it naming the argument.
-    const size_t itemsize = [&] {
-      try {
-        return ItemSize(t.dtype, "tensor");
-      } catch (const std::exception &) {
-        return size_t{0};
-      }
-    }();
-    memory.Add(t.data, n * itemsize);
   }
   memory.Register();
   try {
-    body(state, args, stream);
+    body.run(state, args.data(), args.size(), stream);
   } catch (...) {
     (void)aclrtSynchronizeStream(stream);  // drain what was enqueued before the tensors are unregistered
     throw;
   }
   Synchronize(stream);
 }
-#else
-// The Ascend backend: the stream MindSpore launches this op on; see LaunchSpec for the fences.
-void LaunchOnDevice(const LaunchSpec &spec, KernelState &state, const std::vector<TensorArg> &args,
-                    aclrtStream stream, const Body &body) {
-  int32_t device = 0;
-  CheckAclCall(aclrtGetDevice(&device), "aclrtGetDevice");
-  state.device = device;
-  if (spec.reads_values) {
-    Synchronize(stream);
-  }
-  try {
-    body(state, args, stream);
-  } catch (...) {
-    (void)aclrtSynchronizeStream(stream);  // the KernelState's host memory ends with this launch
-    throw;
-  }
-  if (spec.holds_host_state) {
-    Synchronize(stream);
-  }
-}
 #endif
 
 }  // namespace
+
+const RouteOp &FindRouteOp(const char *name) {
+  for (const RouteOp &op : kRouteOps) {
+    if (std::strcmp(op.name, name) == 0) {
+      return op;
+    }
+  }
+  throw std::logic_error(std::string("ms_memcopy: op ") + name + " is not in the generated op table");
+}
+
+const OpBody &BodyOf(const RouteOp &op) {
+  const OpBody *body = FindOpBody(op.name);
+  if (body == nullptr) {
+    throw std::logic_error(std::string("ms_memcopy: op ") + op.name +
+                           " has no body registered in libms_memcopy_kernels (op_bodies.cpp)");
+  }
+  return *body;
+}
+
+OutputSpec EvalOutputs(const RouteOp &op, const ArgReader &reader) {
+  OutputSpec spec;
+  for (int o = 0; o < op.noutputs; ++o) {
+    const RouteOutput &out = op.outputs[o];
+    if (out.shape == ShapeRule::kGiven) {
+      EvalGiven(op, reader, &spec);
+      continue;
+    }
+    if (out.shape == ShapeRule::kLike) {
+      spec.shapes.push_back(reader.shape(out.like));
+    } else {
+      Shape shape;
+      for (int d = 0; d < out.ndims; ++d) {
+        const Dim &dim = out.dims[d];
+        if (dim.kind == DimKind::kConst) {
+          shape.push_back(dim.value);
+        } else if (dim.kind == DimKind::kAttr) {
+          shape.push_back(reader.int_value(static_cast<int>(dim.value)).value_or(-1));
+        } else {
+          auto n = reader.length(static_cast<int>(dim.value));
+          shape.push_back(n.has_value() ? static_cast<int64_t>(*n) : -1);
+        }
+      }
+      spec.shapes.push_back(std::move(shape));
+    }
+    spec.dtypes.push_back(out.dtype_of >= 0 ? reader.dtype(out.dtype_of) : out.dtype);
+  }
+  return spec;
+}
 
 const char *DtypeName(TypeId type) {
   const DtypeEntry *e = Find(type);
@@ -110,19 +225,36 @@ std::string DescribeDtype(TypeId type) {
   return name != nullptr ? std::string(name) : "type id " + std::to_string(static_cast<int>(type));
 }
 
-size_t DtypeSize(TypeId type) {
-  const DtypeEntry *e = Find(type);
-  return e != nullptr ? e->size : 0;
+bool IsSupportedOutputDtype(TypeId type) {
+  return std::find(std::begin(kSupportedDtypes), std::end(kSupportedDtypes), type) != std::end(kSupportedDtypes);
 }
 
-bool IsSupportedOutputDtype(TypeId type) {
-  const DtypeEntry *e = Find(type);
-  return e != nullptr && e->output;
+std::string DtypeMismatch(const std::string &argument, const RouteArg &arg, TypeId type) {
+  if (arg.dtype != mindspore::kTypeUnknown) {
+    return type == arg.dtype ? "" : argument + " must be an " + DescribeDtype(arg.dtype) + " tensor, got " +
+                                        DescribeDtype(type);
+  }
+  if (IsSupportedOutputDtype(type)) {
+    return "";
+  }
+  std::string names;
+  for (TypeId supported : kSupportedDtypes) {
+    names += (names.empty() ? "'" : ", '") + DescribeDtype(supported) + "'";
+  }
+  return argument + ": dtype " + DescribeDtype(type) + " is not supported; use one of [" + names + "]";
+}
+
+TensorArg ToTensorArg(void *data, const Shape &shape, TypeId type, std::vector<std::string> *unnamed) {
+  const char *name = DtypeName(type);
+  if (name == nullptr) {
+    unnamed->push_back(DescribeDtype(type));
+    name = unnamed->back().c_str();
+  }
+  return TensorArg{data, shape.data(), static_cast<int>(shape.size()), name, false};
 }
 
 void Rethrow(const char *label) {
   const std::string prefix = std::string("ms_memcopy ") + label + ": ";
-  // With launch blocking a launch's error reaches the entry that queued it: prefix it only once.
   try {
     throw;
   } catch (const std::invalid_argument &e) {
@@ -142,70 +274,16 @@ void ThrowInput(const std::string &argument, const std::string &reason) {
   throw std::invalid_argument("ValueError: " + argument + ": " + reason);
 }
 
-void CheckAttrs(const Attrs &a) {
-  if (a.height < 0 || a.width < 0 || a.pitch < 0 || a.count < 0) {
-    ThrowInput("attributes", "height, width, pitch and count must not be negative");
-  }
-}
-
-std::vector<Shape> SplitShapes(const std::vector<int64_t> &shapes, const std::vector<int64_t> &ranks) {
-  std::vector<Shape> result;
-  result.reserve(ranks.size());
-  size_t next = 0;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i] < 0 || static_cast<size_t>(ranks[i]) > shapes.size() - next) {
-      ThrowInput("ranks", "ranks[" + std::to_string(i) + "] = " + std::to_string(ranks[i]) +
-                              " does not fit the " + std::to_string(shapes.size()) + " values of shapes");
-    }
-    Shape shape(shapes.begin() + static_cast<std::ptrdiff_t>(next),
-                shapes.begin() + static_cast<std::ptrdiff_t>(next + static_cast<size_t>(ranks[i])));
-    for (int64_t d : shape) {
-      if (d < 0) {
-        ThrowInput("shapes", "shapes[" + std::to_string(i) + "] has a negative dimension (" + std::to_string(d) +
-                                 ")");
-      }
-    }
-    next += static_cast<size_t>(ranks[i]);
-    result.push_back(std::move(shape));
-  }
-  if (next != shapes.size()) {
-    ThrowInput("shapes", "holds " + std::to_string(shapes.size()) + " values but ranks add up to " +
-                             std::to_string(next));
-  }
-  return result;
-}
-
-void CheckGivenOutput(const Shape &shape, int64_t dtype, const std::string &shape_arg, const std::string &dtype_arg) {
-  for (int64_t d : shape) {
-    if (d < 0) {
-      ThrowInput(shape_arg, "has a negative dimension (" + std::to_string(d) + ")");
-    }
-  }
-  if (!IsSupportedOutputDtype(static_cast<TypeId>(dtype))) {
-    ThrowInput(dtype_arg, DescribeDtype(static_cast<TypeId>(dtype)) + " is not a supported dtype");
-  }
-}
-
-void ApplyAttrs(KernelState &state, const Attrs &a) {
-  state.buffer_id = a.buffer_id;
-  state.height = a.height;
-  state.width = a.width;
-  state.pitch = a.pitch;
-  state.count = a.count;
-}
-
-void LaunchBody(const LaunchSpec &spec, KernelState &state, const std::vector<TensorArg> &args, void *device_stream,
-                const Body &body) {
+void LaunchBody(const OpBody &body, KernelState &state, const std::vector<TensorArg> &args, void *device_stream) {
   try {
 #ifdef CUSTOM_ASCEND_OP
-    LaunchOnDevice(spec, state, args, static_cast<aclrtStream>(device_stream), body);
+    LaunchOnDevice(body, state, args, static_cast<aclrtStream>(device_stream));
 #else
     (void)device_stream;  // the CPU backend has none
-    (void)spec;
-    LaunchOnHost(state, args, body);
+    LaunchOnHost(body, state, args);
 #endif
   } catch (...) {
-    Rethrow(spec.label);
+    Rethrow(body.label);
   }
 }
 

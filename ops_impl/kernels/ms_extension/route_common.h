@@ -1,25 +1,25 @@
-// Shared by the two translation units of the Ascend route's entry layer (route_pynative.cpp and
-// route_graph.cpp): the launch protocol around an op body, dtype names, output shapes and the
-// error text. Framework types appear only as TypeId and ShapeVector, so the graph-mode side can use
-// this header without the PyNative headers.
+// Shared by the translation units of the op_def route's module (built by ops.CustomOpBuilder, see
+// ms_memcopy/op_def_route.py): the table of ops generated from configs/ops.yaml (route_ops.inc), the
+// output rules every entry evaluates, dtype names, the launch protocol around an op body and the
+// error text. Framework types appear only as TypeId, so this header needs no graph or PyNative header.
 //
-// The route is built by ops.CustomOpBuilder (see ms_memcopy/ascend_route.py), with -DCUSTOM_ASCEND_OP
-// for backend "Ascend"; without it (backend "CPU") tensors are host memory and launches follow the
-// CPU protocol of aot_entry.cpp.
+// Built with -DCUSTOM_ASCEND_OP for backend "Ascend" (tensors are device memory, launches run on the
+// stream MindSpore gives); without it (backend "CPU") tensors are host memory and launches follow the
+// CPU protocol of the aot entries.
 #ifndef MS_MEMCOPY_KERNELS_MS_EXTENSION_ROUTE_COMMON_H_
 #define MS_MEMCOPY_KERNELS_MS_EXTENSION_ROUTE_COMMON_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "acl/acl.h"
-#include "launch_context.h"
-#include "op_bodies.h"
 #include "mindapi/base/type_id.h"
+#include "op_bodies.h"
 
 namespace msmc {
 namespace route {
@@ -27,37 +27,103 @@ namespace route {
 using mindspore::TypeId;
 using Shape = std::vector<int64_t>;
 
-// How a launch must be fenced on a device stream (CUSTOM_ASCEND_OP builds). The op bodies read int64
-// inputs (offsets, row, col, start) back with a synchronous aclrtMemcpy, which does not wait for the
-// stream that produces them; and some leave work on the stream that reads host memory owned by the
-// KernelState (int64 results staged on the host, batch plans, memory-copy descriptors), which ends
-// with the launch. On the CPU backend every launch synchronizes anyway, as in aot_entry.cpp.
-struct LaunchSpec {
-  const char *label;      // the primitive and mode, as in aot_entry.cpp's error prefixes
-  bool reads_values;      // synchronize the stream before the body
-  bool holds_host_state;  // synchronize the stream after the body
+// ---- the op table (route_ops.inc, generated from configs/ops.yaml) ------------------------------
+
+// What one argument of an op's op_def is, in the op_def's argument order.
+enum class ArgKind {
+  kTensor,       // a tensor input
+  kTensors,      // a variadic input: tuple[tensor], flattened into the kernel's inputs
+  kHostValues,   // an int64 tensor input whose values the kernel reads on the host (value-dependent)
+  kInt,          // an int attribute (prim_init)
+  kInts,         // a tuple[int] attribute
+  kStr,          // a str attribute
+  kGivenShape,   // the output's shape, given by the caller (tuple[int])
+  kGivenDtype,   // the output's dtype as a TypeId (int)
+  kGivenShapes,  // a variadic output's shapes, every dimension one after the other (tuple[int])
+  kGivenRanks,   // the rank of each of those shapes (tuple[int])
+  kGivenDtypes,  // the dtype of each (tuple[int])
 };
 
-// A body runs on the flattened tensors: inputs first, then outputs (the aot parameter order).
-using Body = std::function<void(KernelState &, const std::vector<TensorArg> &, aclrtStream)>;
-
-// Attributes of a launch (KernelState is neither copyable nor movable).
-struct Attrs {
-  int64_t buffer_id = 0;
-  int64_t height = 0;
-  int64_t width = 0;
-  int64_t pitch = 0;
-  int64_t count = 0;
+struct RouteArg {
+  const char *name;
+  ArgKind kind;
+  TypeId dtype;  // the dtype a tensor argument must have, or kTypeUnknown for any supported dtype
 };
+
+enum class ShapeRule { kGiven, kLike, kDims };
+enum class DimKind { kConst, kAttr, kLen };
+
+// One dimension of a kDims shape: a constant, the value of an int argument, or the length of a
+// variadic input (value is then the argument's index).
+struct Dim {
+  DimKind kind;
+  int64_t value;
+};
+
+constexpr int kMaxRuleDims = 4;
+
+struct RouteOutput {
+  const char *name;
+  ShapeRule shape;
+  int like;                   // kLike: the argument whose shape the output has
+  Dim dims[kMaxRuleDims];     // kDims
+  int ndims;
+  TypeId dtype;               // a fixed dtype, or kTypeUnknown
+  int dtype_of;               // the argument whose dtype the output has, or -1 (fixed or given)
+};
+
+struct RouteOp {
+  const char *name;  // the op's name in configs/ops.yaml and its op_def (primitive Custom_<name>)
+  const RouteArg *args;
+  int nargs;
+  const RouteOutput *outputs;
+  int noutputs;
+  bool side_effect_mem;
+};
+
+// The op named name in the generated table; throws std::logic_error when it is not there.
+const RouteOp &FindRouteOp(const char *name);
+// The body of op (op_bodies.h); throws std::logic_error naming the op when none is registered.
+const OpBody &BodyOf(const RouteOp &op);
+
+// ---- output rules ---------------------------------------------------------------------------------
+
+// Reads the op_def arguments an output rule needs; nullopt where a value is unknown (compile time).
+struct ArgReader {
+  std::function<Shape(int)> shape;
+  std::function<TypeId(int)> dtype;
+  std::function<std::optional<int64_t>(int)> int_value;
+  std::function<std::optional<std::vector<int64_t>>(int)> ints;
+  std::function<std::optional<size_t>(int)> length;  // of a variadic input
+};
+
+struct OutputSpec {
+  std::vector<Shape> shapes;  // -1 for a dimension not known yet
+  std::vector<TypeId> dtypes;
+};
+
+// The outputs' shapes and dtypes of op. Throws std::invalid_argument ("ValueError: <arg>: ...") for
+// a bad given shape or dtype, and when a given one is not a constant.
+OutputSpec EvalOutputs(const RouteOp &op, const ArgReader &reader);
+
+// ---- dtypes -------------------------------------------------------------------------------------------
 
 // The MindSpore dtype name op_bodies.h understands, or nullptr for a type it has no name for.
 const char *DtypeName(TypeId type);
 // The name of any type id, for messages ("type id 43" when DtypeName has none).
 std::string DescribeDtype(TypeId type);
-// Bytes per element for the types DtypeName knows, else 0.
-size_t DtypeSize(TypeId type);
-// True for the dtypes configs/ops.yaml lists (those a new output may have).
+// True for the dtypes configs/ops.yaml lists (those every op accepts and a new output may have).
 bool IsSupportedOutputDtype(TypeId type);
+// Empty when a tensor of dtype `type` may be passed as arg; else the error, in the primitives'
+// words ("offsets must be an int64 tensor, got float32", "x: dtype uint16 is not supported; ...");
+// `argument` names the tensor ("tensors[1]" for an element of a variadic input).
+std::string DtypeMismatch(const std::string &argument, const RouteArg &arg, TypeId type);
+
+// A framework tensor as a TensorArg. A dtype op_bodies.h has no name for is described in `unnamed`,
+// whose strings the TensorArg points to: reserve room in it for every tensor of the launch first.
+TensorArg ToTensorArg(void *data, const Shape &shape, TypeId type, std::vector<std::string> *unnamed);
+
+// ---- errors ---------------------------------------------------------------------------------------------
 
 // "ms_memcopy <label>: <what>", with the exception kind kept: std::invalid_argument (ValueError in
 // Python) for bad input, std::runtime_error otherwise. Text already carrying the prefix is rethrown
@@ -66,26 +132,14 @@ bool IsSupportedOutputDtype(TypeId type);
 // Throws std::invalid_argument reading "ValueError: <argument>: <reason>" (the InputError form).
 [[noreturn]] void ThrowInput(const std::string &argument, const std::string &reason);
 
-// Validates the attribute values the primitive passed (same rule as aot_entry.cpp's Init).
-void CheckAttrs(const Attrs &attrs);
+// ---- launches -------------------------------------------------------------------------------------------
 
-// Output shapes, shared by the PyNative entries and the graph-mode infer functions.
-inline Shape NBytesShape(size_t tensors) { return Shape{static_cast<int64_t>(tensors)}; }
-inline Shape ExtractShape(const Attrs &a) { return Shape{a.height, a.width}; }
-inline Shape WindowShape(const Attrs &a) { return Shape{a.count}; }
-// The shapes of MemcpyBatch(h2d)'s outputs: `shapes` holds every shape's dimensions one after the
-// other, `ranks` the number of dimensions of each. Throws on a mismatch or a negative dimension.
-std::vector<Shape> SplitShapes(const std::vector<int64_t> &shapes, const std::vector<int64_t> &ranks);
-// Checks a single given output shape and dtype (the h2d forms); argument names the failing one.
-void CheckGivenOutput(const Shape &shape, int64_t dtype, const std::string &shape_arg, const std::string &dtype_arg);
-
-// Runs body on one launch's tensors following the backend's protocol (see LaunchSpec); errors are
-// rethrown through Rethrow(spec.label).
-void LaunchBody(const LaunchSpec &spec, KernelState &state, const std::vector<TensorArg> &args, void *device_stream,
-                const Body &body);
-
-// Sets state's attributes from attrs.
-void ApplyAttrs(KernelState &state, const Attrs &attrs);
+// Runs body on one launch's tensors (inputs, then outputs) following the backend's protocol: on CPU
+// the tensors are declared device memory on the calling thread's stream, which is synchronized
+// before returning (MindSpore reuses the memory as soon as the kernel returns); on Ascend the body
+// runs on `device_stream`, synchronized after it only when the body holds host state. Errors are
+// rethrown through Rethrow(body.label).
+void LaunchBody(const OpBody &body, KernelState &state, const std::vector<TensorArg> &args, void *device_stream);
 
 }  // namespace route
 }  // namespace msmc

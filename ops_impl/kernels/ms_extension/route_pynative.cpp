@@ -1,307 +1,222 @@
-// PyNative entries of the Ascend route: one Python function per op of configs/ops.yaml, named by its
-// `ascend_function`, registered in this CustomOpBuilder module. Each takes the op's tensor inputs
-// (a list of tensors for a variadic input), then its attribute values as ints, then, for the h2d
-// forms whose outputs no input describes, the output shapes and dtypes (TypeId values); it allocates
-// the outputs and runs the same op body as aot_entry.cpp through a PyboostRunner, on the stream
-// MindSpore launches the op on (backend Ascend) or on the launching thread's stream with
-// synchronization (backend CPU). The argument order is the op_def YAML's (ms_memcopy/ascend_route.py).
+// The op_def route's PyNative entries: one Python function per op of the generated table, named
+// like the op, registered in this CustomOpBuilder module. Each takes the op_def arguments in order
+// (a tensor, a tuple of tensors for a variadic input, then the attribute and given-output values as
+// ints or tuples of ints) and returns a tuple of the op's output tensors. It evaluates the output
+// rules of configs/ops.yaml on the actual inputs, allocates the outputs, and runs the op's body
+// through a PyboostRunner on the stream MindSpore launches the op on.
 //
-// Errors keep the aot entry's text: "ms_memcopy <primitive>(<mode>): ValueError: <argument>: ..."
-// raised as ValueError for bad input, "...: AclError: ..." as RuntimeError for a failed ACL call.
+// On the CPU target the runner launches its kernel inline in its device task, as MindSpore's built-in
+// CPU kernels do: the documented form (launching from MindSpore's separate launch queue) lets a
+// built-in op that follows read the outputs before they are written.
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "ms_extension/api.h"
 #include "route_common.h"
+#include "route_ops.inc"
 
 namespace msmc {
 namespace route {
 namespace {
 
 using Tensors = std::vector<ms::Tensor>;
-using Args = std::vector<TensorArg>;
 
-// label, reads int64 inputs back (fence before), leaves stream work on host state (fence after)
-const LaunchSpec kBatchD2H{"MemcpyBatch(d2h)", true, true};
-const LaunchSpec kBatchH2D{"MemcpyBatch(h2d)", true, true};
-const LaunchSpec kExtract{"Memcpy2D(extract)", true, false};
-const LaunchSpec kExtractLike{"Memcpy2D(extract, gradient)", true, false};
-const LaunchSpec kInsert{"Memcpy2D(insert)", true, false};
-const LaunchSpec kD2H2D{"Memcpy2D(d2h)", true, true};
-const LaunchSpec kH2D2D{"Memcpy2D(h2d)", true, false};
-const LaunchSpec kDescCopy{"MemcpyWithDesc", false, true};
-const LaunchSpec kDescWindow{"MemcpyWithDesc(window)", true, true};
-const LaunchSpec kCondD2D{"MemcpyWithCondition(d2d)", false, false};
-const LaunchSpec kCondD2H{"MemcpyWithCondition(d2h)", true, true};
-const LaunchSpec kCondH2D{"MemcpyWithCondition(h2d)", true, false};
+// One op_def argument as the caller gave it.
+struct ArgValue {
+  Tensors tensors;                    // kTensor, kHostValues: one; kTensors: all
+  std::optional<int64_t> int_value;   // kInt, kGivenDtype
+  std::vector<int64_t> ints;          // kInts and the other given tuples
+};
 
-// One launch: the KernelState lives as long as the runner, i.e. until the launch task has run.
 class RouteRunner : public ms::pynative::PyboostRunner {
  public:
-  RouteRunner(const LaunchSpec &spec, const Attrs &attrs, Body body)
-      : PyboostRunner(spec.label), spec_(spec), body_(std::move(body)) {
-    ApplyAttrs(state_, attrs);
-  }
+  RouteRunner(const RouteOp &op, const OpBody &body) : PyboostRunner(op.name), body_(body) {}
+
+  KernelState &state() { return state_; }
+  void set_host_value_inputs(std::vector<bool> flags) { host_value_inputs_ = std::move(flags); }
 
   void LaunchKernel() override {
-    Args args;
+    std::vector<TensorArg> args;
     args.reserve(inputs().size() + outputs().size());
     unnamed_.clear();
     unnamed_.reserve(inputs().size() + outputs().size());  // c_str() pointers must stay valid
-    for (const ms::Tensor &t : inputs()) {
-      args.push_back(ToArg(t));
+    bool reads_values = false;
+    for (size_t i = 0; i < inputs().size(); ++i) {
+      args.push_back(ToArg(inputs()[i]));
+      reads_values = reads_values || host_value_inputs_[i];
     }
     for (const ms::Tensor &t : outputs()) {
       args.push_back(ToArg(t));
     }
-    LaunchBody(spec_, state_, args, stream(), body_);
+#ifdef CUSTOM_ASCEND_OP
+    // The body reads int64 inputs back with a synchronous copy, which does not wait for the stream
+    // that produces them.
+    if (reads_values) {
+      try {
+        Synchronize(static_cast<aclrtStream>(stream()));
+      } catch (...) {
+        Rethrow(body_.label);
+      }
+    }
+#else
+    (void)reads_values;  // the CPU body reads host memory in stream order
+#endif
+    LaunchBody(body_, state_, args, stream());
   }
+
+ protected:
+#ifndef CUSTOM_ASCEND_OP
+  void _DispatchLaunchTask() override { LaunchKernel(); }
+#endif
 
  private:
-  TensorArg ToArg(const ms::Tensor &t) {
-    const char *name = DtypeName(t.data_type());
-    if (name == nullptr) {
-      unnamed_.push_back(DescribeDtype(t.data_type()));
-      name = unnamed_.back().c_str();
-    }
-    const Shape &shape = t.shape();
-    return TensorArg{t.GetDataPtr(), shape.data(), static_cast<int>(shape.size()), name};
-  }
+  TensorArg ToArg(const ms::Tensor &t) { return ToTensorArg(t.GetDataPtr(), t.shape(), t.data_type(), &unnamed_); }
 
-  const LaunchSpec &spec_;
-  Body body_;
+  const OpBody &body_;
   KernelState state_;
+  std::vector<bool> host_value_inputs_;
   std::vector<std::string> unnamed_;
 };
 
-// Allocates nothing itself: PyboostRunner::Run allocates the outputs' memory and queues the launch.
-Tensors Launch(const LaunchSpec &spec, const Attrs &attrs, const Tensors &inputs, const Tensors &outputs,
-               Body body) {
-  auto runner = std::make_shared<RouteRunner>(spec, attrs, std::move(body));
-  runner->Run(inputs, outputs);
-  return outputs;
-}
-
-ms::Tensor Like(const ms::Tensor &t) { return ms::Tensor(t.data_type(), t.shape()); }
-ms::Tensor NBytes(size_t tensors) { return ms::Tensor(mindspore::kNumberTypeInt64, NBytesShape(tensors)); }
-
-// ---- MemcpyBatch -------------------------------------------------------------------------------
-
-ms::Tensor BatchD2HEntry(const Tensors &tensors, const ms::Tensor &offsets, int64_t buffer_id) {
-  try {
-    Attrs a;
-    a.buffer_id = buffer_id;
-    Tensors inputs(tensors);
-    inputs.push_back(offsets);
-    return Launch(kBatchD2H, a, inputs, {NBytes(tensors.size())},
-                  [](KernelState &s, const Args &x, aclrtStream st) {
-                    const size_t k = x.size() - 2;
-                    BatchD2H(s, x.data(), k, x[k], x[k + 1], st);
-                  })[0];
-  } catch (...) {
-    Rethrow(kBatchD2H.label);
+std::vector<int64_t> ToInts(const py::handle &obj, const char *argument) {
+  if (!py::isinstance<py::tuple>(obj) && !py::isinstance<py::list>(obj)) {
+    ThrowInput(argument, "must be a tuple of ints");
   }
+  std::vector<int64_t> values;
+  for (const py::handle &item : obj) {
+    values.push_back(py::cast<int64_t>(item));
+  }
+  return values;
 }
 
-Tensors BatchH2DEntry(const ms::Tensor &offsets, int64_t buffer_id, const std::vector<Shape> &shapes,
-                      const std::vector<int64_t> &dtypes) {
+std::vector<ArgValue> Convert(const RouteOp &op, const py::args &args) {
+  if (args.size() != static_cast<size_t>(op.nargs)) {
+    ThrowInput("arguments", "takes " + std::to_string(op.nargs) + " arguments, got " + std::to_string(args.size()));
+  }
+  std::vector<ArgValue> values(args.size());
+  for (int a = 0; a < op.nargs; ++a) {
+    const RouteArg &arg = op.args[a];
+    const py::handle obj = args[static_cast<size_t>(a)];
+    ArgValue &v = values[static_cast<size_t>(a)];
+    try {
+      switch (arg.kind) {
+        case ArgKind::kTensor:
+        case ArgKind::kHostValues:
+          v.tensors.push_back(py::cast<ms::Tensor>(obj));
+          break;
+        case ArgKind::kTensors:
+          for (const py::handle &item : obj) {
+            v.tensors.push_back(py::cast<ms::Tensor>(item));
+          }
+          break;
+        case ArgKind::kInt:
+        case ArgKind::kGivenDtype:
+          v.int_value = py::cast<int64_t>(obj);
+          break;
+        case ArgKind::kStr:
+          ThrowInput(arg.name, "str attributes do not reach op bodies");
+        default:
+          v.ints = ToInts(obj, arg.name);
+      }
+    } catch (const py::cast_error &) {
+      ThrowInput(arg.name, "has the wrong type for this op_def argument");
+    }
+  }
+  return values;
+}
+
+ArgReader ReaderOf(const std::vector<ArgValue> &values) {
+  ArgReader r;
+  r.shape = [&values](int i) { return values[i].tensors.at(0).shape(); };
+  r.dtype = [&values](int i) { return values[i].tensors.at(0).data_type(); };
+  r.int_value = [&values](int i) { return values[i].int_value; };
+  r.ints = [&values](int i) -> std::optional<std::vector<int64_t>> { return values[i].ints; };
+  r.length = [&values](int i) -> std::optional<size_t> { return values[i].tensors.size(); };
+  return r;
+}
+
+// Runs in MindSpore's frontend task, where the inputs' shapes are known.
+Tensors Run(const RouteOp &op, const OpBody &body, const std::vector<ArgValue> &values) {
   try {
-    Attrs a;
-    a.buffer_id = buffer_id;
+    auto runner = std::make_shared<RouteRunner>(op, body);
+    Tensors inputs;
+    std::vector<bool> host_value_inputs;
+    for (int a = 0; a < op.nargs; ++a) {
+      const RouteArg &arg = op.args[a];
+      const ArgValue &v = values[static_cast<size_t>(a)];
+      if (arg.kind == ArgKind::kInt) {
+        SetAttr(runner->state(), arg.name, *v.int_value);
+      }
+      for (const ms::Tensor &t : v.tensors) {
+        inputs.push_back(t);
+        host_value_inputs.push_back(arg.kind == ArgKind::kHostValues);
+      }
+    }
+    runner->set_host_value_inputs(std::move(host_value_inputs));
+    const OutputSpec spec = EvalOutputs(op, ReaderOf(values));
     Tensors outputs;
-    outputs.reserve(shapes.size());
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      outputs.emplace_back(static_cast<TypeId>(dtypes[i]), shapes[i]);
+    outputs.reserve(spec.shapes.size());
+    for (size_t i = 0; i < spec.shapes.size(); ++i) {
+      outputs.emplace_back(spec.dtypes[i], spec.shapes[i]);
     }
-    return Launch(kBatchH2D, a, {offsets}, outputs, [](KernelState &s, const Args &x, aclrtStream st) {
-      BatchH2D(s, x[0], x.data() + 1, x.size() - 1, st);
-    });
+    runner->Run(inputs, outputs);
+    return outputs;
   } catch (...) {
-    Rethrow(kBatchH2D.label);
+    Rethrow(body.label);
   }
 }
 
-// MemcpyBatch(h2d) returns as many tensors as it was given shapes, a number known only at run time,
-// so it registers its outputs with the vector forms of the promise helpers PyboostRunner::Call uses
-// for a fixed count. The shapes and dtypes are checked here, in the calling thread.
-py::object BatchH2DCall(const ms::Tensor &offsets, int64_t buffer_id, const std::vector<int64_t> &shapes,
-                        const std::vector<int64_t> &ranks, const std::vector<int64_t> &dtypes) {
-  std::vector<Shape> split;
-  try {
-    split = SplitShapes(shapes, ranks);
-    if (dtypes.size() != split.size()) {
-      ThrowInput("dtypes", "holds " + std::to_string(dtypes.size()) + " dtypes for " +
-                               std::to_string(split.size()) + " shapes");
+// The number of outputs the call returns, known before the frontend task runs.
+size_t OutputCount(const RouteOp &op, const std::vector<ArgValue> &values) {
+  for (int a = 0; a < op.nargs; ++a) {
+    if (op.args[a].kind == ArgKind::kGivenRanks) {
+      return values[static_cast<size_t>(a)].ints.size();
     }
-    for (size_t i = 0; i < split.size(); ++i) {
-      CheckGivenOutput(split[i], dtypes[i], "shapes[" + std::to_string(i) + "]", "dtypes[" + std::to_string(i) + "]");
-    }
-  } catch (...) {
-    Rethrow(kBatchH2D.label);
   }
-  auto py_output = mindspore::tensor::MakeVector<false>(split.size());
+  return static_cast<size_t>(op.noutputs);
+}
+
+py::object Call(const char *name, const py::args &args) {
+  const RouteOp &op = FindRouteOp(name);
+  const OpBody &body = BodyOf(op);
+  std::vector<ArgValue> values;
+  try {
+    values = Convert(op, args);
+  } catch (...) {
+    Rethrow(body.label);
+  }
+  auto py_output = mindspore::tensor::MakeVector<false>(OutputCount(op, values));
   auto promises = mindspore::tensor::TransformVectorPromise(py_output);
   mindspore::pynative::DispatchOp(std::make_shared<mindspore::pynative::PassthroughFrontendTask>(
-      [offsets, buffer_id, split, dtypes, promises]() {
-        ms::inner::ConvertStubNodeToTensor(offsets);
-        const Tensors outputs = BatchH2DEntry(offsets, buffer_id, split, dtypes);
-        std::vector<mindspore::tensor::TensorPtr> values;
-        values.reserve(outputs.size());
-        for (const ms::Tensor &t : outputs) {
-          values.push_back(t.tensor());
+      [&op, &body, values, promises]() {
+        for (const ArgValue &v : values) {
+          for (const ms::Tensor &t : v.tensors) {
+            t.ConvertStubNodeToTensor();
+          }
         }
-        mindspore::tensor::SetPromise(promises, values);
+        const Tensors outputs = Run(op, body, values);
+        std::vector<mindspore::tensor::TensorPtr> results;
+        results.reserve(outputs.size());
+        for (const ms::Tensor &t : outputs) {
+          results.push_back(t.tensor());
+        }
+        mindspore::tensor::SetPromise(promises, results);
       },
       [promises]() { mindspore::tensor::SetException(promises); }));
   return py::reinterpret_steal<py::object>(mindspore::tensor::TransformVectorOutput(py_output));
-}
-
-// ---- Memcpy2D ----------------------------------------------------------------------------------
-
-ms::Tensor ExtractEntry(const ms::Tensor &x, const ms::Tensor &row, const ms::Tensor &col, int64_t height,
-                        int64_t width) {
-  try {
-    Attrs a;
-    a.height = height;
-    a.width = width;
-    CheckAttrs(a);
-    return Launch(kExtract, a, {x, row, col}, {ms::Tensor(x.data_type(), ExtractShape(a))},
-                  [](KernelState &s, const Args &v, aclrtStream st) { Extract2D(s, v[0], v[1], v[2], v[3], st); })[0];
-  } catch (...) {
-    Rethrow(kExtract.label);
-  }
-}
-
-ms::Tensor ExtractLikeEntry(const ms::Tensor &x, const ms::Tensor &like, const ms::Tensor &row,
-                            const ms::Tensor &col) {
-  try {
-    return Launch(kExtractLike, Attrs{}, {x, like, row, col}, {ms::Tensor(x.data_type(), like.shape())},
-                  [](KernelState &s, const Args &v, aclrtStream st) {
-                    ExtractLike2D(s, v[0], v[1], v[2], v[3], v[4], st);
-                  })[0];
-  } catch (...) {
-    Rethrow(kExtractLike.label);
-  }
-}
-
-ms::Tensor InsertEntry(const ms::Tensor &dst, const ms::Tensor &src, const ms::Tensor &row, const ms::Tensor &col) {
-  try {
-    return Launch(kInsert, Attrs{}, {dst, src, row, col}, {Like(dst)},
-                  [](KernelState &s, const Args &v, aclrtStream st) {
-                    Insert2D(s, v[0], v[1], v[2], v[3], v[4], st);
-                  })[0];
-  } catch (...) {
-    Rethrow(kInsert.label);
-  }
-}
-
-ms::Tensor D2H2DEntry(const ms::Tensor &x, const ms::Tensor &offset, int64_t buffer_id, int64_t pitch) {
-  try {
-    Attrs a;
-    a.buffer_id = buffer_id;
-    a.pitch = pitch;
-    CheckAttrs(a);
-    return Launch(kD2H2D, a, {x, offset}, {NBytes(1)},
-                  [](KernelState &s, const Args &v, aclrtStream st) { D2H2D(s, v[0], v[1], v[2], st); })[0];
-  } catch (...) {
-    Rethrow(kD2H2D.label);
-  }
-}
-
-ms::Tensor H2D2DEntry(const ms::Tensor &offset, int64_t buffer_id, int64_t pitch, const std::vector<int64_t> &shape,
-                      int64_t dtype) {
-  try {
-    Attrs a;
-    a.buffer_id = buffer_id;
-    a.pitch = pitch;
-    CheckAttrs(a);
-    CheckGivenOutput(shape, dtype, "shape", "dtype");
-    return Launch(kH2D2D, a, {offset}, {ms::Tensor(static_cast<TypeId>(dtype), shape)},
-                  [](KernelState &s, const Args &v, aclrtStream st) { H2D2D(s, v[0], v[1], st); })[0];
-  } catch (...) {
-    Rethrow(kH2D2D.label);
-  }
-}
-
-// ---- MemcpyWithDesc ----------------------------------------------------------------------------
-
-ms::Tensor DescCopyEntry(const ms::Tensor &x) {
-  try {
-    return Launch(kDescCopy, Attrs{}, {x}, {Like(x)},
-                  [](KernelState &s, const Args &v, aclrtStream st) { DescCopy(s, v[0], v[1], st); })[0];
-  } catch (...) {
-    Rethrow(kDescCopy.label);
-  }
-}
-
-ms::Tensor DescWindowEntry(const ms::Tensor &x, const ms::Tensor &start, int64_t count) {
-  try {
-    Attrs a;
-    a.count = count;
-    CheckAttrs(a);
-    return Launch(kDescWindow, a, {x, start}, {ms::Tensor(x.data_type(), WindowShape(a))},
-                  [](KernelState &s, const Args &v, aclrtStream st) { DescWindow(s, v[0], v[1], v[2], st); })[0];
-  } catch (...) {
-    Rethrow(kDescWindow.label);
-  }
-}
-
-// ---- MemcpyWithCondition -----------------------------------------------------------------------
-
-ms::Tensor CondD2DEntry(const ms::Tensor &x) {
-  try {
-    return Launch(kCondD2D, Attrs{}, {x}, {Like(x)},
-                  [](KernelState &s, const Args &v, aclrtStream st) { CondD2D(s, v[0], v[1], st); })[0];
-  } catch (...) {
-    Rethrow(kCondD2D.label);
-  }
-}
-
-ms::Tensor CondD2HEntry(const ms::Tensor &x, const ms::Tensor &offset, int64_t buffer_id) {
-  try {
-    Attrs a;
-    a.buffer_id = buffer_id;
-    return Launch(kCondD2H, a, {x, offset}, {NBytes(1)},
-                  [](KernelState &s, const Args &v, aclrtStream st) { CondD2H(s, v[0], v[1], v[2], st); })[0];
-  } catch (...) {
-    Rethrow(kCondD2H.label);
-  }
-}
-
-ms::Tensor CondH2DEntry(const ms::Tensor &offset, int64_t buffer_id, const std::vector<int64_t> &shape,
-                        int64_t dtype) {
-  try {
-    Attrs a;
-    a.buffer_id = buffer_id;
-    CheckGivenOutput(shape, dtype, "shape", "dtype");
-    return Launch(kCondH2D, a, {offset}, {ms::Tensor(static_cast<TypeId>(dtype), shape)},
-                  [](KernelState &s, const Args &v, aclrtStream st) { CondH2D(s, v[0], v[1], st); })[0];
-  } catch (...) {
-    Rethrow(kCondH2D.label);
-  }
 }
 
 }  // namespace
 }  // namespace route
 }  // namespace msmc
 
-#define MSMC_ROUTE_FUNCTION(NAME, FUNC) \
-  m.def(NAME, PYBOOST_CALLER_WITH_NAME(1, msmc::route::FUNC, NAME))
+#define MSMC_ROUTE_FUNCTION(NAME) \
+  m.def(#NAME, [](const py::args &args) { return msmc::route::Call(#NAME, args); });
 
 PYBIND11_MODULE(MS_EXTENSION_NAME, m) {
-  m.doc() = "ms_memcopy's Ascend route: the copy primitives as CustomOpBuilder functions";
-  MSMC_ROUTE_FUNCTION("memcpy_batch_d2h", BatchD2HEntry);
-  m.def("memcpy_batch_h2d", &msmc::route::BatchH2DCall);
-  MSMC_ROUTE_FUNCTION("memcpy2d_extract", ExtractEntry);
-  MSMC_ROUTE_FUNCTION("memcpy2d_extract_like", ExtractLikeEntry);
-  MSMC_ROUTE_FUNCTION("memcpy2d_insert", InsertEntry);
-  MSMC_ROUTE_FUNCTION("memcpy2d_d2h", D2H2DEntry);
-  MSMC_ROUTE_FUNCTION("memcpy2d_h2d", H2D2DEntry);
-  MSMC_ROUTE_FUNCTION("memcpy_desc_copy", DescCopyEntry);
-  MSMC_ROUTE_FUNCTION("memcpy_desc_window", DescWindowEntry);
-  MSMC_ROUTE_FUNCTION("memcpy_cond_d2d", CondD2DEntry);
-  MSMC_ROUTE_FUNCTION("memcpy_cond_d2h", CondD2HEntry);
-  MSMC_ROUTE_FUNCTION("memcpy_cond_h2d", CondH2DEntry);
+  m.doc() = "ms_memcopy's op_def route: the copy ops as CustomOpBuilder functions and kernels";
+  MSMC_ROUTE_OPS(MSMC_ROUTE_FUNCTION)
 }

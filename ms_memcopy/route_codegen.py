@@ -1,0 +1,201 @@
+"""What the op_def route's module is generated from: configs/ops.yaml (through :mod:`op_defs`).
+
+Two files per build, both written into the build directory (never committed):
+
+- the op_def YAML that ``ops.CustomOpBuilder(op_def=...)`` turns into the ``Custom_<op>``
+  primitive registrations (:func:`op_def_yaml`);
+- ``route_ops.inc``, the C++ table of every op's arguments and output rules that the module's
+  infer functions, kernels and PyNative functions are instantiated from (:func:`route_table`).
+
+Each op becomes an op_def whose arguments are, in order: its inputs (``tensor``, or
+``tuple[tensor]`` for a variadic one), its attributes (``prim_init``: set when the primitive is
+built, so the call takes the inputs only), and for an op whose outputs the caller describes
+(``shape: given``) ``given_shape`` and ``given_dtype`` (a TypeId), or ``given_shapes``, ``given_ranks``
+and ``given_dtypes`` for a variadic output (``given_`` names: MindSpore reads init arguments as attributes of the primitive,
+and the primitives have their own ``shape`` and ``dtype``). Int64 inputs (offsets, rows, columns) are value-dependent: kernels get their values
+on the host. ``side_effect_mem`` becomes ``labels: side_effect_mem: True`` and ``rw_write: <input>``
+becomes ``args_signature: rw_write: <input>``.
+"""
+import yaml
+
+from .op_defs import OpDef, all_op_defs, supported_dtypes
+
+OP_DEF_FILE = "ms_memcopy_route_ops.yaml"
+TABLE_FILE = "route_ops.inc"
+
+_ATTR_TYPES = {"int": "int", "listInt": "tuple[int]", "str": "str"}
+_ATTR_KINDS = {"int": "kInt", "listInt": "kInts", "str": "kStr"}
+_TYPE_IDS = {"float16": "Float16", "bfloat16": "BFloat16", "float32": "Float32", "float64": "Float64",
+             "int8": "Int8", "uint8": "UInt8", "int16": "Int16", "int32": "Int32", "int64": "Int64",
+             "bool": "Bool"}
+
+
+def given_args(op: OpDef):
+    """[(name, op_def dtype, table kind)] of the arguments describing op's outputs (shape: given)."""
+    if not op.outputs_given:
+        return []
+    if op.outputs[0].variadic:
+        return [("given_shapes", "tuple[int]", "kGivenShapes"), ("given_ranks", "tuple[int]", "kGivenRanks"),
+                ("given_dtypes", "tuple[int]", "kGivenDtypes")]
+    return [("given_shape", "tuple[int]", "kGivenShape"), ("given_dtype", "int", "kGivenDtype")]
+
+
+def arg_names(op: OpDef):
+    """The op_def's argument names, in order."""
+    return [*op.input_names, *op.attr_names, *(name for name, _, _ in given_args(op))]
+
+
+def call_arg_names(op: OpDef):
+    """The arguments a call of the primitive passes (the rest are prim_init)."""
+    return list(op.input_names)
+
+
+def _input_kind(t):
+    if t.variadic:
+        return "kTensors"
+    return "kHostValues" if t.host_values else "kTensor"
+
+
+def op_def_entry(op: OpDef):
+    """The op_def of op, as a dict ready for YAML."""
+    args = {t.name: {"dtype": "tuple[tensor]" if t.variadic else "tensor"} for t in op.inputs}
+    for a in op.attrs:
+        args[a.name] = {"dtype": _ATTR_TYPES[a.type], "prim_init": True}
+    for name, dtype, _ in given_args(op):
+        if name in args:
+            raise ValueError(f"{op.name}: argument {name} would be defined twice")
+        args[name] = {"dtype": dtype, "prim_init": True}
+    entry = {"args": args}
+    if op.rw_write is not None:
+        entry["args_signature"] = {"rw_write": op.rw_write}
+    if op.side_effect_mem:
+        entry["labels"] = {"side_effect_mem": True}
+    entry["returns"] = {t.name: {"dtype": "tuple[tensor]" if t.variadic else "tensor"} for t in op.outputs}
+    return entry
+
+
+def op_def_entries(ops=None):
+    """{op name: op_def} of every op (the op_def's name is the op's ascend_function)."""
+    ops = all_op_defs() if ops is None else ops
+    return {op.ascend_function: op_def_entry(op) for op in ops.values()}
+
+
+def op_def_yaml(ops=None):
+    header = "# Generated from configs/ops.yaml by ms_memcopy.route_codegen; do not edit.\n"
+    return header + yaml.safe_dump(op_def_entries(ops), sort_keys=False, default_flow_style=False)
+
+
+def _type_id(dtype):
+    return f"mindspore::kNumberType{_TYPE_IDS[dtype]}" if dtype != "any" else "mindspore::kTypeUnknown"
+
+
+def _dim(d, index):
+    if isinstance(d, int):
+        return f"{{DimKind::kConst, {d}}}"
+    if isinstance(d, tuple):  # ("len", input)
+        return f"{{DimKind::kLen, {index[d[1]]}}}"
+    return f"{{DimKind::kAttr, {index[d]}}}"
+
+
+def _output(o, index):
+    dtype = _type_id(o.dtype)
+    dtype_of = index[o.dtype_of] if o.dtype_of is not None else -1
+    if o.shape == "given":
+        shape, like, dims = "kGiven", -1, []
+    elif o.shape == "like":
+        shape, like, dims = "kLike", index[o.like], []
+    else:
+        shape, like, dims = "kDims", -1, list(o.shape)
+    if len(dims) > 4:
+        raise ValueError(f"output {o.name}: at most 4 dimensions in a shape rule")
+    cells = ", ".join(_dim(d, index) for d in dims) or "{DimKind::kConst, 0}"
+    return (f'{{"{o.name}", ShapeRule::{shape}, {like}, {{{cells}}}, {len(dims)}, {dtype}, {dtype_of}}}')
+
+
+def _check_kernel_layout(op: OpDef):
+    # MindSpore flattens a tuple[tensor] and a tuple[int] argument into the kernel's inputs: the
+    # kernel can place them only if tuple[int] ones come last and never with a variadic input.
+    kinds = [k for _, _, k in given_args(op)] + ["kInts" for a in op.attrs if a.type == "listInt"]
+    if kinds and any(t.variadic for t in op.inputs):
+        raise ValueError(f"{op.name}: an op with a variadic input cannot have tuple[int] arguments "
+                         "(attributes of type listInt or shape: given)")
+    if any(a.type != "int" for a in op.attrs):
+        raise ValueError(f"{op.name}: the op bodies read int attributes only")
+
+
+def route_table(ops=None):
+    """The C++ table (route_ops.inc) of every op's op_def arguments and output rules."""
+    ops = list((all_op_defs() if ops is None else ops).values())
+    for op in ops:
+        _check_kernel_layout(op)
+    names = [op.ascend_function for op in ops]
+    lines = ["// Generated from configs/ops.yaml by ms_memcopy.route_codegen; do not edit.",
+             "// MSMC_ROUTE_OPS(X) expands X(<op>) for every op; with MSMC_ROUTE_TABLE_DEFINITIONS defined it",
+             "// also defines kRouteOps, the table of route_common.h.",
+             "#ifndef MSMC_ROUTE_OPS",
+             "#define MSMC_ROUTE_OPS(X) " + " ".join(f"X({n})" for n in names),
+             "#endif",
+             "#if defined(MSMC_ROUTE_TABLE_DEFINITIONS) && !defined(MSMC_ROUTE_TABLE_DEFINED)",
+             "#define MSMC_ROUTE_TABLE_DEFINED",
+             "namespace msmc {", "namespace route {", "namespace {"]
+    for op in ops:
+        fn = op.ascend_function
+        kinds = ([(t.name, _input_kind(t), _type_id(t.dtype)) for t in op.inputs]
+                 + [(a.name, _ATTR_KINDS[a.type], _type_id("any")) for a in op.attrs]
+                 + [(name, kind, _type_id("any")) for name, _, kind in given_args(op)])
+        index = {name: i for i, (name, _, _) in enumerate(kinds)}
+        args = ", ".join(f'{{"{name}", ArgKind::{kind}, {dtype}}}' for name, kind, dtype in kinds)
+        outs = ", ".join(_output(o, index) for o in op.outputs)
+        lines.append(f"const RouteArg kArgs_{fn}[] = {{{args}}};")
+        lines.append(f"const RouteOutput kOutputs_{fn}[] = {{{outs}}};")
+    dtypes = ", ".join(_type_id(d) for d in supported_dtypes())
+    lines.append(f"const TypeId kSupportedDtypes[] = {{{dtypes}}};  // configs/ops.yaml's dtypes")
+    lines.append("const RouteOp kRouteOps[] = {")
+    for op in ops:
+        fn = op.ascend_function
+        lines.append(f'    {{"{fn}", kArgs_{fn}, {len(arg_names(op))}, kOutputs_{fn}, {len(op.outputs)}, '
+                     f'{"true" if op.side_effect_mem else "false"}}},')
+    lines += ["};", "}  // namespace", "}  // namespace route", "}  // namespace msmc", "#endif", ""]
+    return "\n".join(lines)
+
+
+def aot_entries(ops=None):
+    """The aot route's entry symbols of every op (aot_entries.inc, included by aot_entry.cpp):
+    MSMC_AOT_ENTRY(<kernel>, "<op>") for each, and for the ops with dynamic_shape the infer hook
+    <kernel>InferShape evaluating the op's output rule (MSMC_AOT_INFER_LIKE / MSMC_AOT_INFER_DIMS)."""
+    ops = list((all_op_defs() if ops is None else ops).values())
+    lines = ["// Generated from configs/ops.yaml by ms_memcopy.route_codegen; do not edit."]
+    for op in ops:
+        lines.append(f'MSMC_AOT_ENTRY({op.kernel}, "{op.name}")')
+        if not op.dynamic_shape:
+            continue
+        out = op.outputs[0]
+        if len(op.outputs) != 1 or any(t.variadic for t in op.inputs) or out.shape == "given":
+            raise ValueError(f"{op.name}: dynamic_shape needs one output and no variadic input, with a shape rule")
+        if out.shape == "like":
+            lines.append(f"MSMC_AOT_INFER_LIKE({op.kernel}, {op.input_names.index(out.like)})")
+        else:
+            if any(isinstance(d, tuple) for d in out.shape):
+                raise ValueError(f"{op.name}: a dynamic_shape output's dimensions are ints or attributes")
+            dims = ", ".join(str(d) if isinstance(d, int) else f'extra->GetAttrInt("{d}")' for d in out.shape)
+            lines.append(f"MSMC_AOT_INFER_DIMS({op.kernel}, {dims})")
+    return "\n".join(lines) + "\n"
+
+
+def write_if_changed(path, text):
+    """Writes text to path unless it already holds it (keeps ninja from rebuilding); returns path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def write_sources(directory, ops=None):
+    """Writes the op_def YAML (into directory/op_def/) and route_ops.inc (into directory/include/);
+    returns (yaml path, include directory)."""
+    from pathlib import Path
+
+    directory = Path(directory)
+    yaml_path = write_if_changed(directory / "op_def" / OP_DEF_FILE, op_def_yaml(ops))
+    write_if_changed(directory / "include" / TABLE_FILE, route_table(ops))
+    return yaml_path, directory / "include"

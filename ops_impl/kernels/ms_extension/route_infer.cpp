@@ -1,0 +1,140 @@
+// The infer functions of the op_def route: one OpFuncImpl per op of the generated table, exported
+// under the name the generated op_def registration (gen_custom_ops_def.cc) refers to,
+// gCustom_<op>FuncImpl. Each evaluates the op's output rules from configs/ops.yaml (route_common.h)
+// on MindSpore's InferInfo of the op_def arguments, and names the op's host-value inputs as
+// value-dependent, so that kernels get their values on the host.
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ops/ops_func_impl/op_func_impl.h"
+#include "route_common.h"
+#include "utils/ms_context.h"
+#include "route_ops.inc"
+
+namespace msmc {
+namespace route {
+namespace {
+
+using mindspore::PrimitivePtr;
+using mindspore::ShapeArray;
+using mindspore::ops::InferInfoPtrList;
+using mindspore::ops::OpFuncImpl;
+using mindspore::ops::TypeIdList;
+
+ArgReader ReaderOf(const InferInfoPtrList &in) {
+  ArgReader r;
+  r.shape = [&in](int i) { return in[i]->GetShape(); };
+  r.dtype = [&in](int i) { return in[i]->GetType(); };
+  r.int_value = [&in](int i) { return in[i]->GetScalarValue<int64_t>(); };
+  r.ints = [&in](int i) -> std::optional<std::vector<int64_t>> {
+    auto values = in[i]->GetArrayValue<int64_t>();
+    if (!values.has_value() || values->HasUnknownValue()) {
+      return std::nullopt;
+    }
+    return values->ToVector();
+  };
+  r.length = [&in](int i) -> std::optional<size_t> {
+    if (in[i]->IsDynamicSequence()) {
+      return std::nullopt;
+    }
+    return in[i]->GetSequenceElements().size();
+  };
+  return r;
+}
+
+// The copies are host code run kernel by kernel: a graph compiled for task sink (jit_level O2) or
+// captured as a whole cannot run them.
+void CheckJitLevel(const char *label) {
+  auto context = mindspore::MsContext::GetInstance();
+  if (context == nullptr || context->get_param<int>(mindspore::MS_CTX_EXECUTION_MODE) != mindspore::kGraphMode) {
+    return;
+  }
+  if (context->GetJitLevel() == "O2") {
+    MS_EXCEPTION(mindspore::RuntimeError)
+        << "ms_memcopy " << label
+        << ": runs kernel by kernel and cannot be compiled with jit_level O2 (task sink); use jit_level O0 or O1";
+  }
+}
+
+// TypeError for a tensor argument of the wrong dtype, in the primitives' words.
+void CheckDtypes(const RouteOp &op, const char *label, const InferInfoPtrList &in) {
+  for (int a = 0; a < op.nargs; ++a) {
+    const RouteArg &arg = op.args[a];
+    std::vector<std::pair<std::string, TypeId>> tensors;
+    if (arg.kind == ArgKind::kTensor || arg.kind == ArgKind::kHostValues) {
+      tensors.emplace_back(arg.name, in[a]->GetType());
+    } else if (arg.kind == ArgKind::kTensors && !in[a]->IsDynamicSequence()) {
+      const auto elements = in[a]->GetSequenceElements();
+      for (size_t i = 0; i < elements.size(); ++i) {
+        tensors.emplace_back(std::string(arg.name) + "[" + std::to_string(i) + "]", elements[i]->GetType());
+      }
+    }
+    for (const auto &[name, type] : tensors) {
+      const std::string mismatch = DtypeMismatch(name, arg, type);
+      if (!mismatch.empty()) {
+        MS_EXCEPTION(mindspore::TypeError) << "ms_memcopy " << label << ": " << mismatch;
+      }
+    }
+  }
+}
+
+class RouteInfer : public OpFuncImpl {
+ public:
+  explicit RouteInfer(const char *name) : name_(name) {}
+
+  bool GeneralInferRegistered() const override { return true; }
+
+  std::set<int64_t> GetValueDependArgIndices() const override {
+    std::set<int64_t> indices;
+    const RouteOp &op = FindRouteOp(name_);
+    for (int i = 0; i < op.nargs; ++i) {
+      if (op.args[i].kind == ArgKind::kHostValues) {
+        indices.insert(i);
+      }
+    }
+    return indices;
+  }
+
+  ShapeArray InferShape(const PrimitivePtr &, const InferInfoPtrList &in) const override {
+    return Eval(in).shapes;
+  }
+
+  TypeIdList InferType(const PrimitivePtr &, const InferInfoPtrList &in) const override { return Eval(in).dtypes; }
+
+ private:
+  OutputSpec Eval(const InferInfoPtrList &in) const {
+    const RouteOp &op = FindRouteOp(name_);
+    const char *label = BodyOf(op).label;
+    CheckJitLevel(label);
+    CheckDtypes(op, label, in);
+    try {
+      return EvalOutputs(op, ReaderOf(in));
+    } catch (const std::invalid_argument &) {
+      try {
+        Rethrow(label);
+      } catch (const std::exception &e) {
+        MS_EXCEPTION(mindspore::ValueError) << e.what();
+      }
+    }
+  }
+
+  const char *name_;
+};
+
+}  // namespace
+}  // namespace route
+}  // namespace msmc
+
+// The names gen_custom_ops_def.cc declares: gCustom_<op>FuncImpl.
+#define MSMC_ROUTE_INFER(NAME)                       \
+  namespace msmc::route {                            \
+  namespace {                                        \
+  RouteInfer g_infer_##NAME(#NAME);                  \
+  }                                                  \
+  }                                                  \
+  namespace mindspore::ops {                         \
+  OpFuncImpl &gCustom_##NAME##FuncImpl = msmc::route::g_infer_##NAME; \
+  }
+MSMC_ROUTE_OPS(MSMC_ROUTE_INFER)

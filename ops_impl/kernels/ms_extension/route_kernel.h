@@ -1,0 +1,152 @@
+// The kernel core of the op_def route: what a graph kernel of any op does, for MindSpore's
+// KernelTensors, shared by the CPU kernel (route_cpu_kernel.cpp) and the Ascend kernel
+// (route_ascend_kernel.cpp). It maps the op_def arguments of the generated table onto the kernel's
+// inputs (a variadic input arrives flattened, attributes arrive as inputs), reads the attributes
+// once, takes value-dependent inputs as host values, and runs the op's body from op_bodies.h.
+#ifndef MS_MEMCOPY_KERNELS_MS_EXTENSION_ROUTE_KERNEL_H_
+#define MS_MEMCOPY_KERNELS_MS_EXTENSION_ROUTE_KERNEL_H_
+
+#include <string>
+#include <vector>
+
+#include "include/runtime/hardware_abstract/kernel_base/kernel_tensor.h"
+#include "route_common.h"
+
+namespace msmc {
+namespace route {
+
+class KernelCore {
+ public:
+  using KernelTensor = mindspore::kernel::KernelTensor;
+
+  explicit KernelCore(const char *name) : op_(FindRouteOp(name)), body_(BodyOf(op_)) {}
+
+  // Reads the attributes; raises ValueError for a bad value.
+  void Init(const std::vector<KernelTensor *> &inputs) {
+    try {
+      InitAttrs(inputs);
+    } catch (const std::exception &e) {
+      Raise(e);
+    }
+  }
+
+  // Runs the body on stream (nullptr on CPU); raises ValueError for bad input, RuntimeError for a
+  // failed ACL call.
+  void Launch(const std::vector<KernelTensor *> &inputs, const std::vector<KernelTensor *> &outputs, void *stream) {
+    try {
+      LaunchBodyOn(inputs, outputs, stream);
+    } catch (const std::exception &e) {
+      Raise(e);
+    }
+  }
+
+  const char *label() const { return body_.label; }
+
+ private:
+  // MindSpore's own exceptions keep their type and text on every path back to Python (an
+  // std::exception leaving a PYNATIVE device task arrives as "Unknown Error!").
+  [[noreturn]] static void Raise(const std::exception &e) {
+    if (dynamic_cast<const std::invalid_argument *>(&e) != nullptr) {
+      MS_EXCEPTION(mindspore::ValueError) << e.what();
+    }
+    MS_EXCEPTION(mindspore::RuntimeError) << e.what();
+  }
+
+  void InitAttrs(const std::vector<KernelTensor *> &inputs) {
+    try {
+      Map(inputs.size());
+      for (int a = 0; a < op_.nargs; ++a) {
+        const RouteArg &arg = op_.args[a];
+        if (arg.kind == ArgKind::kInt) {
+          SetAttr(state_, arg.name, inputs[first_[a]]->GetValueWithCheck<int64_t>());
+        } else if (arg.kind == ArgKind::kInts || arg.kind == ArgKind::kStr) {
+          throw std::logic_error(std::string("attribute ") + arg.name + ": only int attributes reach op bodies");
+        }
+      }
+    } catch (...) {
+      Rethrow(body_.label);
+    }
+  }
+
+  void LaunchBodyOn(const std::vector<KernelTensor *> &inputs, const std::vector<KernelTensor *> &outputs,
+                    void *stream) {
+    try {
+      Map(inputs.size());
+      args_.clear();
+      unnamed_.clear();
+      args_.reserve(inputs.size() + outputs.size());
+      unnamed_.reserve(inputs.size() + outputs.size());  // c_str() pointers must stay valid
+      host_values_.resize(static_cast<size_t>(op_.nargs));
+      for (int a = 0; a < op_.nargs; ++a) {
+        const ArgKind kind = op_.args[a].kind;
+        if (kind == ArgKind::kTensor || kind == ArgKind::kTensors) {
+          for (size_t i = first_[a]; i < first_[a] + count_[a]; ++i) {
+            args_.push_back(ToArg(*inputs[i]));
+          }
+        } else if (kind == ArgKind::kHostValues) {
+          // MindSpore hands value-dependent inputs over on the host, in stream order.
+          KernelTensor &t = *inputs[first_[a]];
+          std::vector<int64_t> &values = host_values_[static_cast<size_t>(a)];
+          values = t.GetValueWithCheck<std::vector<int64_t>>();
+          TensorArg arg = ToArg(t);
+          arg.data = values.data();
+          arg.host_values = true;
+          args_.push_back(arg);
+        }
+      }
+      for (KernelTensor *t : outputs) {
+        args_.push_back(ToArg(*t));
+      }
+    } catch (...) {
+      Rethrow(body_.label);
+    }
+    LaunchBody(body_, state_, args_, stream);
+  }
+
+  // The first kernel input and the input count of every op_def argument. A variadic input arrives
+  // flattened, and so does a tuple[int] argument; the table's generator allows tuple arguments only
+  // in ops without a variadic input, after every argument the kernel reads.
+  void Map(size_t ninputs) {
+    if (mapped_inputs_ == ninputs) {
+      return;
+    }
+    first_.assign(static_cast<size_t>(op_.nargs), 0);
+    count_.assign(static_cast<size_t>(op_.nargs), 1);
+    const size_t others = static_cast<size_t>(op_.nargs) - 1;
+    size_t next = 0;
+    for (int a = 0; a < op_.nargs; ++a) {
+      if (op_.args[a].kind == ArgKind::kTensors) {
+        if (ninputs < others) {
+          throw std::logic_error("the kernel got fewer inputs than the op_def has arguments");
+        }
+        count_[a] = ninputs - others;
+      }
+      first_[a] = next;
+      next += count_[a];
+    }
+    if (next > ninputs) {
+      throw std::logic_error("the kernel got " + std::to_string(ninputs) + " inputs for " + std::to_string(next) +
+                             " op_def arguments");
+    }
+    mapped_inputs_ = ninputs;
+  }
+
+  TensorArg ToArg(const KernelTensor &t) {
+    return ToTensorArg(t.device_ptr(), t.GetShapeVector(), t.dtype_id(), &unnamed_);
+  }
+
+  const RouteOp &op_;
+  const OpBody &body_;
+  KernelState state_;
+  size_t mapped_inputs_ = SIZE_MAX;
+  std::vector<size_t> first_;
+  std::vector<size_t> count_;
+  std::vector<TensorArg> args_;
+  std::vector<std::vector<int64_t>> host_values_;
+  std::vector<std::string> unnamed_;
+};
+
+}  // namespace route
+}  // namespace msmc
+
+#endif  // MS_MEMCOPY_KERNELS_MS_EXTENSION_ROUTE_KERNEL_H_

@@ -1,0 +1,315 @@
+"""The op_def route (ms_memcopy.op_def_route, ms_memcopy.route_codegen, ops_impl/kernels/ms_extension/).
+
+The primitives' results on this route are tested by the primitive tests (their `route` fixture);
+this file tests what is particular to it: the definitions it is generated from and their
+validation, the generated op_def and C++ table, MindSpore's generator accepting them, PYNATIVE
+ordering against built-in ops, the refusal of jit_level O2, and the route switch.
+"""
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from ms_memcopy import op_def_route, op_defs, route_codegen
+
+ROOT = Path(__file__).resolve().parent.parent
+OPS_YAML = ROOT / "configs" / "ops.yaml"
+
+
+def table_with(**extra_ops):
+    """configs/ops.yaml's table with extra ops added."""
+    table = yaml.safe_load(OPS_YAML.read_text())
+    table["ops"].update(extra_ops)
+    return table
+
+
+IN_PLACE_OP = {  # an op that writes an input in place, as a definition would declare it
+    "kernel": "MsMemcopyWriteRows", "ascend_function": "write_rows",
+    "inputs": [{"name": "dst", "dtype": "any"}, {"name": "src", "dtype": "any"},
+               {"name": "row", "dtype": "int64"}],
+    "outputs": [{"name": "nbytes", "dtype": "int64", "shape": [1]}],
+    "side_effect_mem": True, "rw_write": "dst",
+}
+
+
+# ---- definitions ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("change, message", [
+    (lambda op: op.update(side_effects=True), r"unknown key\(s\) \['side_effects'\]"),
+    (lambda op: op["outputs"][0].pop("shape"), r"outputs\[0\]: missing key\(s\) \['shape'\]"),
+    (lambda op: op["outputs"][0].update(shape="like(nothing)"), "shape 'like\\(nothing\\)' must be"),
+    (lambda op: op["outputs"][0].update(shape=["width"]), "dimension 'width' must be"),
+    (lambda op: op["inputs"][0].update(dtype="int4"), "dtype 'int4' is neither"),
+    (lambda op: op["inputs"][0].update(pinned=True), r"inputs\[0\]: unknown key\(s\) \['pinned'\]"),
+    (lambda op: op.update(rw_write="nothing"), "rw_write: 'nothing' must name an input"),
+    (lambda op: op.update(side_effect_mem=False), "must also set side_effect_mem"),
+    (lambda op: op.update(side_effect_mem="yes"), "side_effect_mem: must be true or false"),
+])
+def test_a_bad_definition_is_an_error(change, message):
+    op = yaml.safe_load(yaml.safe_dump(IN_PLACE_OP))
+    change(op)
+    with pytest.raises(op_defs.OpDefinitionError, match=message):
+        op_defs.parse(table_with(write_rows=op))
+
+
+def test_the_definitions_parse_and_int64_inputs_are_host_values():
+    ops = op_defs.all_op_defs()
+    assert ops["memcpy2d_extract"].outputs[0].shape == ("height", "width")
+    assert ops["memcpy2d_insert"].outputs[0].shape == "like" and ops["memcpy2d_insert"].outputs[0].like == "dst"
+    assert ops["memcpy_batch_d2h"].outputs[0].shape == (("len", "tensors"),)
+    host = {op.name: [t.name for t in op.inputs if t.host_values] for op in ops.values()}
+    assert host["memcpy_batch_d2h"] == ["offsets"] and host["memcpy2d_insert"] == ["row", "col"]
+    assert host["memcpy_desc_copy"] == []
+
+
+# ---- generated op_def and table ----------------------------------------------------------------
+
+def test_op_def_of_every_op():
+    entries = route_codegen.op_def_entries()
+    ops = op_defs.all_op_defs()
+    assert sorted(entries) == sorted(op.ascend_function for op in ops.values())
+    for op in ops.values():
+        entry = entries[op.ascend_function]
+        assert list(entry["args"]) == route_codegen.arg_names(op)
+        for name, spec in entry["args"].items():
+            assert spec.get("prim_init", False) == (name not in op.input_names), (op.name, name)
+        assert ("labels" in entry) == op.side_effect_mem, op.name
+        if op.side_effect_mem:
+            assert entry["labels"] == {"side_effect_mem": True}
+        assert "args_signature" not in entry  # no op of configs/ops.yaml writes in place yet
+        assert list(entry["returns"]) == [t.name for t in op.outputs]
+
+
+def test_in_place_op_declares_rw_write_and_side_effect():
+    _, ops = op_defs.parse(table_with(write_rows=IN_PLACE_OP))
+    entry = route_codegen.op_def_entry(ops["write_rows"])
+    assert entry["args_signature"] == {"rw_write": "dst"}
+    assert entry["labels"] == {"side_effect_mem": True}
+    assert 'ArgKind::kHostValues' in route_codegen.route_table({"write_rows": ops["write_rows"]})
+
+
+def test_mindspore_generator_accepts_the_op_def(tmp_path):
+    """MindSpore's own op_def generator (what CustomOpBuilder runs) registers every op, with the
+    in-place argument as RW_WRITE."""
+    import mindspore
+
+    _, ops = op_defs.parse(table_with(write_rows=IN_PLACE_OP))
+    generator = Path(mindspore.__file__).parent / "ops_generate" / "gen_custom_ops.py"
+    (tmp_path / "yaml").mkdir()
+    (tmp_path / "yaml" / route_codegen.OP_DEF_FILE).write_text(route_codegen.op_def_yaml(ops))
+    out = tmp_path / "out"
+    out.mkdir()
+    subprocess.run([sys.executable, str(generator), "-i", str(tmp_path / "yaml"), "-o", str(out), "-m", "route",
+                    "-d", ""], check=True, capture_output=True, text=True, cwd=generator.parent)
+    source = (out / "gen_custom_ops_def.cc").read_text()
+    registered = set(re.findall(r"extern OpFuncImpl &gCustom_(\w+)FuncImpl;", source))
+    assert registered == set(route_codegen.op_def_entries(ops))
+    assert re.search(r'Signature\("dst", SignatureEnumRW::kRWWrite', source)
+    init_args = re.findall(r'"height", /\*.arg_dtype_=\*/DT_INT, /\*.as_init_arg_=\*/(\d)', source)
+    assert init_args == ["1"]
+
+
+def test_route_table_lists_every_op_and_its_rules():
+    table = route_codegen.route_table()
+    ops = op_defs.all_op_defs()
+    listed = re.search(r"#define MSMC_ROUTE_OPS\(X\) (.*)", table).group(1)
+    assert listed.split() == [f"X({op.ascend_function})" for op in ops.values()]
+    assert '{"offsets", ArgKind::kHostValues, mindspore::kNumberTypeInt64}' in table
+    assert '{"y", ShapeRule::kDims, -1, {{DimKind::kAttr, 3}, {DimKind::kAttr, 4}}, 2' in table  # extract
+    assert '{"nbytes", ShapeRule::kDims, -1, {{DimKind::kLen, 0}}, 1, mindspore::kNumberTypeInt64, -1}' in table
+
+
+def test_every_op_has_a_body():
+    bodies = (ROOT / "ops_impl" / "kernels" / "op_bodies.cpp").read_text()
+    registry = bodies[bodies.index("const OpBody kOpBodies[]"):]
+    for op in op_defs.all_op_defs().values():
+        assert f'{{"{op.name}", ' in registry, op.name
+
+
+# ---- the switch ---------------------------------------------------------------------------------
+
+def test_route_switch(monkeypatch):
+    import mindspore as ms
+
+    assert ms.get_context("device_target") == "CPU"
+    monkeypatch.delenv(op_def_route.ROUTE_ENV, raising=False)
+    assert op_def_route.selected_route() == op_def_route.DEFAULT_CPU_ROUTE
+    monkeypatch.setenv(op_def_route.ROUTE_ENV, "op_def")
+    assert op_def_route.selected_route() == "op_def"
+    monkeypatch.setenv(op_def_route.ROUTE_ENV, "fast")
+    with pytest.raises(ValueError, match="MS_MEMCOPY_ROUTE must be one of"):
+        op_def_route.selected_route()
+
+
+def test_info_prints_the_route():
+    env = dict(os.environ, MS_MEMCOPY_ROUTE="op_def", PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-m", "ms_memcopy", "info"], env=env, capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert re.search(r"^primitive route: op_def \(MS_MEMCOPY_ROUTE=op_def\)", out, re.M), out
+
+
+# ---- with the module (built once per machine, loaded once per session) ----------------------------
+
+@pytest.fixture
+def pynative():
+    import mindspore as ms
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    if ms.get_context("device_target") != "CPU":
+        ms.set_device("CPU")
+    return ms
+
+
+def test_module_functions_run_in_order_with_builtin_ops(pynative):
+    """A built-in op right after the route's function reads its output: in asynchronous PYNATIVE the
+    kernel must have run before (a direct read would wait for every queue and hide a race)."""
+    from mindspore import ops
+
+    ms = pynative
+    module = op_def_route.load()
+    x = ms.Tensor(np.arange(400, dtype=np.float32).reshape(20, 20))
+    row, col = ms.Tensor(np.array([3], np.int64)), ms.Tensor(np.array([4], np.int64))
+    expected = (x.asnumpy()[3:11, 4:16] + 1) * 2
+    wrong = 0
+    for _ in range(300):
+        (y,) = module.memcpy2d_extract(ops.add(x, 1), row, col, 8, 12)
+        wrong += not np.array_equal(ops.mul(y, 2).asnumpy(), expected)
+    assert wrong == 0
+
+
+def test_primitives_run_in_order_with_builtin_ops(pynative, monkeypatch):
+    from mindspore import ops
+
+    from ms_memcopy.ops import MemcpyWithCondition
+
+    ms = pynative
+    monkeypatch.setenv(op_def_route.ROUTE_ENV, "op_def")
+    copy = MemcpyWithCondition("d2d")
+    x = ms.Tensor(np.arange(4096, dtype=np.float32))
+    wrong = 0
+    for i in range(300):
+        y = ops.mul(copy(ops.add(x, i)), 2)
+        wrong += not np.array_equal(y.asnumpy(), (x.asnumpy() + i) * 2)
+    assert wrong == 0
+
+
+def test_kernel_errors_keep_their_type_and_text_eagerly(pynative, monkeypatch):
+    """An error only the kernel sees (here a HostBuffer closed after the Python checks) reaches
+    Python from an asynchronous PYNATIVE launch as ValueError with the kernel's text."""
+    from mindspore.ops.primitive import _run_op
+
+    from ms_memcopy import HostBuffer
+    from ms_memcopy.ops import MemcpyWithCondition
+
+    ms = pynative
+    monkeypatch.setenv(op_def_route.ROUTE_ENV, "op_def")
+    buf = HostBuffer(64)
+    op = MemcpyWithCondition("d2h", host_buffer=buf)
+    buf.close()
+    offset = ms.Tensor(np.array([0], np.int64))
+    with pytest.raises(ValueError, match="MemcpyWithCondition\\(d2h\\): ValueError: host_buffer: the HostBuffer is closed"):
+        _run_op(op, op.name, (ms.Tensor(np.ones(4, np.float32)), offset, *op._init_values)).asnumpy()
+
+
+@pytest.mark.slow
+def test_ascend_kernels_compile_and_link(tmp_path):
+    """The Ascend KernelMods (-DCUSTOM_ASCEND_OP) against the wheel's headers and this project's ACL
+    headers; linked with --allow-shlib-undefined, since CANN's libraries are not here."""
+    library = op_def_route.compile_ascend_kernels(tmp_path)
+    symbols = subprocess.run(["nm", "-C", str(library)], capture_output=True, text=True, check=True).stdout
+    assert "RouteAscendKernel" in symbols and "CustomKernelFactory::Register" in symbols
+    for op in op_defs.all_op_defs().values():
+        assert f"gCustom_{op.ascend_function}FuncImpl" in symbols
+
+
+def test_variadic_primitive_keeps_its_attributes(monkeypatch):
+    """On the op_def route MemcpyBatch d2h is a Cell packing its tensors; it still reads like the
+    primitive it wraps."""
+    from ms_memcopy import HostBuffer
+    from ms_memcopy.ops import MemcpyBatch
+
+    monkeypatch.setenv(op_def_route.ROUTE_ENV, "op_def")
+    with HostBuffer(64) as buf:
+        op = MemcpyBatch("d2h", buf, num_tensors=3)
+        assert (op.direction, op.num_tensors, op.host_buffer, op.route) == ("d2h", 3, buf, "op_def")
+        with pytest.raises(AttributeError):
+            op.no_such_attribute  # noqa: B018
+
+
+def test_call_runs_an_op(pynative):
+    ms = pynative
+    x = ms.Tensor(np.arange(30, dtype=np.int16).reshape(5, 6))
+    i64 = lambda v: ms.Tensor(np.array([v], np.int64))  # noqa: E731
+    y = op_def_route.call("memcpy2d_extract", (x, i64(1), i64(2)), {"height": 2, "width": 3})
+    np.testing.assert_array_equal(y.asnumpy(), x.asnumpy()[1:3, 2:5])
+    with pytest.raises(ValueError, match="attributes"):
+        op_def_route.call("memcpy2d_extract", (x, i64(1), i64(2)), {"height": 1})
+    with pytest.raises(ValueError, match="out_shapes"):
+        op_def_route.call("memcpy2d_h2d", (i64(0),), {"buffer_id": 1, "pitch": 8})
+
+
+@pytest.mark.parametrize("route", ["aot", "op_def"])
+def test_jit_level_o2_is_refused(run_python, route):
+    """In a child interpreter: jit_config cannot be reset to its default once set."""
+    result = run_python(f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+import numpy as np
+import mindspore as ms
+ms.set_device("CPU")
+from ms_memcopy.ops import MemcpyWithDesc
+op = MemcpyWithDesc()
+x = ms.Tensor(np.arange(4, dtype=np.float32))
+ms.set_context(mode=ms.GRAPH_MODE, jit_config={{"jit_level": "O2"}})
+
+@ms.jit
+def run(x):
+    return op(x) * 2
+
+try:
+    run(x)
+except RuntimeError as e:
+    print("refused:", e)
+ms.set_context(jit_config={{"jit_level": "O1"}})
+
+@ms.jit
+def run_o1(x):
+    return op(x) * 3
+
+print("O1:", run_o1(x).asnumpy().tolist())
+""", env={"MS_MEMCOPY_ROUTE": route}, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert re.search(r"refused: ms_memcopy (MemcpyWithDesc|memcpy_desc_copy): .*cannot be compiled with jit_level O2 .*use jit_level O0 "
+                     r"or O1", result.stdout), result.stdout
+    assert "O1: [0.0, 3.0, 6.0, 9.0]" in result.stdout
+
+
+def test_build_dir_order(monkeypatch, tmp_path):
+    """An explicit directory, then the installation's build, then MindSpore's cache, then the user's."""
+    monkeypatch.setattr(op_def_route, "packaged_build_dir", lambda backend: tmp_path / "pkg" / backend)
+    monkeypatch.delenv("MS_MEMCOPY_ROUTE_BUILD_DIR", raising=False)
+    monkeypatch.delenv("MS_COMPILER_CACHE_PATH", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert str(op_def_route.default_build_dir("CPU")).startswith(str(tmp_path / "xdg" / "ms_memcopy" / "route"))
+    monkeypatch.setenv("MS_COMPILER_CACHE_PATH", str(tmp_path / "msc"))
+    assert op_def_route.default_build_dir("Ascend").parent == tmp_path / "msc" / "ms_memcopy_route"
+    (tmp_path / "pkg" / "CPU").mkdir(parents=True)
+    (tmp_path / "pkg" / "CPU" / op_def_route.FINGERPRINT_FILE).write_text("x")
+    assert op_def_route.default_build_dir("CPU") == tmp_path / "pkg" / "CPU"
+    monkeypatch.setenv("MS_MEMCOPY_ROUTE_BUILD_DIR", str(tmp_path / "own"))
+    assert op_def_route.default_build_dir("CPU").parent == tmp_path / "own"
+    with pytest.raises(ValueError, match="backend"):
+        op_def_route.default_build_dir("GPU")
+
+
+def test_an_up_to_date_build_is_not_rebuilt():
+    import time
+
+    start = time.perf_counter()
+    path = op_def_route.build("CPU")
+    assert Path(path).exists() and time.perf_counter() - start < 10
