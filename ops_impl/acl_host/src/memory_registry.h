@@ -112,27 +112,42 @@ private:
         size_t size = 0;
         MemKind kind = MemKind::kUnregistered;
         int32_t device = -1;
-        uint64_t references = 0;  // framework registrations
+        uint64_t references = 0;  // framework registrations (in registrations_)
         Storage storage;          // owned memory of kDevice / kPinnedHost
     };
+    using EntryMap = std::map<uintptr_t, Entry>;
 
     MemoryRegistry() = default;
     // item: the index of the range in a batch (named in messages), or SIZE_MAX for a single call.
-    aclError RegisterLocked(const char *api, void *ptr, size_t size, int32_t device, size_t item);
+    // Whether [ptr, ptr + size) may be registered for device; *nested: it lies inside an aclrtMalloc
+    // allocation. The answer does not depend on other framework registrations of the same device, so a
+    // batch checks every range before it registers any.
+    aclError CheckRegisterLocked(const char *api, void *ptr, size_t size, int32_t device, size_t item,
+                                 bool *nested) const;
+    void ApplyRegisterLocked(void *ptr, size_t size, int32_t device, bool nested);
     aclError UnregisterLocked(const char *api, void *ptr, size_t item);
-    // Inserts a framework entry, reusing a map node released by an earlier unregistration if there is one.
-    void InsertFrameworkLocked(std::map<uintptr_t, Entry>::const_iterator hint, uintptr_t p, size_t size,
-                               int32_t device);
+    // Rebuilds the framework entries of entries_ over [begin, end) from the registrations whose base lies
+    // there: every maximal run of overlapping registrations becomes one entry spanning their union.
+    // [begin, end) must not cut a run (callers pass the union of the entries they invalidate).
+    void RebuildFrameworkLocked(uintptr_t begin, uintptr_t end);
+    // Inserts into map, reusing a node released earlier if there is one.
+    void InsertLocked(EntryMap &map, EntryMap::const_iterator hint, uintptr_t key, Entry entry);
+    void EraseLocked(EntryMap &map, EntryMap::iterator it);
     // The entry containing p, and the address range [*begin, *end) over which that answer holds.
     MemInfo LookupLocked(uintptr_t p, uintptr_t *begin, uintptr_t *end) const;
     // Stores the message for "ptr is not the base of an allocation of kind" and returns 107000.
     aclError BaseMismatchLocked(const char *api, const char *param, MemKind kind, const void *ptr) const;
 
     mutable std::shared_mutex mutex_;
-    std::map<uintptr_t, Entry> entries_;
-    // Map nodes of released framework registrations, reused by the next ones: kernels register and
-    // unregister every tensor at every launch, and this keeps that free of allocations.
-    std::vector<std::map<uintptr_t, Entry>::node_type> spare_nodes_;
+    // Disjoint ranges: aclrtMalloc and aclrtMallocHost allocations, and framework memory, where one
+    // framework entry is the union of a run of overlapping registrations (its `references` is unused).
+    EntryMap entries_;
+    // Every framework registration by base (same base: one node, counted, of the largest size). They may
+    // overlap each other in any way; entries_ holds their unions, which is what lookups read.
+    EntryMap registrations_;
+    // Map nodes released by unregistrations, reused by the next ones: kernels register and unregister
+    // every tensor at every launch, and this keeps that free of allocations.
+    std::vector<EntryMap::node_type> spare_nodes_;
     // Registrations that lie inside a device allocation of the same device: counted, no new entry.
     std::map<uintptr_t, uint64_t> nested_registrations_;
 };

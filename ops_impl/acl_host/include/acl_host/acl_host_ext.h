@@ -22,8 +22,12 @@ extern "C" {
  * the framework owns (MindSpore CPU tensors), so that ACL direction checks
  * treat it as the device side of a copy.
  *
- * Registering exactly the same range again counts a reference. A range that
- * partly overlaps any other allocation or registration returns 107000.
+ * Registrations of the same device may overlap each other in any way and in
+ * any order; each is released by its own unregistration, and an address is
+ * device memory while some registration covers it. The same base registered
+ * again counts a reference. A range inside an aclrtMalloc allocation of the
+ * same device is counted; one overlapping pinned memory, part of an
+ * aclrtMalloc allocation or another device's memory returns 107000.
  * size 0 or ptr NULL returns 100000.
  */
 ACL_FUNC_VISIBILITY aclError aclhostRegisterDeviceMemory(void *ptr, size_t size);
