@@ -966,6 +966,78 @@ void TestConcurrentRegistration()
     CHECK(Pageable(tensor.data()) && Pageable(tensor.data() + 4000) && Pageable(tensor.data() + 7999));
 }
 
+// One async batch of `count` 4-byte items from pinned to device memory; true when the call succeeded.
+bool LongBatch(aclrtStream stream, unsigned char *dev, const unsigned char *pinned, size_t count,
+               std::chrono::steady_clock::time_point *begin, std::chrono::steady_clock::time_point *end)
+{
+    std::vector<void *> dsts(count);
+    std::vector<void *> srcs(count);
+    std::vector<size_t> sizes(count, 4);
+    for (size_t i = 0; i < count; ++i) {
+        dsts[i] = dev + 4 * i;
+        srcs[i] = const_cast<unsigned char *>(pinned) + 4 * i;
+    }
+    aclrtMemcpyBatchAttr attr = {};
+    attr.srcLoc = {0, ACL_MEM_LOCATION_TYPE_HOST};
+    attr.dstLoc = {0, ACL_MEM_LOCATION_TYPE_DEVICE};
+    size_t index = 0;
+    size_t fail_index = 0;
+    *begin = std::chrono::steady_clock::now();
+    const aclError ret = aclrtMemcpyBatchAsync(dsts.data(), sizes.data(), srcs.data(), sizes.data(), count, &attr,
+                                               &index, 1, &fail_index, stream);
+    *end = std::chrono::steady_clock::now();
+    return ret == ACL_SUCCESS && fail_index == SIZE_MAX;
+}
+
+void TestLongBatchLetsRegistryWritersIn(aclrtStream stream)
+{
+    // A batch of many items does not hold the memory registry for its whole item loop: registrations
+    // (and frees) made by another thread complete while it runs. Each attempt counts the registrations
+    // that completed in the middle half of the call; a loaded machine may starve the other thread for
+    // one attempt, not for all of them.
+    constexpr size_t count = 1 << 20;
+    auto *pinned = static_cast<unsigned char *>(PinnedAlloc(4 * count));
+    auto *dev = static_cast<unsigned char *>(DeviceAlloc(4 * count));
+    Fill(pinned, 4 * count, 5);
+    std::vector<unsigned char> tensor(256);
+    bool let_in = false;
+    for (int attempt = 0; attempt < 4 && !let_in; ++attempt) {
+        std::atomic<bool> stop{false};
+        std::mutex times_mutex;
+        std::vector<std::chrono::steady_clock::time_point> done;
+        std::thread writer([&] {
+            (void)aclrtSetDevice(0);
+            while (!stop.load()) {
+                if (aclhostRegisterDeviceMemory(tensor.data(), tensor.size()) == ACL_SUCCESS &&
+                    aclhostUnregisterDeviceMemory(tensor.data()) == ACL_SUCCESS) {
+                    std::lock_guard<std::mutex> lock(times_mutex);
+                    done.push_back(std::chrono::steady_clock::now());
+                }
+            }
+            (void)aclrtResetDevice(0);
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        std::chrono::steady_clock::time_point begin;
+        std::chrono::steady_clock::time_point end;
+        CHECK(LongBatch(stream, dev, pinned, count, &begin, &end));
+        stop = true;
+        writer.join();
+        const auto quarter = (end - begin) / 4;
+        size_t inside = 0;
+        for (const auto &t : done) {
+            inside += (t > begin + quarter && t < end - quarter) ? 1 : 0;
+        }
+        let_in = inside > 0;
+    }
+    CHECK(let_in);
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    std::vector<unsigned char> back(4 * count);
+    CHECK_RET(aclrtMemcpy(back.data(), back.size(), dev, back.size(), ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(Same(back.data(), pinned, back.size()));
+    CHECK_RET(aclrtFree(dev), ACL_SUCCESS);
+    CHECK_RET(aclrtFreeHost(pinned), ACL_SUCCESS);
+}
+
 void ThreadWorker(int index, std::atomic<int> *failures)
 {
     const bool set_device = index % 2 == 0;  // odd threads rely on the process default device
@@ -1222,6 +1294,7 @@ int main()
     TestFrameworkRegistration(stream);
     TestOverlappingRegistrations();
     TestConcurrentRegistration();
+    TestLongBatchLetsRegistryWritersIn(stream);
     TestMemsetAndInfo(stream);
     CHECK_RET(aclrtDestroyStream(stream), ACL_SUCCESS);
     TestContexts();

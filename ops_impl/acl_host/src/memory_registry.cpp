@@ -22,6 +22,7 @@
 #include <iterator>
 #include <limits>
 #include <mutex>
+#include <thread>
 #include <utility>
 
 #include "checked_math.h"
@@ -91,7 +92,7 @@ aclError MemoryRegistry::Allocate(const char *api, MemKind kind, int32_t device,
     entry.device = kind == MemKind::kDevice ? device : -1;
     entry.storage = std::move(storage);
     {
-        std::unique_lock<std::shared_mutex> lock(mutex_);
+        std::unique_lock<std::shared_mutex> lock = WriteLock();
         const uintptr_t key = reinterpret_cast<uintptr_t>(base);
         // A fresh allocation can only collide with framework registrations of memory the framework no
         // longer owns; drop such stale registrations so the new allocation is what the address means.
@@ -141,21 +142,11 @@ aclError MemoryRegistry::BaseMismatchLocked(const char *api, const char *param, 
                 MemKindName(info.kind), MemKindName(kind));
 }
 
-aclError MemoryRegistry::CheckAllocationBase(const char *api, const char *param, MemKind kind, const void *ptr) const
-{
-    std::shared_lock<std::shared_mutex> lock(mutex_);
-    const auto it = entries_.find(reinterpret_cast<uintptr_t>(ptr));
-    if (it != entries_.end() && it->second.kind == kind) {
-        return ACL_SUCCESS;
-    }
-    return BaseMismatchLocked(api, param, kind, ptr);
-}
-
-aclError MemoryRegistry::Release(const char *api, const char *param, MemKind kind, void *ptr)
+aclError MemoryRegistry::Release(const char *api, const char *param, MemKind kind, void *ptr, void (*drain)())
 {
     Storage storage;
     {
-        std::unique_lock<std::shared_mutex> lock(mutex_);
+        std::unique_lock<std::shared_mutex> lock = WriteLock();
         const auto it = entries_.find(reinterpret_cast<uintptr_t>(ptr));
         if (it == entries_.end() || it->second.kind != kind) {
             return BaseMismatchLocked(api, param, kind, ptr);
@@ -167,7 +158,16 @@ aclError MemoryRegistry::Release(const char *api, const char *param, MemKind kin
         nested_registrations_.erase(nested_registrations_.lower_bound(begin),
                                     nested_registrations_.lower_bound(end));
     }
-    return ACL_SUCCESS;  // storage is freed here, outside the lock
+    drain();
+    return ACL_SUCCESS;  // storage is freed here, after the copies that could use it
+}
+
+std::unique_lock<std::shared_mutex> MemoryRegistry::WriteLock()
+{
+    writers_waiting_.fetch_add(1, std::memory_order_relaxed);
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    writers_waiting_.fetch_sub(1, std::memory_order_relaxed);
+    return lock;
 }
 
 namespace {
@@ -189,7 +189,7 @@ struct ItemPrefix {
 
 aclError MemoryRegistry::Register(const char *api, void *ptr, size_t size, int32_t device)
 {
-    std::unique_lock<std::shared_mutex> lock(mutex_);
+    std::unique_lock<std::shared_mutex> lock = WriteLock();
     bool nested = false;
     const aclError ret = CheckRegisterLocked(api, ptr, size, device, SIZE_MAX, &nested);
     if (ret == ACL_SUCCESS) {
@@ -201,7 +201,7 @@ aclError MemoryRegistry::Register(const char *api, void *ptr, size_t size, int32
 aclError MemoryRegistry::RegisterMany(const char *api, void *const *ptrs, const size_t *sizes, size_t count,
                                       int32_t device)
 {
-    std::unique_lock<std::shared_mutex> lock(mutex_);
+    std::unique_lock<std::shared_mutex> lock = WriteLock();
     bool nested = false;
     for (size_t i = 0; i < count; ++i) {
         const aclError ret = CheckRegisterLocked(api, ptrs[i], sizes[i], device, i, &nested);
@@ -343,13 +343,13 @@ void MemoryRegistry::EraseLocked(EntryMap &map, EntryMap::iterator it)
 
 aclError MemoryRegistry::Unregister(const char *api, void *ptr)
 {
-    std::unique_lock<std::shared_mutex> lock(mutex_);
+    std::unique_lock<std::shared_mutex> lock = WriteLock();
     return UnregisterLocked(api, ptr, SIZE_MAX);
 }
 
 aclError MemoryRegistry::UnregisterMany(const char *api, void *const *ptrs, size_t count)
 {
-    std::unique_lock<std::shared_mutex> lock(mutex_);
+    std::unique_lock<std::shared_mutex> lock = WriteLock();
     aclError first = ACL_SUCCESS;
     for (size_t i = 0; i < count; ++i) {
         if (first == ACL_SUCCESS) {
@@ -445,6 +445,18 @@ void MemoryRegistry::Reader::Pause()
 }
 
 void MemoryRegistry::Reader::Resume() { lock_.lock(); }
+
+bool MemoryRegistry::Reader::WritersWaiting() const
+{
+    return registry_.writers_waiting_.load(std::memory_order_relaxed) != 0;
+}
+
+void MemoryRegistry::Reader::WaitForWriters() const
+{
+    while (WritersWaiting()) {
+        std::this_thread::yield();
+    }
+}
 
 MemInfo MemoryRegistry::Reader::LookupMiss(uintptr_t p)
 {

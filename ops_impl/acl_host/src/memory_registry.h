@@ -3,10 +3,12 @@
 #ifndef MS_MEMCOPY_ACL_HOST_MEMORY_REGISTRY_H_
 #define MS_MEMCOPY_ACL_HOST_MEMORY_REGISTRY_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <shared_mutex>
 #include <vector>
@@ -45,11 +47,12 @@ public:
     // ACL_ERROR_RT_MEMORY_ALLOCATION when the host cannot provide it.
     aclError Allocate(const char *api, MemKind kind, int32_t device, size_t bytes, void **out);
 
-    // ACL_SUCCESS when ptr is the base of an allocation of `kind`; else ACL_ERROR_RT_PARAM_INVALID.
-    aclError CheckAllocationBase(const char *api, const char *param, MemKind kind, const void *ptr) const;
-
-    // Removes and frees the allocation of `kind` starting at ptr (same error as CheckAllocationBase).
-    aclError Release(const char *api, const char *param, MemKind kind, void *ptr);
+    // Removes the allocation of `kind` starting at ptr from the registry (ACL_ERROR_RT_PARAM_INVALID
+    // when ptr is not the base of one), then calls drain() without the lock, then frees the memory. A batch copy
+    // holds the shared lock from validating an item until it is enqueued, so every copy that saw the
+    // allocation is on a stream before it is removed, and drain() (waiting for the streams) lets those
+    // copies finish before the memory goes.
+    aclError Release(const char *api, const char *param, MemKind kind, void *ptr, void (*drain)());
 
     // Framework registration (see acl_host_ext.h for the rules).
     aclError Register(const char *api, void *ptr, size_t size, int32_t device);
@@ -87,6 +90,10 @@ public:
         }
         void Pause();   // releases the lock and forgets the cache
         void Resume();  // takes the lock again
+        // Whether a thread waits to change the registry (the lock prefers readers, so a long reader
+        // should Pause and WaitForWriters at a point where it holds no unenqueued validation).
+        bool WritersWaiting() const;
+        void WaitForWriters() const;  // while paused: until no writer waits
 
     private:
         MemInfo LookupMiss(uintptr_t p);
@@ -138,7 +145,11 @@ private:
     // Stores the message for "ptr is not the base of an allocation of kind" and returns 107000.
     aclError BaseMismatchLocked(const char *api, const char *param, MemKind kind, const void *ptr) const;
 
+    // The exclusive lock, counted in writers_waiting_ while it is awaited.
+    std::unique_lock<std::shared_mutex> WriteLock();
+
     mutable std::shared_mutex mutex_;
+    std::atomic<int> writers_waiting_{0};
     // Disjoint ranges: aclrtMalloc and aclrtMallocHost allocations, and framework memory, where one
     // framework entry is the union of a run of overlapping registrations (its `references` is unused).
     EntryMap entries_;
