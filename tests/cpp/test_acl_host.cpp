@@ -1038,6 +1038,51 @@ void TestLongBatchLetsRegistryWritersIn(aclrtStream stream)
     CHECK_RET(aclrtFreeHost(pinned), ACL_SUCCESS);
 }
 
+struct SelfDestroy {
+    Gate gate;
+    aclrtStream stream = nullptr;
+    aclError sync_code = -1;
+    aclError destroy_code = -1;
+    std::atomic<bool> last_ran{false};
+
+    static void Run(void *self)
+    {
+        auto *me = static_cast<SelfDestroy *>(self);
+        me->gate.Wait(&me->gate);
+        me->sync_code = aclrtSynchronizeStream(me->stream);  // its own stream: returns at once
+        me->destroy_code = aclrtDestroyStream(me->stream);   // the last reference drops on this worker
+    }
+    static void MarkLast(void *self) { static_cast<SelfDestroy *>(self)->last_ran = true; }
+};
+
+void TestHostFunctionDestroysItsStream()
+{
+    // A host function may synchronize and destroy its own stream: the process goes on, and the tasks
+    // queued after the function still run, in order, before the stream's thread ends.
+    constexpr size_t n = 64 * 1024;
+    auto *pinned = static_cast<unsigned char *>(PinnedAlloc(n));
+    auto *dev = static_cast<unsigned char *>(DeviceAlloc(n));
+    Fill(pinned, n, 17);
+    SelfDestroy state;
+    CHECK_RET(aclrtCreateStream(&state.stream), ACL_SUCCESS);
+    CHECK_RET(aclhostLaunchHostFunc(state.stream, SelfDestroy::Run, &state), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsync(dev, n, pinned, n, ACL_MEMCPY_HOST_TO_DEVICE, state.stream), ACL_SUCCESS);
+    CHECK_RET(aclhostLaunchHostFunc(state.stream, SelfDestroy::MarkLast, &state), ACL_SUCCESS);
+    state.gate.Open();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!state.last_ran.load() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    CHECK(state.last_ran.load());
+    CHECK(state.sync_code == ACL_SUCCESS && state.destroy_code == ACL_SUCCESS);
+    CHECK_RET(aclrtSynchronizeStream(state.stream), ACL_ERROR_RT_INVALID_HANDLE);
+    std::vector<unsigned char> back(n);
+    CHECK_RET(aclrtMemcpy(back.data(), n, dev, n, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(Same(back.data(), pinned, n));
+    CHECK_RET(aclrtFree(dev), ACL_SUCCESS);
+    CHECK_RET(aclrtFreeHost(pinned), ACL_SUCCESS);
+}
+
 void ThreadWorker(int index, std::atomic<int> *failures)
 {
     const bool set_device = index % 2 == 0;  // odd threads rely on the process default device
@@ -1295,6 +1340,7 @@ int main()
     TestOverlappingRegistrations();
     TestConcurrentRegistration();
     TestLongBatchLetsRegistryWritersIn(stream);
+    TestHostFunctionDestroysItsStream();
     TestMemsetAndInfo(stream);
     CHECK_RET(aclrtDestroyStream(stream), ACL_SUCCESS);
     TestContexts();

@@ -75,8 +75,9 @@ ACL_FUNC_VISIBILITY aclError aclhostSetStreamDeferred(aclrtStream stream, int32_
 /*
  * Enqueues fn(userData) on a stream (NULL: the current device's default stream). It runs on the
  * stream's worker thread after every task submitted before it, and the tasks submitted after it wait
- * for it to return. Tests use it to hold a stream busy deterministically. fn must not call ACL
- * functions that wait for streams (synchronize, destroy, free). fn NULL: 100000.
+ * for it to return. Tests use it to hold a stream busy deterministically. A wait for its own stream
+ * from fn (synchronize, destroy, free) returns at once; fn may destroy its own stream (the tasks after
+ * it still run). fn NULL: 100000.
  */
 typedef void (*aclhostHostFunc)(void *userData);
 ACL_FUNC_VISIBILITY aclError aclhostLaunchHostFunc(aclrtStream stream, aclhostHostFunc fn, void *userData);
