@@ -144,6 +144,14 @@ aclError MemoryRegistry::BaseMismatchLocked(const char *api, const char *param, 
 
 aclError MemoryRegistry::Release(const char *api, const char *param, MemKind kind, void *ptr, void (*drain)())
 {
+    {
+        std::shared_lock<std::shared_mutex> lock(mutex_);
+        const auto it = entries_.find(reinterpret_cast<uintptr_t>(ptr));
+        if (it == entries_.end() || it->second.kind != kind) {
+            return BaseMismatchLocked(api, param, kind, ptr);
+        }
+    }
+    drain();  // the queued tasks run while the allocation is still registered (descriptor copies look it up)
     Storage storage;
     {
         std::unique_lock<std::shared_mutex> lock = WriteLock();
@@ -158,7 +166,7 @@ aclError MemoryRegistry::Release(const char *api, const char *param, MemKind kin
         nested_registrations_.erase(nested_registrations_.lower_bound(begin),
                                     nested_registrations_.lower_bound(end));
     }
-    drain();
+    drain();  // copies a batch enqueued between the first drain and the removal
     return ACL_SUCCESS;  // storage is freed here, after the copies that could use it
 }
 

@@ -47,11 +47,11 @@ public:
     // ACL_ERROR_RT_MEMORY_ALLOCATION when the host cannot provide it.
     aclError Allocate(const char *api, MemKind kind, int32_t device, size_t bytes, void **out);
 
-    // Removes the allocation of `kind` starting at ptr from the registry (ACL_ERROR_RT_PARAM_INVALID
-    // when ptr is not the base of one), then calls drain() without the lock, then frees the memory. A batch copy
-    // holds the shared lock from validating an item until it is enqueued, so every copy that saw the
-    // allocation is on a stream before it is removed, and drain() (waiting for the streams) lets those
-    // copies finish before the memory goes.
+    // Frees the allocation of `kind` starting at ptr (ACL_ERROR_RT_PARAM_INVALID when ptr is not the
+    // base of one): drain() (no lock held) lets the queued tasks finish while it is registered, then it
+    // leaves the registry, then drain() runs again, then the memory is freed. A batch copy holds the
+    // shared lock from validating an item until it is enqueued, so every copy that saw the allocation
+    // is on a stream before it leaves the registry, and the second drain lets it finish first.
     aclError Release(const char *api, const char *param, MemKind kind, void *ptr, void (*drain)());
 
     // Framework registration (see acl_host_ext.h for the rules).
