@@ -1,6 +1,6 @@
 """Differential fuzzer of the host runtime's copy calls.
 
-Random valid and invalid arguments to the 1D, 2D, batch and memset calls (pointers into device, pinned, framework-registered and pageable
+Random valid and invalid arguments to the 1D, 2D, batch, memset and descriptor calls (pointers into device, pinned, framework-registered and pageable
 memory at random offsets; sizes up to SIZE_MAX; kinds including invalid enum values; valid, NULL,
 destroyed, unknown and other-device streams; batch arrays with random attributes) go to the C calls
 through ctypes, with nothing checked in Python first. A reference model written from the documented
@@ -23,14 +23,16 @@ import ctypes
 import json
 import os
 import random
+import struct
 import subprocess
 import sys
 import time
 
 SIZE_MAX = 2**64 - 1
 OK, INVALID_PARAM, RT_PARAM_INVALID, RT_CONTEXT_STREAM = 0, 100000, 107000, 107003
-RT_INVALID_HANDLE, RT_FEATURE_NOT_SUPPORT = 107017, 207000
-H2H, H2D, D2H, D2D, DEFAULT, BUF_H2D = 0, 1, 2, 3, 4, 5
+RT_INVALID_HANDLE, RT_FEATURE_NOT_SUPPORT, RT_INTERNAL_ERROR = 107017, 207000, 507000
+H2H, H2D, D2H, D2D, DEFAULT, BUF_H2D, INNER_D2D = 0, 1, 2, 3, 4, 5, 6
+DESC_MAGIC, DESC_VERSION, DESC_MAX_COUNT = 0x4344534D, 1, 4 * 2**30
 LOC_HOST, LOC_DEVICE, LOC_UNREGISTERED, LOC_MANAGED, LOC_HOST_NUMA = 0, 1, 2, 3, 4
 FAIL_INDEX_SENTINEL = 0x5EED
 MAX_2D_HEIGHT, MAX_2D_WIDTH = 5242880, 5000000
@@ -323,8 +325,65 @@ class Model:
         self.check_extent(ptr, count)
         return OK, [("set", ptr, c["value"] & 0xFF, count)]
 
+    def set_desc(self, c):
+        """aclrtSetMemcpyDesc -> its code (Rejected) or None."""
+        desc, src, dst, count = c["desc"], c["src"], c["dst"], c["count"]
+        if desc is None or not 0 <= c["set_kind"] < 8 or src is None or dst is None:
+            raise Rejected(INVALID_PARAM)
+        if count == 0 or c["config"]:
+            raise Rejected(INVALID_PARAM)
+        if not self.m.profile["memcpy_desc"] or c["set_kind"] != INNER_D2D:
+            raise Rejected(RT_FEATURE_NOT_SUPPORT)
+        if count > DESC_MAX_COUNT:
+            raise Rejected(RT_PARAM_INVALID)
+        self.check_desc(desc)
+        if self.loc(src) != "device" or self.loc(dst) != "device":
+            raise Rejected(RT_PARAM_INVALID)
+        self.check_extent(src, count)
+        self.check_extent(dst, count)
+
+    def check_desc(self, desc):
+        region = self.m.regions[desc[0]]
+        if (region.ptr + desc[1]) % 64 != 0 or region.loc != "device":
+            raise Rejected(RT_PARAM_INVALID)
+        if region.size - desc[1] < self.m.profile["memcpy_desc_size"]:
+            raise Rejected(RT_PARAM_INVALID)
+
+    def with_desc(self, c):
+        """aclrtMemcpyAsyncWithDesc -> its code (Rejected) or None."""
+        desc = c["desc2"]
+        if desc is None or not 0 <= c["kind"] < 8 or c["stream"] == "null":
+            raise Rejected(INVALID_PARAM)
+        if not self.m.profile["memcpy_desc"]:
+            raise Rejected(RT_FEATURE_NOT_SUPPORT)
+        self.stream_handle(c["stream"])
+        if c["kind"] != INNER_D2D:
+            raise Rejected(RT_FEATURE_NOT_SUPPORT)
+        self.check_desc(desc)
+
+    def desc(self, c):
+        """Set, then the copy with a descriptor, then a synchronize of its stream: the three codes, and the
+        descriptor write and the copy."""
+        copies = []
+        try:
+            self.set_desc(c)
+            set_code = OK
+            copies.append(("desc", c["desc"], self.m.address(c["src"]), self.m.address(c["dst"]), c["count"]))
+        except Rejected as e:
+            set_code = e.code
+        try:
+            self.with_desc(c)
+        except Rejected as e:
+            return (set_code, e.code, OK), copies
+        if set_code == OK and c["desc2"] == c["desc"]:  # the task reads what the first call wrote
+            copies.append(("1d", c["dst"], c["src"], c["count"]))
+            return (set_code, OK, OK), copies
+        return (set_code, OK, RT_INTERNAL_ERROR), copies  # not a descriptor when the task reads it
+
     def predict(self, c):
         """(code, copies, failIndex or None)."""
+        if c["api"] == "descriptor":
+            return (*self.desc(c), None)
         try:
             if c["api"].startswith("aclrtMemset"):
                 return (*self.memset(c), None)
@@ -345,6 +404,8 @@ def touched(copy):
     if copy[0] == "set":
         _, dst, _, n = copy
         return [(dst[0], dst[1], dst[1] + n)]
+    if copy[0] == "desc":
+        return [(copy[1][0], copy[1][1], copy[1][1] + 32)]
     _, dst, dpitch, src, spitch, width, height = copy
     return [(dst[0], dst[1], dst[1] + (height - 1) * dpitch + width),
             (src[0], src[1], src[1] + (height - 1) * spitch + width)]
@@ -360,6 +421,10 @@ def apply(copies, mem):
         elif copy[0] == "set":
             _, (dreg, doff), value, n = copy
             mem[dreg][doff:doff + n] = value
+        elif copy[0] == "desc":
+            _, (dreg, doff), src, dst, n = copy
+            fields = struct.pack("<IIQQQ", DESC_MAGIC, DESC_VERSION, src, dst, n)
+            mem[dreg][doff:doff + len(fields)] = list(fields)
         else:
             _, (dreg, doff), dpitch, (sreg, soff), spitch, width, height = copy
             for r in range(height):
@@ -374,7 +439,7 @@ BAD_KINDS = (6, 7, 8, -1, 2**31 - 1, 100)
 API_WEIGHTS = {"aclrtMemcpy": 3, "aclrtMemcpyAsync": 3, "aclrtMemcpyAsyncWithCondition": 1, "aclrtMemcpy2d": 2,
                "aclrtMemcpy2dAsync": 2, "aclrtMemcpyBatchAsync": 2, "aclrtMemcpyBatch": 1,
                "aclrtMemcpyBatchAsyncV2": 0.5, "aclrtMemcpyBatchV2": 0.5, "aclrtMemset": 1,
-               "aclrtMemsetAsync": 1}
+               "aclrtMemsetAsync": 1, "descriptor": 1.5}
 
 
 def pick_ptr(rng, memory):
@@ -467,10 +532,39 @@ def gen_batch(rng, memory, api):
             "null_array": null, "stream": pick_stream(rng)}
 
 
+def pick_desc(rng, memory):
+    """Mostly a 64-byte aligned address in aclrtMalloc memory, sometimes too near its end."""
+    r = rng.random()
+    if r < 0.75:
+        region = memory.regions[rng.choice(["dev", "dev2"])]
+        return (region.name, 64 * rng.randrange((region.size + 63) // 64))
+    return pick_ptr(rng, memory)
+
+
+def pick_device_ptr(rng, memory):
+    if rng.random() < 0.85:
+        region = memory.regions[rng.choice(["dev", "dev2", "fw"])]
+        return (region.name, rng.randrange(region.size))
+    return pick_ptr(rng, memory)
+
+
+def gen_descriptor(rng, memory):
+    desc = pick_desc(rng, memory)
+    count = pick_size(rng, 64, 600)
+    if rng.random() < 0.03:
+        count = rng.choice([DESC_MAX_COUNT, DESC_MAX_COUNT + 1])
+    return {"desc": desc, "set_kind": pick_kind(rng, (INNER_D2D,) * 6 + (D2D, H2D, 7)),
+            "src": pick_device_ptr(rng, memory), "dst": pick_device_ptr(rng, memory), "count": count,
+            "config": rng.random() < 0.04, "desc2": desc if rng.random() < 0.85 else pick_desc(rng, memory),
+            "kind": pick_kind(rng, (INNER_D2D,) * 6 + (D2D, 7)), "stream": pick_stream(rng)}
+
+
 def gen_case(rng, memory):
     api = rng.choices(list(API_WEIGHTS), list(API_WEIGHTS.values()))[0]
     case = {"api": api}
-    if api.startswith("aclrtMemset"):
+    if api == "descriptor":
+        case.update(gen_descriptor(rng, memory))
+    elif api.startswith("aclrtMemset"):
         count = pick_size(rng)
         value = rng.choice([rng.randrange(256), rng.randrange(-2**31, 2**31)])
         case.update(dst=pick_ptr(rng, memory), dest_max=pick_dest_max(rng, count), count=count, value=value,
@@ -555,6 +649,13 @@ def run_call(memory, case):
             args.append(stream)
         code = memory.call(api, *args)
         return code, (None if v2 else fail_index.value)
+    if api == "descriptor":
+        set_code = memory.call("aclrtSetMemcpyDesc", addr(case["desc"]), ctypes.c_int(case["set_kind"]),
+                               addr(case["src"]), addr(case["dst"]), case["count"],
+                               0x1000 if case["config"] else None)
+        copy_code = memory.call("aclrtMemcpyAsyncWithDesc", addr(case["desc2"]), ctypes.c_int(case["kind"]), stream)
+        sync_code = memory.call("aclrtSynchronizeStream", stream) if copy_code == OK else OK
+        return (set_code, copy_code, sync_code), None
     if api.startswith("aclrtMemset"):
         args = [addr(case["dst"]), case["dest_max"], case["value"], case["count"]]
         if api == "aclrtMemsetAsync":
@@ -589,7 +690,8 @@ def run_case(memory, model, seed, index, tally=None):
     """None when the runtime matched the model, else a description of the mismatch."""
     rng, case, (code, copies, fail_index) = make_case(seed, index, memory, model)
     if tally is not None:
-        key = f"{case['api']} {code}"
+        shown = "/".join(map(str, code)) if isinstance(code, tuple) else code
+        key = f"{case['api']} {shown}"
         tally[key] = tally.get(key, 0) + 1
     memory.fill(rng)
     before = memory.snapshot()
