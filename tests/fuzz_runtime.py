@@ -1,7 +1,7 @@
 """Differential fuzzer of the host runtime's copy calls.
 
-Random valid and invalid arguments to the 1D, 2D, batch, memset and descriptor calls (pointers into device, pinned, framework-registered and pageable
-memory at random offsets; sizes up to SIZE_MAX; kinds including invalid enum values; valid, NULL,
+Random valid and invalid arguments to the 1D, 2D, batch, memset and descriptor calls (pointers into
+device, pinned, framework-registered and pageable memory at random offsets; sizes up to SIZE_MAX; kinds including invalid enum values; valid, NULL,
 destroyed, unknown and other-device streams; batch arrays with random attributes) go to the C calls
 through ctypes, with nothing checked in Python first. A reference model written from the documented
 checks (docs/host_runtime.md, "Copies") predicts each call: the return code, the batch failIndex, and
@@ -123,7 +123,8 @@ class Memory:
 
 # --- the reference model ---------------------------------------------------------------------------
 
-# (src loc, dst loc) -> (forced kind or None, kinds a pageable endpoint accepts, what DEFAULT becomes)
+# Kind correction by (src, dst) location: pinned and device memory on both sides force the direction;
+# with a pageable side, the kinds that side accepts and what DEFAULT becomes.
 FORCED = {("pinned", "pinned"): H2H, ("pinned", "device"): H2D, ("device", "pinned"): D2H,
           ("device", "device"): D2D}
 PAGEABLE_RULES = {("pinned", "pageable"): ({H2H, H2D}, H2H), ("device", "pageable"): ({D2H, D2D}, D2H),
