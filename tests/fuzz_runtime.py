@@ -12,11 +12,12 @@ Cases run in batches, each in its own interpreter, so a crash is a finding (with
 replay), not a dead run. Case i of seed s is generated from (s, i) alone and starts from freshly filled
 memory, so any case replays on its own:
 
-    python -m tests.fuzz_runtime --cases 100000            # the long run (a few minutes)
-    python -m tests.fuzz_runtime --seed 7 --first 4242 --cases 1 --verbose   # one case
+    python tests/fuzz_runtime.py --cases 100000            # the long run (about 30 s)
+    python tests/fuzz_runtime.py --seed 7 --first 4242 --cases 1 --verbose   # one case
 
-Exit status 0 when every case matched the model. Run from the repository root with the built tree on
-PYTHONPATH. The test suite runs a short run (tests/test_runtime_fuzz.py).
+Exit status 0 when every case matched the model. It tests the ms_memcopy that `import ms_memcopy`
+finds (with a tree built in place: PYTHONPATH=<checkout>); `python -m tests.fuzz_runtime` from the
+repository root works too. The test suite runs a short run (tests/test_runtime_fuzz.py).
 """
 import argparse
 import ctypes
@@ -749,11 +750,14 @@ def run_process(seed, first, count, verbose=False, timeout=600, tally=None):
     """Runs cases [first, first + count) in a fresh interpreter; returns the list of findings.
     tally (a dict): adds the number of cases per "api expected-code"."""
     env = {k: v for k, v in os.environ.items() if k not in HOST_RUNTIME_ENV}
-    cmd = [sys.executable, "-m", "tests.fuzz_runtime", "--worker", "--seed", str(seed), "--first", str(first),
+    loaded = sys.modules.get("ms_memcopy")
+    if loaded is not None:  # the worker tests the same ms_memcopy as this process
+        parent = os.path.dirname(os.path.dirname(os.path.abspath(loaded.__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [parent, env.get("PYTHONPATH")]))
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--seed", str(seed), "--first", str(first),
            "--cases", str(count)] + (["--verbose"] if verbose else [])
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
-        result = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=root, timeout=timeout)
+        result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
         return [f"seed {seed} cases {first}..{first + count - 1}: timed out after {timeout} s (a hang)"]
     findings, done = [], False
