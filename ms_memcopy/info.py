@@ -71,6 +71,8 @@ def report():
                 lines.append("  aclrtMemcpy2dAsync needs a stream: the NULL stream is 107000 on this SoC")
             if profile["memcpy_desc"]:
                 lines.append(f"  memcpy descriptor size: {profile['memcpy_desc_size']} bytes")
+            lines.append(f"  streams per device: {profile['max_streams']} (its default streams included; "
+                         "more: 207008)")
     else:
         lines.append(f"ACL backend: CANN ({_paths.get_acl_library()})")
     try:

@@ -28,6 +28,7 @@ def test_info_default_profile():
     assert "emulated SoC: Ascend910B (Atlas A2 training/inference (Ascend 910B))" in out
     assert "  supported: aclrtMemcpyBatch, aclrtMemcpyBatchAsync (+V2)" in out
     assert "  memcpy descriptor size: 32 bytes" in out
+    assert "  streams per device: 1984 (its default streams included; more: 207008)" in out
     assert f"MindSpore {mindspore.__version__}, device target CPU" in out
 
 
@@ -41,6 +42,7 @@ def test_info_reports_the_gates_of_the_selected_profile(soc, batch, desc):
     assert ("  supported: aclrtGetMemcpyDescSize" in out) is desc
     if soc == "Ascend950":
         assert "memcpy descriptor size: 64 bytes" in out
+    assert f"streams per device: {dict(Ascend310P=1024, Ascend310B=512, Ascend950=1984)[soc]} " in out
 
 
 def test_info_unknown_profile():

@@ -227,8 +227,12 @@ def test_register_device_memory_errors(acl_res):
     assert code(rt.unregister_device_memory, buf) == RT_PARAM_INVALID
     rt.register_device_memory(buf, 128)
     try:
-        assert code(rt.register_device_memory, buf[64:], 128) == RT_PARAM_INVALID  # partial overlap
         pinned = acl_res.pinned(256)
         assert code(rt.register_device_memory, pinned + 128, 512) == RT_PARAM_INVALID  # overlaps an allocation
+        rt.set_device(1)
+        try:  # another device's registration
+            assert code(rt.register_device_memory, buf[64:], 128) == RT_PARAM_INVALID
+        finally:
+            rt.set_device(0)
     finally:
         rt.unregister_device_memory(buf)

@@ -172,3 +172,37 @@ def test_unknown_soc_profile_is_rejected_with_the_valid_names(run_python):
         assert out[key], f"no aclGetRecentErrMsg text after {key[:-4]}"
         missing = [name for name in PROFILES if name not in out[key]]
         assert missing == [], f"{key} lacks the valid names {missing}: {out[key]}"
+
+
+STREAM_LIMIT_PROBE = r'''
+import json
+from ms_memcopy import runtime, AclError
+
+runtime.set_device(0)  # creates device 0's default stream, which counts against the limit
+streams, code = [], 0
+try:
+    while len(streams) < 5000:
+        streams.append(runtime.create_stream())
+except AclError as e:
+    code = e.code
+out = {"created": len(streams), "code": code}
+runtime.destroy_stream(streams.pop())
+streams.append(runtime.create_stream())  # a destroyed stream frees its place
+runtime.set_device(1)
+other = runtime.create_stream()  # the limit is per device
+out["other_device"] = runtime.get_device_count() > 1
+runtime.destroy_stream(other)
+for s in streams:
+    runtime.destroy_stream(s)
+print(json.dumps(out))
+'''
+
+
+@pytest.mark.parametrize("profile,limit", [("Ascend910B", 1984), ("Ascend310B", 512)])
+def test_stream_limit_per_device_returns_207008(run_python, profile, limit):
+    assert PROFILES[profile]["max_streams"] == limit
+    result = run_python(STREAM_LIMIT_PROBE, env={"MS_MEMCOPY_SOC": profile})
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    # the profile's limit counts the default stream of device 0
+    assert out == {"created": limit - 1, "code": 207008, "other_device": True}

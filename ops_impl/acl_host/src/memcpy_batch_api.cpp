@@ -16,7 +16,8 @@
 // Host-runtime choices (documented in docs/host_runtime.md):
 // - Async (as CANN's item loop): items are validated in order; a run of pinned/device items becomes one
 //   stream task (one item array per call); an item with a pageable endpoint first submits the run, drains
-//   the stream and copies inline. When item i fails, the items before it stay submitted or done, nothing
+//   the stream and copies inline. The registry lock is not held across the whole loop: every 256 items a
+//   waiting registry writer (free, registration) gets in, after the items validated so far are enqueued. When item i fails, the items before it stay submitted or done, nothing
 //   after it is touched, *failIndex = i and the call returns 107000.
 // - Sync: every item is validated first (no partial effect), then all are copied on the calling thread;
 //   the call returns after the copies. The per-item checks are the async ones (the spec states the
@@ -290,9 +291,20 @@ aclError RunAsyncItems(const char *api, const BatchArgs &a, Stream &stream)
             run_begin = run_end;
         }
     };
+    // The registry's shared lock is held from validating an item until its copy is enqueued (or done),
+    // so aclrtFree, which removes the allocation under the exclusive lock and then drains the streams,
+    // never frees memory under a copy of this call. Every kItemsPerLockCheck items, with everything
+    // validated so far enqueued, the loop lets waiting frees and registrations in.
+    constexpr size_t kItemsPerLockCheck = 256;
     MemoryRegistry::Reader reader(MemoryRegistry::Instance());
     size_t attr_index = 0;
     for (size_t i = 0; i < a.count; ++i) {
+        if (i % kItemsPerLockCheck == 0 && i != 0 && reader.WritersWaiting()) {
+            submit_run();
+            reader.Pause();
+            reader.WaitForWriters();
+            reader.Resume();
+        }
         attr_index = AttributeFor(a, i, attr_index);
         MemInfo dst_info;
         MemInfo src_info;
@@ -309,8 +321,14 @@ aclError RunAsyncItems(const char *api, const BatchArgs &a, Stream &stream)
             if (ret != ACL_SUCCESS) {
                 return ret;
             }
-            CopyBytes(a.dsts[i], a.srcs[i], a.sizes[i]);
             reader.Resume();
+            // The registry may have changed while the lock was released: check the item again.
+            ret = ValidateItem(api, a, i, attr_index, reader, &dst_info, &src_info);
+            if (ret != ACL_SUCCESS) {
+                SetFailIndex(a, i);
+                return ret;
+            }
+            CopyBytes(a.dsts[i], a.srcs[i], a.sizes[i]);
             continue;
         }
         items[run_end++] = CopyItem{a.dsts[i], a.srcs[i], a.sizes[i]};

@@ -63,13 +63,7 @@ aclError FreeAllocation(const char *api, const char *param, MemKind kind, void *
         return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected an address returned by %s", param,
                     kind == MemKind::kDevice ? "aclrtMalloc" : "aclrtMallocHost");
     }
-    MemoryRegistry &registry = MemoryRegistry::Instance();
-    const aclError ret = registry.CheckAllocationBase(api, param, kind, ptr);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    aclhost::DrainAllStreams();
-    return registry.Release(api, param, kind, ptr);
+    return MemoryRegistry::Instance().Release(api, param, kind, ptr, aclhost::DrainAllStreams);
 }
 
 }  // namespace

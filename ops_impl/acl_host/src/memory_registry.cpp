@@ -6,17 +6,23 @@
 // Addresses in no range are pageable (UNREGISTERED).
 //
 // Framework registration rules:
-// - same base as an existing registration of the same device: one more reference (the recorded size
-//   grows to the larger of the two when that overlaps nothing else);
-// - a range entirely inside an aclrtMalloc allocation or a registration of the same device: counted as a
-//   nested registration (the memory already is device memory), released by Unregister(ptr);
-// - any other overlap with an existing range: ACL_ERROR_RT_PARAM_INVALID.
+// - registrations of the same device may overlap each other in any way and in any order: each is kept
+//   in registrations_ (same base: one more reference, extent the largest registered) and the map holds
+//   the union of every run of overlapping registrations as one framework entry, rebuilt when a
+//   registration comes or goes; so a lookup sees framework memory exactly while some registration
+//   covers it;
+// - a range entirely inside an aclrtMalloc allocation of the same device: counted as a nested
+//   registration (the memory already is device memory), released by Unregister(ptr);
+// - any other overlap (pinned memory, part of an aclrtMalloc allocation, another device's memory):
+//   ACL_ERROR_RT_PARAM_INVALID.
 #include "memory_registry.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iterator>
 #include <limits>
 #include <mutex>
+#include <thread>
 #include <utility>
 
 #include "checked_math.h"
@@ -86,20 +92,32 @@ aclError MemoryRegistry::Allocate(const char *api, MemKind kind, int32_t device,
     entry.device = kind == MemKind::kDevice ? device : -1;
     entry.storage = std::move(storage);
     {
-        std::unique_lock<std::shared_mutex> lock(mutex_);
+        std::unique_lock<std::shared_mutex> lock = WriteLock();
         const uintptr_t key = reinterpret_cast<uintptr_t>(base);
-        // A fresh allocation can only collide with a framework registration of memory the framework
-        // no longer owns; drop such stale entries so the new allocation is what the address means.
+        // A fresh allocation can only collide with framework registrations of memory the framework no
+        // longer owns; drop such stale registrations so the new allocation is what the address means.
+        const uintptr_t end = key + bytes;
         auto it = entries_.lower_bound(key);
-        while (it != entries_.end() && it->first < key + bytes) {
-            it = it->second.kind == MemKind::kFramework ? entries_.erase(it) : std::next(it);
+        if (it != entries_.begin() && std::prev(it)->first + std::prev(it)->second.size > key) {
+            it = std::prev(it);
         }
-        it = entries_.lower_bound(key);
-        if (it != entries_.begin()) {
-            const auto prev = std::prev(it);
-            if (prev->second.kind == MemKind::kFramework && prev->first + prev->second.size > key) {
-                entries_.erase(prev);
+        while (it != entries_.end() && it->first < end) {
+            if (it->second.kind != MemKind::kFramework) {
+                ++it;
+                continue;
             }
+            const uintptr_t run_begin = it->first;
+            const uintptr_t run_end = run_begin + it->second.size;
+            auto reg = registrations_.lower_bound(run_begin);
+            while (reg != registrations_.end() && reg->first < run_end) {
+                const bool stale = reg->first < end && reg->first + reg->second.size > key;
+                const auto current = reg++;
+                if (stale) {
+                    EraseLocked(registrations_, current);
+                }
+            }
+            RebuildFrameworkLocked(run_begin, run_end);
+            it = entries_.lower_bound(run_end);
         }
         if (!entries_.emplace(key, std::move(entry)).second) {
             return Fail(ACL_ERROR_RT_INTERNAL_ERROR, api, "the allocator returned %p, which is already in use", base);
@@ -124,21 +142,19 @@ aclError MemoryRegistry::BaseMismatchLocked(const char *api, const char *param, 
                 MemKindName(info.kind), MemKindName(kind));
 }
 
-aclError MemoryRegistry::CheckAllocationBase(const char *api, const char *param, MemKind kind, const void *ptr) const
+aclError MemoryRegistry::Release(const char *api, const char *param, MemKind kind, void *ptr, void (*drain)())
 {
-    std::shared_lock<std::shared_mutex> lock(mutex_);
-    const auto it = entries_.find(reinterpret_cast<uintptr_t>(ptr));
-    if (it != entries_.end() && it->second.kind == kind) {
-        return ACL_SUCCESS;
+    {
+        std::shared_lock<std::shared_mutex> lock(mutex_);
+        const auto it = entries_.find(reinterpret_cast<uintptr_t>(ptr));
+        if (it == entries_.end() || it->second.kind != kind) {
+            return BaseMismatchLocked(api, param, kind, ptr);
+        }
     }
-    return BaseMismatchLocked(api, param, kind, ptr);
-}
-
-aclError MemoryRegistry::Release(const char *api, const char *param, MemKind kind, void *ptr)
-{
+    drain();  // the queued tasks run while the allocation is still registered (descriptor copies look it up)
     Storage storage;
     {
-        std::unique_lock<std::shared_mutex> lock(mutex_);
+        std::unique_lock<std::shared_mutex> lock = WriteLock();
         const auto it = entries_.find(reinterpret_cast<uintptr_t>(ptr));
         if (it == entries_.end() || it->second.kind != kind) {
             return BaseMismatchLocked(api, param, kind, ptr);
@@ -150,7 +166,16 @@ aclError MemoryRegistry::Release(const char *api, const char *param, MemKind kin
         nested_registrations_.erase(nested_registrations_.lower_bound(begin),
                                     nested_registrations_.lower_bound(end));
     }
-    return ACL_SUCCESS;  // storage is freed here, outside the lock
+    drain();  // copies a batch enqueued between the first drain and the removal
+    return ACL_SUCCESS;  // storage is freed here, after the copies that could use it
+}
+
+std::unique_lock<std::shared_mutex> MemoryRegistry::WriteLock()
+{
+    writers_waiting_.fetch_add(1, std::memory_order_relaxed);
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    writers_waiting_.fetch_sub(1, std::memory_order_relaxed);
+    return lock;
 }
 
 namespace {
@@ -172,114 +197,174 @@ struct ItemPrefix {
 
 aclError MemoryRegistry::Register(const char *api, void *ptr, size_t size, int32_t device)
 {
-    std::unique_lock<std::shared_mutex> lock(mutex_);
-    return RegisterLocked(api, ptr, size, device, SIZE_MAX);
+    std::unique_lock<std::shared_mutex> lock = WriteLock();
+    bool nested = false;
+    const aclError ret = CheckRegisterLocked(api, ptr, size, device, SIZE_MAX, &nested);
+    if (ret == ACL_SUCCESS) {
+        ApplyRegisterLocked(ptr, size, device, nested);
+    }
+    return ret;
 }
 
 aclError MemoryRegistry::RegisterMany(const char *api, void *const *ptrs, const size_t *sizes, size_t count,
                                       int32_t device)
 {
-    std::unique_lock<std::shared_mutex> lock(mutex_);
+    std::unique_lock<std::shared_mutex> lock = WriteLock();
+    bool nested = false;
     for (size_t i = 0; i < count; ++i) {
-        const aclError ret = RegisterLocked(api, ptrs[i], sizes[i], device, i);
+        const aclError ret = CheckRegisterLocked(api, ptrs[i], sizes[i], device, i, &nested);
         if (ret != ACL_SUCCESS) {
-            for (size_t j = i; j-- > 0;) {
-                (void)UnregisterLocked(api, ptrs[j], j);  // cannot fail: registered above
-            }
             return ret;
         }
+    }
+    for (size_t i = 0; i < count; ++i) {
+        (void)CheckRegisterLocked(api, ptrs[i], sizes[i], device, i, &nested);  // cannot fail: checked above
+        ApplyRegisterLocked(ptrs[i], sizes[i], device, nested);
     }
     return ACL_SUCCESS;
 }
 
-aclError MemoryRegistry::RegisterLocked(const char *api, void *ptr, size_t size, int32_t device, size_t item)
+aclError MemoryRegistry::CheckRegisterLocked(const char *api, void *ptr, size_t size, int32_t device, size_t item,
+                                             bool *nested) const
 {
+    *nested = false;
     const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
     uintptr_t end = 0;
     if (RangeEndOverflows(ptr, size, &end)) {
         return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "%sptr %p + size %zu overflows the address space",
                     ItemPrefix(item).text, ptr, size);
     }
-    auto next = entries_.upper_bound(p);
-    if (next != entries_.begin()) {
-        const auto prev = std::prev(next);
-        Entry &holder = prev->second;
-        const uintptr_t holder_end = prev->first + holder.size;
-        if (p < holder_end) {
-            const bool device_memory = holder.kind == MemKind::kDevice || holder.kind == MemKind::kFramework;
-            if (device_memory && holder.device != device) {
-                return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                            "%sptr %p lies in device memory of device %d; the current device is %d",
-                            ItemPrefix(item).text, ptr, static_cast<int>(holder.device), static_cast<int>(device));
-            }
-            if (holder.kind == MemKind::kFramework && prev->first == p) {
-                if (end > holder_end) {
-                    if (next != entries_.end() && next->first < end) {
-                        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                                    "%srange [%p, +%zu) overlaps another allocation or registration at %p",
-                                    ItemPrefix(item).text, ptr, size, reinterpret_cast<void *>(next->first));
-                    }
-                    holder.size = size;
-                }
-                ++holder.references;
-                return ACL_SUCCESS;
-            }
-            if (device_memory && end <= holder_end) {
-                ++nested_registrations_[p];
-                return ACL_SUCCESS;
-            }
-            return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "%srange [%p, +%zu) partly overlaps %s at %p of %zu bytes",
-                        ItemPrefix(item).text, ptr, size, MemKindName(holder.kind),
-                        reinterpret_cast<void *>(prev->first), holder.size);
+    auto it = entries_.upper_bound(p);
+    if (it != entries_.begin() && std::prev(it)->first + std::prev(it)->second.size > p) {
+        it = std::prev(it);  // the entry holding p
+    }
+    for (; it != entries_.end() && it->first < end; ++it) {
+        const Entry &holder = it->second;
+        const bool device_memory = holder.kind == MemKind::kDevice || holder.kind == MemKind::kFramework;
+        if (device_memory && holder.device != device) {
+            return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                        "%srange [%p, +%zu) overlaps device memory of device %d at %p; the current device is %d",
+                        ItemPrefix(item).text, ptr, size, static_cast<int>(holder.device),
+                        reinterpret_cast<void *>(it->first), static_cast<int>(device));
         }
+        if (holder.kind == MemKind::kFramework) {
+            continue;
+        }
+        if (holder.kind == MemKind::kDevice && it->first <= p && end <= it->first + holder.size) {
+            *nested = true;
+            return ACL_SUCCESS;
+        }
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "%srange [%p, +%zu) partly overlaps %s at %p of %zu bytes",
+                    ItemPrefix(item).text, ptr, size, MemKindName(holder.kind),
+                    reinterpret_cast<void *>(it->first), holder.size);
     }
-    if (next != entries_.end() && next->first < end) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "%srange [%p, +%zu) partly overlaps %s at %p",
-                    ItemPrefix(item).text, ptr, size, MemKindName(next->second.kind),
-                    reinterpret_cast<void *>(next->first));
-    }
-    InsertFrameworkLocked(next, p, size, device);
     return ACL_SUCCESS;
 }
 
-void MemoryRegistry::InsertFrameworkLocked(std::map<uintptr_t, Entry>::const_iterator hint, uintptr_t p, size_t size,
-                                           int32_t device)
+void MemoryRegistry::ApplyRegisterLocked(void *ptr, size_t size, int32_t device, bool nested)
 {
-    Entry entry;
-    entry.size = size;
-    entry.kind = MemKind::kFramework;
-    entry.device = device;
-    entry.references = 1;
+    const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+    if (nested) {
+        ++nested_registrations_[p];
+        return;
+    }
+    const auto same_base = registrations_.find(p);
+    if (same_base != registrations_.end()) {
+        ++same_base->second.references;
+        if (size <= same_base->second.size) {
+            return;  // the union is unchanged
+        }
+        same_base->second.size = size;
+    } else {
+        Entry registration;
+        registration.size = size;
+        registration.kind = MemKind::kFramework;
+        registration.device = device;
+        registration.references = 1;
+        InsertLocked(registrations_, registrations_.lower_bound(p), p, std::move(registration));
+    }
+    // The framework entries the new range overlaps, and the new range, become one.
+    uintptr_t begin = p;
+    uintptr_t end = p + size;
+    auto it = entries_.upper_bound(p);
+    if (it != entries_.begin()) {
+        const auto prev = std::prev(it);
+        if (prev->first + prev->second.size > p) {
+            begin = prev->first;
+            end = std::max(end, prev->first + prev->second.size);
+        }
+    }
+    for (; it != entries_.end() && it->first < end; ++it) {
+        end = std::max(end, it->first + it->second.size);
+    }
+    RebuildFrameworkLocked(begin, end);
+}
+
+void MemoryRegistry::RebuildFrameworkLocked(uintptr_t begin, uintptr_t end)
+{
+    auto it = entries_.lower_bound(begin);
+    while (it != entries_.end() && it->first < end) {
+        const auto current = it++;
+        if (current->second.kind == MemKind::kFramework) {
+            EraseLocked(entries_, current);
+        }
+    }
+    auto reg = registrations_.lower_bound(begin);
+    while (reg != registrations_.end() && reg->first < end) {
+        const uintptr_t run_begin = reg->first;
+        uintptr_t run_end = run_begin + reg->second.size;
+        Entry run;
+        run.kind = MemKind::kFramework;
+        run.device = reg->second.device;
+        for (++reg; reg != registrations_.end() && reg->first < run_end; ++reg) {
+            run_end = std::max(run_end, reg->first + reg->second.size);
+        }
+        run.size = run_end - run_begin;
+        InsertLocked(entries_, entries_.lower_bound(run_begin), run_begin, std::move(run));
+    }
+}
+
+void MemoryRegistry::InsertLocked(EntryMap &map, EntryMap::const_iterator hint, uintptr_t key, Entry entry)
+{
     if (spare_nodes_.empty()) {
-        entries_.emplace_hint(hint, p, std::move(entry));
+        map.emplace_hint(hint, key, std::move(entry));
         return;
     }
     auto node = std::move(spare_nodes_.back());
     spare_nodes_.pop_back();
-    node.key() = p;
+    node.key() = key;
     node.mapped() = std::move(entry);
-    entries_.insert(hint, std::move(node));
+    map.insert(hint, std::move(node));
+}
+
+void MemoryRegistry::EraseLocked(EntryMap &map, EntryMap::iterator it)
+{
+    if (spare_nodes_.capacity() == 0) {
+        spare_nodes_.reserve(kMaxSpareNodes);  // once: pushing a spare node never allocates
+    }
+    if (spare_nodes_.size() < kMaxSpareNodes && !it->second.storage) {
+        spare_nodes_.push_back(map.extract(it));
+    } else {
+        map.erase(it);
+    }
 }
 
 aclError MemoryRegistry::Unregister(const char *api, void *ptr)
 {
-    std::unique_lock<std::shared_mutex> lock(mutex_);
+    std::unique_lock<std::shared_mutex> lock = WriteLock();
     return UnregisterLocked(api, ptr, SIZE_MAX);
 }
 
 aclError MemoryRegistry::UnregisterMany(const char *api, void *const *ptrs, size_t count)
 {
-    std::unique_lock<std::shared_mutex> lock(mutex_);
+    std::unique_lock<std::shared_mutex> lock = WriteLock();
     aclError first = ACL_SUCCESS;
     for (size_t i = 0; i < count; ++i) {
         if (first == ACL_SUCCESS) {
             first = UnregisterLocked(api, ptrs[i], i);  // its message stays the reported one
         } else {
             const uintptr_t p = reinterpret_cast<uintptr_t>(ptrs[i]);
-            const auto it = entries_.find(p);
-            const bool known = (it != entries_.end() && it->second.kind == MemKind::kFramework) ||
-                               nested_registrations_.count(p) != 0;
-            if (known) {
+            if (registrations_.count(p) != 0 || nested_registrations_.count(p) != 0) {
                 (void)UnregisterLocked(api, ptrs[i], i);
             }
         }
@@ -290,17 +375,16 @@ aclError MemoryRegistry::UnregisterMany(const char *api, void *const *ptrs, size
 aclError MemoryRegistry::UnregisterLocked(const char *api, void *ptr, size_t item)
 {
     const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
-    const auto it = entries_.find(p);
-    if (it != entries_.end() && it->second.kind == MemKind::kFramework) {
+    const auto it = registrations_.find(p);
+    if (it != registrations_.end()) {
         if (--it->second.references == 0) {
-            if (spare_nodes_.capacity() == 0) {
-                spare_nodes_.reserve(kMaxSpareNodes);  // once: pushing a spare node never allocates
-            }
-            if (spare_nodes_.size() < kMaxSpareNodes) {
-                spare_nodes_.push_back(entries_.extract(it));
-            } else {
-                entries_.erase(it);
-            }
+            // The framework entry holding p is the union this registration was part of; rebuild it
+            // from the registrations that remain (it may shrink, split or vanish).
+            const auto holder = std::prev(entries_.upper_bound(p));
+            const uintptr_t run_begin = holder->first;
+            const uintptr_t run_end = run_begin + holder->second.size;
+            EraseLocked(registrations_, it);
+            RebuildFrameworkLocked(run_begin, run_end);
         }
         return ACL_SUCCESS;
     }
@@ -369,6 +453,18 @@ void MemoryRegistry::Reader::Pause()
 }
 
 void MemoryRegistry::Reader::Resume() { lock_.lock(); }
+
+bool MemoryRegistry::Reader::WritersWaiting() const
+{
+    return registry_.writers_waiting_.load(std::memory_order_relaxed) != 0;
+}
+
+void MemoryRegistry::Reader::WaitForWriters() const
+{
+    while (WritersWaiting()) {
+        std::this_thread::yield();
+    }
+}
 
 MemInfo MemoryRegistry::Reader::LookupMiss(uintptr_t p)
 {

@@ -3,10 +3,12 @@
 #ifndef MS_MEMCOPY_ACL_HOST_MEMORY_REGISTRY_H_
 #define MS_MEMCOPY_ACL_HOST_MEMORY_REGISTRY_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <shared_mutex>
 #include <vector>
@@ -45,11 +47,12 @@ public:
     // ACL_ERROR_RT_MEMORY_ALLOCATION when the host cannot provide it.
     aclError Allocate(const char *api, MemKind kind, int32_t device, size_t bytes, void **out);
 
-    // ACL_SUCCESS when ptr is the base of an allocation of `kind`; else ACL_ERROR_RT_PARAM_INVALID.
-    aclError CheckAllocationBase(const char *api, const char *param, MemKind kind, const void *ptr) const;
-
-    // Removes and frees the allocation of `kind` starting at ptr (same error as CheckAllocationBase).
-    aclError Release(const char *api, const char *param, MemKind kind, void *ptr);
+    // Frees the allocation of `kind` starting at ptr (ACL_ERROR_RT_PARAM_INVALID when ptr is not the
+    // base of one): drain() (no lock held) lets the queued tasks finish while it is registered, then it
+    // leaves the registry, then drain() runs again, then the memory is freed. A batch copy holds the
+    // shared lock from validating an item until it is enqueued, so every copy that saw the allocation
+    // is on a stream before it leaves the registry, and the second drain lets it finish first.
+    aclError Release(const char *api, const char *param, MemKind kind, void *ptr, void (*drain)());
 
     // Framework registration (see acl_host_ext.h for the rules).
     aclError Register(const char *api, void *ptr, size_t size, int32_t device);
@@ -87,6 +90,10 @@ public:
         }
         void Pause();   // releases the lock and forgets the cache
         void Resume();  // takes the lock again
+        // Whether a thread waits to change the registry (the lock prefers readers, so a long reader
+        // should Pause and WaitForWriters at a point where it holds no unenqueued validation).
+        bool WritersWaiting() const;
+        void WaitForWriters() const;  // while paused: until no writer waits
 
     private:
         MemInfo LookupMiss(uintptr_t p);
@@ -112,27 +119,46 @@ private:
         size_t size = 0;
         MemKind kind = MemKind::kUnregistered;
         int32_t device = -1;
-        uint64_t references = 0;  // framework registrations
+        uint64_t references = 0;  // framework registrations (in registrations_)
         Storage storage;          // owned memory of kDevice / kPinnedHost
     };
+    using EntryMap = std::map<uintptr_t, Entry>;
 
     MemoryRegistry() = default;
     // item: the index of the range in a batch (named in messages), or SIZE_MAX for a single call.
-    aclError RegisterLocked(const char *api, void *ptr, size_t size, int32_t device, size_t item);
+    // Whether [ptr, ptr + size) may be registered for device; *nested: it lies inside an aclrtMalloc
+    // allocation. The answer does not depend on other framework registrations of the same device, so a
+    // batch checks every range before it registers any.
+    aclError CheckRegisterLocked(const char *api, void *ptr, size_t size, int32_t device, size_t item,
+                                 bool *nested) const;
+    void ApplyRegisterLocked(void *ptr, size_t size, int32_t device, bool nested);
     aclError UnregisterLocked(const char *api, void *ptr, size_t item);
-    // Inserts a framework entry, reusing a map node released by an earlier unregistration if there is one.
-    void InsertFrameworkLocked(std::map<uintptr_t, Entry>::const_iterator hint, uintptr_t p, size_t size,
-                               int32_t device);
+    // Rebuilds the framework entries of entries_ over [begin, end) from the registrations whose base lies
+    // there: every maximal run of overlapping registrations becomes one entry spanning their union.
+    // [begin, end) must not cut a run (callers pass the union of the entries they invalidate).
+    void RebuildFrameworkLocked(uintptr_t begin, uintptr_t end);
+    // Inserts into map, reusing a node released earlier if there is one.
+    void InsertLocked(EntryMap &map, EntryMap::const_iterator hint, uintptr_t key, Entry entry);
+    void EraseLocked(EntryMap &map, EntryMap::iterator it);
     // The entry containing p, and the address range [*begin, *end) over which that answer holds.
     MemInfo LookupLocked(uintptr_t p, uintptr_t *begin, uintptr_t *end) const;
     // Stores the message for "ptr is not the base of an allocation of kind" and returns 107000.
     aclError BaseMismatchLocked(const char *api, const char *param, MemKind kind, const void *ptr) const;
 
+    // The exclusive lock, counted in writers_waiting_ while it is awaited.
+    std::unique_lock<std::shared_mutex> WriteLock();
+
     mutable std::shared_mutex mutex_;
-    std::map<uintptr_t, Entry> entries_;
-    // Map nodes of released framework registrations, reused by the next ones: kernels register and
-    // unregister every tensor at every launch, and this keeps that free of allocations.
-    std::vector<std::map<uintptr_t, Entry>::node_type> spare_nodes_;
+    std::atomic<int> writers_waiting_{0};
+    // Disjoint ranges: aclrtMalloc and aclrtMallocHost allocations, and framework memory, where one
+    // framework entry is the union of a run of overlapping registrations (its `references` is unused).
+    EntryMap entries_;
+    // Every framework registration by base (same base: one node, counted, of the largest size). They may
+    // overlap each other in any way; entries_ holds their unions, which is what lookups read.
+    EntryMap registrations_;
+    // Map nodes released by unregistrations, reused by the next ones: kernels register and unregister
+    // every tensor at every launch, and this keeps that free of allocations.
+    std::vector<EntryMap::node_type> spare_nodes_;
     // Registrations that lie inside a device allocation of the same device: counted, no new entry.
     std::map<uintptr_t, uint64_t> nested_registrations_;
 };

@@ -34,119 +34,137 @@ aclError RunGuarded(StreamTask &task, std::string *message) noexcept
 
 }  // namespace
 
-Stream::Stream(int32_t device, uint64_t context) : device_(device), context_(context) {}
+Stream::Stream(int32_t device, uint64_t context)
+    : device_(device), context_(context), state_(std::make_shared<State>())
+{
+}
 
 Stream::~Stream()
 {
     {
-        std::lock_guard<std::mutex> lock(mutex_);
-        stopping_ = true;
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        state_->stopping = true;
     }
-    work_ready_.notify_all();
-    if (worker_.joinable()) {
+    state_->work_ready.notify_all();
+    if (!worker_.joinable()) {
+        return;
+    }
+    if (worker_.get_id() == std::this_thread::get_id()) {
+        worker_.detach();  // the last reference dropped in a task on this worker: it finishes on its own
+    } else {
         worker_.join();
     }
 }
 
 void Stream::Enqueue(std::unique_ptr<StreamTask> task)
 {
+    State &st = *state_;
     {
-        std::lock_guard<std::mutex> lock(mutex_);
+        std::lock_guard<std::mutex> lock(st.mutex);
         if (!worker_.joinable()) {
-            worker_ = std::thread(&Stream::WorkerLoop, this);
+            worker_ = std::thread(&Stream::WorkerLoop, state_);
+            st.worker_id = worker_.get_id();
         }
-        queue_.push_back(std::move(task));
-        ++submitted_;
-        if (deferred_) {
+        st.queue.push_back(std::move(task));
+        ++st.submitted;
+        if (st.deferred) {
             return;  // a waiter runs it, or wakes the worker
         }
     }
-    work_ready_.notify_one();
+    st.work_ready.notify_one();
 }
 
 void Stream::SetDeferred(bool deferred)
 {
+    State &st = *state_;
     {
-        std::lock_guard<std::mutex> lock(mutex_);
-        deferred_ = deferred;
-        if (deferred || queue_.empty()) {
+        std::lock_guard<std::mutex> lock(st.mutex);
+        st.deferred = deferred;
+        if (deferred || st.queue.empty()) {
             return;
         }
     }
-    work_ready_.notify_one();  // tasks queued while deferred run in the background from now on
+    st.work_ready.notify_one();  // tasks queued while deferred run in the background from now on
 }
 
 bool Stream::WaitIdle(int32_t timeout_ms)
 {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const uint64_t target = submitted_;
-    const auto done = [this, target] { return completed_ >= target; };
+    State &st = *state_;
+    std::unique_lock<std::mutex> lock(st.mutex);
+    if (st.worker_id == std::this_thread::get_id()) {
+        return true;  // a task of this stream waits for it: everything before that task is done
+    }
+    const uint64_t target = st.submitted;
+    const auto done = [&st, target] { return st.completed >= target; };
     if (timeout_ms < 0) {
         while (!done()) {
-            if (!busy_ && !queue_.empty() && queue_.front()->RunsInWaiter()) {
-                RunFront(lock);
+            if (!st.busy && !st.queue.empty() && st.queue.front()->RunsInWaiter()) {
+                RunFront(st, lock);
                 continue;
             }
-            if (deferred_ && !busy_ && !queue_.empty()) {
-                work_ready_.notify_one();  // a host function: the worker runs it
+            if (st.deferred && !st.busy && !st.queue.empty()) {
+                st.work_ready.notify_one();  // a host function: the worker runs it
             }
-            work_done_.wait(lock);
+            st.work_done.wait(lock);
         }
         return true;
     }
-    if (deferred_ && !queue_.empty()) {
-        work_ready_.notify_one();  // a timed wait or a poll lets the worker run the deferred tasks
+    if (st.deferred && !st.queue.empty()) {
+        st.work_ready.notify_one();  // a timed wait or a poll lets the worker run the deferred tasks
     }
     if (timeout_ms == 0) {
         return done();
     }
-    return work_done_.wait_for(lock, std::chrono::milliseconds(timeout_ms), done);
+    return st.work_done.wait_for(lock, std::chrono::milliseconds(timeout_ms), done);
 }
 
 bool Stream::TakeFailure(aclError *code, std::string *message)
 {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (failure_code_ == ACL_SUCCESS) {
+    State &st = *state_;
+    std::lock_guard<std::mutex> lock(st.mutex);
+    if (st.failure_code == ACL_SUCCESS) {
         return false;
     }
-    *code = failure_code_;
-    message->swap(failure_message_);
-    failure_message_.clear();
-    failure_code_ = ACL_SUCCESS;
+    *code = st.failure_code;
+    message->swap(st.failure_message);
+    st.failure_message.clear();
+    st.failure_code = ACL_SUCCESS;
     return true;
 }
 
-void Stream::WorkerLoop()
+void Stream::WorkerLoop(const std::shared_ptr<State> &state)
 {
-    std::unique_lock<std::mutex> lock(mutex_);
+    State &st = *state;
+    std::unique_lock<std::mutex> lock(st.mutex);
     for (;;) {
-        work_ready_.wait(lock, [this] { return (!queue_.empty() && !busy_) || (stopping_ && queue_.empty()); });
-        if (queue_.empty()) {
+        st.work_ready.wait(lock,
+                           [&st] { return (!st.queue.empty() && !st.busy) || (st.stopping && st.queue.empty()); });
+        if (st.queue.empty()) {
             return;  // stopping, and every queued task has run
         }
-        RunFront(lock);
+        RunFront(st, lock);
     }
 }
 
-void Stream::RunFront(std::unique_lock<std::mutex> &lock)
+void Stream::RunFront(State &st, std::unique_lock<std::mutex> &lock)
 {
-    std::unique_ptr<StreamTask> task = std::move(queue_.front());
-    queue_.pop_front();
-    busy_ = true;
+    std::unique_ptr<StreamTask> task = std::move(st.queue.front());
+    st.queue.pop_front();
+    st.busy = true;
     lock.unlock();
     std::string message;
     const aclError code = RunGuarded(*task, &message);
     task.reset();  // staging buffers are released outside the lock
     lock.lock();
-    busy_ = false;
-    if (code != ACL_SUCCESS && failure_code_ == ACL_SUCCESS) {
-        failure_code_ = code;
-        failure_message_.swap(message);
+    st.busy = false;
+    if (code != ACL_SUCCESS && st.failure_code == ACL_SUCCESS) {
+        st.failure_code = code;
+        st.failure_message.swap(message);
     }
-    ++completed_;
-    work_done_.notify_all();
-    if (!queue_.empty() && !deferred_) {
-        work_ready_.notify_one();  // the next task may be the worker's (a waiter ran this one)
+    ++st.completed;
+    st.work_done.notify_all();
+    if (!st.queue.empty() && !st.deferred) {
+        st.work_ready.notify_one();  // the next task may be the worker's (a waiter ran this one)
     }
 }
 

@@ -49,6 +49,8 @@ public:
 
     // Waits until every task submitted before this call has completed.
     // timeout_ms: -1 waits forever, 0 only polls, > 0 waits at most that many milliseconds.
+    // On the stream's own worker (a host function) it returns true at once: every task before the
+    // running one has completed, and the later ones cannot start until it returns.
     // Returns false when the tasks did not complete in time. A wait without a timeout runs the queued
     // tasks that allow it (StreamTask::RunsInWaiter) itself, in order, while the worker is idle: a
     // copy then costs no hand-off between threads.
@@ -58,24 +60,32 @@ public:
     bool TakeFailure(aclError *code, std::string *message);
 
 private:
-    void WorkerLoop();
-    // Runs the front task with the lock released; requires a non-empty queue and !busy_.
-    void RunFront(std::unique_lock<std::mutex> &lock);
+    // Everything the worker thread touches. The worker holds its own reference, so the last reference
+    // to the Stream may drop anywhere, its own worker included (a host function that destroys its
+    // stream): the destructor then detaches the worker, which runs the queued tasks and ends.
+    struct State {
+        std::mutex mutex;
+        std::condition_variable work_ready;
+        std::condition_variable work_done;
+        std::deque<std::unique_ptr<StreamTask>> queue;
+        uint64_t submitted = 0;
+        uint64_t completed = 0;
+        bool stopping = false;
+        bool busy = false;  // a task is running (on the worker or on a waiting thread)
+        bool deferred = false;
+        aclError failure_code = 0;
+        std::string failure_message;
+        std::thread::id worker_id;
+    };
+
+    static void WorkerLoop(const std::shared_ptr<State> &state);
+    // Runs the front task with the lock released; requires a non-empty queue and !busy.
+    static void RunFront(State &state, std::unique_lock<std::mutex> &lock);
 
     const int32_t device_;
     const uint64_t context_;
-    std::mutex mutex_;
-    std::condition_variable work_ready_;
-    std::condition_variable work_done_;
-    std::deque<std::unique_ptr<StreamTask>> queue_;
-    uint64_t submitted_ = 0;
-    uint64_t completed_ = 0;
-    bool stopping_ = false;
-    bool busy_ = false;  // a task is running (on the worker or on a waiting thread)
-    bool deferred_ = false;
-    aclError failure_code_ = 0;
-    std::string failure_message_;
-    std::thread worker_;
+    const std::shared_ptr<State> state_;
+    std::thread worker_;  // started under state_->mutex by the first Enqueue
 };
 
 }  // namespace aclhost

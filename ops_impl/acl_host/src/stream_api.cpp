@@ -6,6 +6,8 @@
 //   worker thread starts with the first task.
 // - An unknown or destroyed handle is ACL_ERROR_RT_INVALID_HANDLE (107017, as CANN's handle guard); handles
 //   are never reused.
+// - A device has at most the SoC profile's max_streams streams, its default streams included (CANN's
+//   hardware stream limit); aclrtCreateStream beyond it is ACL_ERROR_RT_NO_STREAM_RESOURCE (207008).
 // - aclrtDestroyStream waits for the stream's pending tasks, then destroys it.
 // - A task failure (a descriptor copy whose descriptor is invalid when it executes) is reported once, by
 //   the next synchronize of that stream: ACL_ERROR_RT_INTERNAL_ERROR (507000) with the task's message.
@@ -20,6 +22,7 @@
 #include "copy_tasks.h"
 #include "device.h"
 #include "error_state.h"
+#include "soc_profile.h"
 #include "stream_table.h"
 
 using aclhost::Fail;
@@ -39,7 +42,19 @@ extern "C" aclError aclrtCreateStream(aclrtStream *stream)
         if (ret != ACL_SUCCESS) {
             return ret;
         }
-        *stream = StreamTable::Instance().AddUserStream(std::make_shared<Stream>(context.device, context.id));
+        aclError soc_error = ACL_SUCCESS;
+        const aclhost::SocProfile *soc = aclhost::RequireSoc(api, &soc_error);
+        if (soc == nullptr) {
+            return soc_error;
+        }
+        const aclrtStream created = StreamTable::Instance().AddUserStream(
+            std::make_shared<Stream>(context.device, context.id), soc->max_streams);
+        if (created == nullptr) {
+            return Fail(ACL_ERROR_RT_NO_STREAM_RESOURCE, api,
+                        "device %d already has %zu streams (its default streams included), the most a %s has",
+                        static_cast<int>(context.device), soc->max_streams, soc->name);
+        }
+        *stream = created;
         return ACL_SUCCESS;
     });
 }

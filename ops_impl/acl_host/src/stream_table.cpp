@@ -24,9 +24,14 @@ StreamTable &StreamTable::Instance()
     return *table;
 }
 
-aclrtStream StreamTable::AddUserStream(std::shared_ptr<Stream> stream)
+aclrtStream StreamTable::AddUserStream(std::shared_ptr<Stream> stream, size_t limit)
 {
     std::lock_guard<std::mutex> lock(mutex_);
+    size_t &count = streams_per_device_[stream->device()];
+    if (count >= limit) {
+        return nullptr;
+    }
+    ++count;
     const uintptr_t key = kHandleBase + kHandleStride * static_cast<uintptr_t>(next_id_);
     user_streams_.emplace(key, std::move(stream));
     ++next_id_;
@@ -49,6 +54,7 @@ std::shared_ptr<Stream> StreamTable::RemoveUserStream(aclrtStream handle)
     }
     std::shared_ptr<Stream> stream = std::move(it->second);
     user_streams_.erase(it);
+    --streams_per_device_[stream->device()];
     return stream;
 }
 
@@ -56,14 +62,18 @@ void StreamTable::AddDefaultStream(const std::shared_ptr<Stream> &stream)
 {
     std::lock_guard<std::mutex> lock(mutex_);
     default_streams_.push_back(stream);
+    ++streams_per_device_[stream->device()];
 }
 
 void StreamTable::RemoveDefaultStream(const Stream *stream)
 {
     std::lock_guard<std::mutex> lock(mutex_);
-    default_streams_.erase(std::remove_if(default_streams_.begin(), default_streams_.end(),
-                                          [stream](const std::shared_ptr<Stream> &s) { return s.get() == stream; }),
-                           default_streams_.end());
+    const auto removed = std::remove_if(default_streams_.begin(), default_streams_.end(),
+                                        [stream](const std::shared_ptr<Stream> &s) { return s.get() == stream; });
+    for (auto it = removed; it != default_streams_.end(); ++it) {
+        --streams_per_device_[(*it)->device()];
+    }
+    default_streams_.erase(removed, default_streams_.end());
 }
 
 std::vector<std::shared_ptr<Stream>> StreamTable::RemoveStreamsOfContext(uint64_t context)
@@ -72,6 +82,7 @@ std::vector<std::shared_ptr<Stream>> StreamTable::RemoveStreamsOfContext(uint64_
     std::vector<std::shared_ptr<Stream>> removed;
     for (auto it = user_streams_.begin(); it != user_streams_.end();) {
         if (it->second->context() == context) {
+            --streams_per_device_[it->second->device()];
             removed.push_back(std::move(it->second));
             it = user_streams_.erase(it);
         } else {

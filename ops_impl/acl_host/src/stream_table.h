@@ -20,7 +20,8 @@ class StreamTable {
 public:
     static StreamTable &Instance();
 
-    aclrtStream AddUserStream(std::shared_ptr<Stream> stream);
+    // NULL when the stream's device already has `limit` streams (its default streams included).
+    aclrtStream AddUserStream(std::shared_ptr<Stream> stream, size_t limit);
     std::shared_ptr<Stream> FindUserStream(aclrtStream handle) const;  // empty when unknown
     std::shared_ptr<Stream> RemoveUserStream(aclrtStream handle);       // empty when unknown
 
@@ -39,6 +40,7 @@ private:
     uint64_t next_id_ = 1;
     std::unordered_map<uintptr_t, std::shared_ptr<Stream>> user_streams_;
     std::vector<std::shared_ptr<Stream>> default_streams_;
+    std::unordered_map<int32_t, size_t> streams_per_device_;  // user and default streams
 };
 
 // A non-NULL handle must name a live stream (else ACL_ERROR_RT_INVALID_HANDLE, as CANN's handle guard); a NULL handle leaves

@@ -22,8 +22,12 @@ extern "C" {
  * the framework owns (MindSpore CPU tensors), so that ACL direction checks
  * treat it as the device side of a copy.
  *
- * Registering exactly the same range again counts a reference. A range that
- * partly overlaps any other allocation or registration returns 107000.
+ * Registrations of the same device may overlap each other in any way and in
+ * any order; each is released by its own unregistration, and an address is
+ * device memory while some registration covers it. The same base registered
+ * again counts a reference. A range inside an aclrtMalloc allocation of the
+ * same device is counted; one overlapping pinned memory, part of an
+ * aclrtMalloc allocation or another device's memory returns 107000.
  * size 0 or ptr NULL returns 100000.
  */
 ACL_FUNC_VISIBILITY aclError aclhostRegisterDeviceMemory(void *ptr, size_t size);
@@ -71,8 +75,9 @@ ACL_FUNC_VISIBILITY aclError aclhostSetStreamDeferred(aclrtStream stream, int32_
 /*
  * Enqueues fn(userData) on a stream (NULL: the current device's default stream). It runs on the
  * stream's worker thread after every task submitted before it, and the tasks submitted after it wait
- * for it to return. Tests use it to hold a stream busy deterministically. fn must not call ACL
- * functions that wait for streams (synchronize, destroy, free). fn NULL: 100000.
+ * for it to return. Tests use it to hold a stream busy deterministically. A wait for its own stream
+ * from fn (synchronize, destroy, free) returns at once; fn may destroy its own stream (the tasks after
+ * it still run). fn NULL: 100000.
  */
 typedef void (*aclhostHostFunc)(void *userData);
 ACL_FUNC_VISIBILITY aclError aclhostLaunchHostFunc(aclrtStream stream, aclhostHostFunc fn, void *userData);
