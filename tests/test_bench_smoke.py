@@ -15,7 +15,10 @@ def test_bench_smoke_writes_results(tmp_path):
     assert doc["meta"]["mode"] == "smoke" and doc["meta"]["machine"]["cores_usable"] >= 1
     groups = {r["group"] for r in doc["results"]}
     assert {"runtime.memcpy", "runtime.batch", "runtime.memcpy2d", "ops.overhead", "ops.MemcpyBatch",
-            "ops.Memcpy2D"} <= groups
+            "ops.Memcpy2D", "ops.write", "ops.SwapBlocks", "ops.CopyBlocks"} <= groups
+    swaps = {r["params"]["direction"] for r in doc["results"] if r["group"] == "ops.SwapBlocks"}
+    assert swaps == {"d2h", "h2d"}
+    assert len({r["params"]["cache_bytes"] for r in doc["results"] if r["group"] == "ops.write"}) == 2
     for record in doc["results"]:
         roles = {v["role"] for v in record["impls"].values()}
         assert "ours" in roles and "baseline" in roles, record["label"]
@@ -23,7 +26,8 @@ def test_bench_smoke_writes_results(tmp_path):
             assert impl["us"] > 0 and impl["samples"] >= 1
         for ours, ratios in record["ratios"].items():
             assert ratios and all(r > 0 for r in ratios.values()), (record["label"], ours)
-    assert {t["target"] for t in doc["targets"]} >= {"batch 4096 x 4 KiB", "per-call overhead"}
+    assert {t["target"] for t in doc["targets"]} >= {"batch 4096 x 4 KiB", "per-call overhead", "in-place row write",
+                                                     "SwapBlocks d2h", "SwapBlocks h2d", "CopyBlocks"}
     assert all(t["status"].startswith("not evaluated") for t in doc["targets"])  # too small to judge
     assert "MISSED" not in result.stdout and "MET" not in result.stdout
     assert (out / "results.md").read_text().count("|") > 10
