@@ -31,3 +31,30 @@ def test_bench_smoke_writes_results(tmp_path):
     assert all(t["status"].startswith("not evaluated") for t in doc["targets"])  # too small to judge
     assert "MISSED" not in result.stdout and "MET" not in result.stdout
     assert (out / "results.md").read_text().count("|") > 10
+
+
+def _record(group, impls, **params):
+    return {"group": group, "nbytes": 128 << 20, "params": params,
+            "impls": {name: {"role": role, "us": us} for name, (role, us) in impls.items()}}
+
+
+def test_block_goals_are_ratios_of_the_run():
+    """The in-place goals judge the run's own numbers: met within the ratios, missed outside them."""
+    from ms_memcopy.benchmarks import targets
+
+    write = [_record("ops.write", {"Memcpy2D write": ("ours", us), "ms ScatterUpdate": ("baseline", 900.0)},
+                     cache_bytes=size) for size, us in ((16 << 20, 300.0), (1 << 30, 440.0))]
+    swap = _record("ops.SwapBlocks", {"SwapBlocks d2h (graph)": ("ours", 12000.0),
+                                      "swap_cache": ("baseline", 12500.0),
+                                      "one copy per block": ("baseline", 130000.0),
+                                      "one memcpy (C++)": ("baseline", 9000.0)}, direction="d2h")
+    found = {t["target"]: t for t in targets.evaluate(write + [swap])}
+    assert found["in-place row write"]["status"] == "met" and "1.47x" in found["in-place row write"]["detail"]
+    assert found["SwapBlocks d2h"]["status"] == "met"
+    assert found["SwapBlocks h2d"]["status"] == "not measured"
+    swap["impls"]["swap_cache"]["us"] = 11000.0  # now faster than ours
+    write[1]["impls"]["Memcpy2D write"]["us"] = 460.0  # 1.53x
+    found = {t["target"]: t for t in targets.evaluate(write + [swap])}
+    assert found["in-place row write"]["status"] == "missed"
+    assert found["SwapBlocks d2h"]["status"] == "missed" and "(short)" in found["SwapBlocks d2h"]["detail"]
+    assert all(t["status"].startswith("not evaluated") for t in targets.evaluate(write + [swap], "smoke"))
