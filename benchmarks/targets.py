@@ -147,6 +147,10 @@ def _block_goals(result, goals):
             ok = ok and passed
             checks.append(text(us, base) + ("" if passed else " (short)"))
         parts.append(f"{name} {us / 1e3:.1f} ms = {result['nbytes'] / us / 1e3:.1f} GB/s: " + ", ".join(checks))
+    memcpy, per_block = _us(result, _BANDWIDTH[0]), _us(result, _PER_BLOCK[0])
+    if memcpy and per_block:  # what the per-block goal can reach: the bytes must still be copied
+        parts.append(f"for scale, one memcpy of the same bytes is {per_block / memcpy:.1f}x faster than one copy "
+                     f"per block")
     return ok, "; ".join(parts)
 
 
