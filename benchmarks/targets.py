@@ -169,7 +169,8 @@ def swap_targets(results):
         if not rows:
             out.append(_target(f"SwapBlocks {direction}", goal, "not measured", ""))
             continue
-        swap_cache = ("swap_cache", lambda us, base: us <= base, lambda us, base: f"{base / us:.2f}x swap_cache's speed")
+        swap_cache = ("swap_cache", lambda us, base: us <= base,
+                      lambda us, base: f"{base / us:.2f}x swap_cache's speed")
         ok, detail = _block_goals(rows[0], [_BANDWIDTH, swap_cache, _PER_BLOCK])
         out.append(_target(f"SwapBlocks {direction}", goal, "met" if ok else "missed", detail))
     return out

@@ -14,6 +14,15 @@ _DIRECTIONS = ("d2h", "h2d")
 MAX_OUTPUTS_PER_LAUNCH = 128
 
 
+def _h2d_outputs(shapes, dtypes):
+    """(shapes, MindSpore dtypes, byte sizes) of the tensors an h2d read returns, checked."""
+    if not shapes or dtypes is None or len(shapes) != len(dtypes):
+        raise ValueError("h2d needs shapes and dtypes: two lists of the same non-zero length")
+    shapes = [check_shape(s, f"shapes[{i}]") for i, s in enumerate(shapes)]
+    dtypes = [ms_dtype(d, f"dtypes[{i}]") for i, d in enumerate(dtypes)]
+    return shapes, dtypes, [num_elements(s) * itemsize(d) for s, d in zip(shapes, dtypes)]
+
+
 class MemcpyBatch(CopyPrimitive):
     r"""Batched copies between device tensors and a HostBuffer.
 
@@ -56,12 +65,8 @@ class MemcpyBatch(CopyPrimitive):
         else:
             if num_tensors is not None:
                 raise ValueError("num_tensors is for direction 'd2h'; 'h2d' takes shapes and dtypes")
-            if not shapes or dtypes is None or len(shapes) != len(dtypes):
-                raise ValueError("h2d needs shapes and dtypes: two lists of the same non-zero length")
-            self.shapes = [check_shape(s, f"shapes[{i}]") for i, s in enumerate(shapes)]
-            self.dtypes = [ms_dtype(d, f"dtypes[{i}]") for i, d in enumerate(dtypes)]
+            self.shapes, self.dtypes, self._sizes = _h2d_outputs(shapes, dtypes)
             self.num_tensors = len(self.shapes)
-            self._sizes = [num_elements(s) * itemsize(d) for s, d in zip(self.shapes, self.dtypes)]
             out_shapes, out_dtypes = tuple(self.shapes), tuple(self.dtypes)
             super().__init__("memcpy_batch_h2d", attrs=attrs, out_shape=lambda offsets: out_shapes,
                              out_dtype=lambda offsets: out_dtypes, variadic_count=self.num_tensors,
@@ -117,14 +122,10 @@ class _SplitBatchRead(nn.Cell):
 
     def __init__(self, host_buffer, shapes, dtypes, per_launch):
         super().__init__()
-        if len(shapes) != len(dtypes):
-            raise ValueError("h2d needs shapes and dtypes: two lists of the same non-zero length")
         self.host_buffer = check_host_buffer(host_buffer)
         self.direction = "h2d"
-        self.shapes = [check_shape(s, f"shapes[{i}]") for i, s in enumerate(shapes)]
-        self.dtypes = [ms_dtype(d, f"dtypes[{i}]") for i, d in enumerate(dtypes)]
+        self.shapes, self.dtypes, self._sizes = _h2d_outputs(shapes, dtypes)
         self.num_tensors = len(self.shapes)
-        self._sizes = [num_elements(s) * itemsize(d) for s, d in zip(self.shapes, self.dtypes)]
         self._bounds = tuple((start, min(start + per_launch, self.num_tensors))
                              for start in range(0, self.num_tensors, per_launch))
         self._parts = tuple(MemcpyBatch("h2d", host_buffer, shapes=self.shapes[a:b], dtypes=self.dtypes[a:b])
