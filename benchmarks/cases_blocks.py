@@ -37,11 +37,12 @@ def _synced(fn):
 
 
 def _settled(loop, pause_s=0.05):
-    """loop, followed by an untimed pause: MindSpore releases the big temporaries of a built-in that
-    rewrites a whole cache after the step returns, which otherwise slows the next implementation's sample."""
+    """loop, followed by an untimed pause of at least two of its calls: MindSpore releases the big
+    temporaries of a built-in that rewrites a whole cache after the step returns, which otherwise slows
+    the next implementation's sample."""
     def run(iters):
         elapsed = loop(iters)
-        time.sleep(pause_s)
+        time.sleep(max(pause_s, 2 * elapsed / iters))
         return elapsed
     return run
 
