@@ -29,7 +29,9 @@ def parse_args(argv):
                       help="one or two sizes per case, one sample: checks that everything runs")
     p.add_argument("--out", default="bench_results", help="directory for results.json, results.md, bandwidth.png "
                    "(default: ./bench_results)")
-    p.add_argument("--only", choices=("runtime", "ops"), help="run only the runtime or only the primitive cases")
+    p.add_argument("--only", choices=("runtime", "ops", "blocks"),
+                   help="run only the runtime cases, only the primitive cases, or only the in-place ones over "
+                        "paged caches (row write, SwapBlocks, CopyBlocks; also part of 'ops')")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(mode="full")
@@ -82,11 +84,13 @@ def collect(settings, only):
         from . import cases_runtime
 
         cases += cases_runtime.cases(settings)
-    if only in (None, "ops"):
-        from . import cases_primitives, ms_graphs
+    if only in (None, "ops", "blocks"):
+        from . import cases_blocks, cases_primitives, ms_graphs
 
         ms_graphs.use_graph_mode()
-        cases += cases_primitives.cases(settings)
+        if only != "blocks":
+            cases += cases_primitives.cases(settings)
+        cases += cases_blocks.cases(settings)
     return cases
 
 

@@ -24,6 +24,9 @@ class Settings:
     prim_builtin_max_count: int              # largest graph of per-tensor built-in copies (compile time)
     prim_row_widths: Tuple[int, ...]
     prim_region_sizes: Tuple[int, ...]
+    # In-place primitives over paged caches (GRAPH_MODE and eager).
+    write_cache_sizes: Tuple[int, ...]       # caches that one 4 KiB row is written into
+    swap_blocks: Tuple[int, int, int]        # (block bytes, blocks per call, caches) of SwapBlocks and CopyBlocks
     threads: Tuple[int, ...] = field(default=())  # thread counts of the memcpy floor (filled at run time)
 
 
@@ -31,7 +34,7 @@ SMOKE = Settings(
     name="smoke", sample_s=0.002, samples=1,
     copy_sizes=(64, 64 * KiB), batch_items=((4 * KiB, 16),), row_widths=(4, 64), region_sizes=(64 * KiB,),
     prim_sizes=(64,), prim_batch=((64, 4),), prim_builtin_max_count=4, prim_row_widths=(64,),
-    prim_region_sizes=(64 * KiB,),
+    prim_region_sizes=(64 * KiB,), write_cache_sizes=(64 * KiB, MiB), swap_blocks=(4 * KiB, 16, 2),
 )
 
 QUICK = Settings(
@@ -42,6 +45,7 @@ QUICK = Settings(
     prim_sizes=(64, 64 * KiB, 16 * MiB), prim_batch=((64, 1), (64, 16), (64, 64), (64, 256)),
     prim_builtin_max_count=64,
     prim_row_widths=(4, 64, KiB), prim_region_sizes=(16 * MiB,),
+    write_cache_sizes=(16 * MiB, 256 * MiB), swap_blocks=(64 * KiB, 1024, 2),
 )
 
 FULL = Settings(
@@ -54,6 +58,7 @@ FULL = Settings(
     prim_batch=((64, 1), (64, 16), (4 * KiB, 16), (64, 256), (4 * KiB, 256), (64, 1024)),
     prim_builtin_max_count=256,
     prim_row_widths=(4, 64, KiB), prim_region_sizes=(64 * KiB, 16 * MiB),
+    write_cache_sizes=(16 * MiB, 1024 * MiB), swap_blocks=(64 * KiB, 1024, 2),
 )
 
 MODES = {"smoke": SMOKE, "quick": QUICK, "full": FULL}

@@ -114,13 +114,86 @@ def overhead_target(results):
                    f"{max(min_ratios.values()):.2f}x); " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
 
 
+def _ours(result):
+    return {k: v["us"] for k, v in result["impls"].items() if v["role"] == "ours"}
+
+
+def write_target(results):
+    goal = "Memcpy2D(\"write\") of one 4 KiB row into a Parameter of 16 MiB and of 1 GiB: times within 1.5x"
+    rows = sorted(_find(results, "ops.write"), key=lambda r: r["params"]["cache_bytes"])
+    if len(rows) < 2:
+        return _target("in-place row write", goal, "not measured", "")
+    small, large = rows[0], rows[-1]
+    times = [_us(r, "Memcpy2D write") for r in rows]
+    spread = max(times) / min(times)
+    detail = ", ".join(f"{r['params']['cache_bytes'] // MiB} MiB cache: {t:.0f} us (ms ScatterUpdate "
+                       f"{_us(r, 'ms ScatterUpdate'):.0f} us)" for r, t in zip(rows, times))
+    detail += f"; largest / smallest {spread:.2f}x"
+    if (small["params"]["cache_bytes"], large["params"]["cache_bytes"]) != (16 * MiB, 1024 * MiB):
+        detail += " (measured on smaller caches than the full run's 16 MiB and 1 GiB)"
+    return _target("in-place row write", goal, "met" if spread <= 1.5 else "missed", detail)
+
+
+def _block_goals(result, goals):
+    """(ok, detail) of one block case: goals is a list of (baseline, test(ours_us, baseline_us), text)."""
+    ok, parts = True, []
+    for name, us in _ours(result).items():
+        checks = []
+        for baseline, test, text in goals:
+            base = _us(result, baseline)
+            if base is None:
+                continue
+            passed = test(us, base)
+            ok = ok and passed
+            checks.append(text(us, base) + ("" if passed else " (short)"))
+        parts.append(f"{name} {us / 1e3:.1f} ms = {result['nbytes'] / us / 1e3:.1f} GB/s: " + ", ".join(checks))
+    memcpy, per_block = _us(result, _BANDWIDTH[0]), _us(result, _PER_BLOCK[0])
+    if memcpy and per_block:  # what the per-block goal can reach: the bytes must still be copied
+        parts.append(f"for scale, one memcpy of the same bytes is {per_block / memcpy:.1f}x faster than one copy "
+                     f"per block")
+    return ok, "; ".join(parts)
+
+
+_BANDWIDTH = ("one memcpy (C++)", lambda us, base: base / us >= 0.7, lambda us, base: f"{base / us:.0%} of one memcpy")
+_PER_BLOCK = ("one copy per block", lambda us, base: base / us >= 10,
+              lambda us, base: f"{base / us:.0f}x faster than one copy per block")
+
+
+def swap_targets(results):
+    out = []
+    for direction in ("d2h", "h2d"):
+        goal = (f"SwapBlocks {direction} of 2 caches x 1024 blocks of 64 KiB (graph step and eager call): >= 70% of "
+                "the bandwidth of one memcpy of the same bytes, at least as fast as MindSpore's swap_cache over "
+                "the same caches and mapping, >= 10x faster than one built-in copy per block")
+        rows = _find(results, "ops.SwapBlocks", lambda r: r["params"]["direction"] == direction)
+        if not rows:
+            out.append(_target(f"SwapBlocks {direction}", goal, "not measured", ""))
+            continue
+        swap_cache = ("swap_cache", lambda us, base: us <= base,
+                      lambda us, base: f"{base / us:.2f}x swap_cache's speed")
+        ok, detail = _block_goals(rows[0], [_BANDWIDTH, swap_cache, _PER_BLOCK])
+        out.append(_target(f"SwapBlocks {direction}", goal, "met" if ok else "missed", detail))
+    return out
+
+
+def copy_blocks_target(results):
+    goal = ("CopyBlocks of 2 caches x 1024 blocks of 64 KiB (graph step and eager call): >= 70% of the bandwidth "
+            "of one memcpy of the same bytes, >= 10x faster than one built-in copy per block")
+    rows = _find(results, "ops.CopyBlocks")
+    if not rows:
+        return _target("CopyBlocks", goal, "not measured", "")
+    ok, detail = _block_goals(rows[0], [_BANDWIDTH, _PER_BLOCK])
+    return _target("CopyBlocks", goal, "met" if ok else "missed", detail)
+
+
 SMOKE_STATUS = "not evaluated (a smoke run checks that every case runs; its sizes and samples are too small to judge)"
 
 
 def evaluate(results, mode=None):
     """Every goal's status on results; a smoke run reports each goal as not evaluated rather than met or missed."""
     evaluated = [f(results) for f in (batch_target, large_copy_target, copy2d_target, graph_batch_target,
-                                      overhead_target)]
+                                      overhead_target, write_target)]
+    evaluated += swap_targets(results) + [copy_blocks_target(results)]
     if mode == "smoke":
         for target in evaluated:
             target["status"] = SMOKE_STATUS

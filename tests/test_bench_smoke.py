@@ -15,7 +15,10 @@ def test_bench_smoke_writes_results(tmp_path):
     assert doc["meta"]["mode"] == "smoke" and doc["meta"]["machine"]["cores_usable"] >= 1
     groups = {r["group"] for r in doc["results"]}
     assert {"runtime.memcpy", "runtime.batch", "runtime.memcpy2d", "ops.overhead", "ops.MemcpyBatch",
-            "ops.Memcpy2D"} <= groups
+            "ops.Memcpy2D", "ops.write", "ops.SwapBlocks", "ops.CopyBlocks"} <= groups
+    swaps = {r["params"]["direction"] for r in doc["results"] if r["group"] == "ops.SwapBlocks"}
+    assert swaps == {"d2h", "h2d"}
+    assert len({r["params"]["cache_bytes"] for r in doc["results"] if r["group"] == "ops.write"}) == 2
     for record in doc["results"]:
         roles = {v["role"] for v in record["impls"].values()}
         assert "ours" in roles and "baseline" in roles, record["label"]
@@ -23,7 +26,35 @@ def test_bench_smoke_writes_results(tmp_path):
             assert impl["us"] > 0 and impl["samples"] >= 1
         for ours, ratios in record["ratios"].items():
             assert ratios and all(r > 0 for r in ratios.values()), (record["label"], ours)
-    assert {t["target"] for t in doc["targets"]} >= {"batch 4096 x 4 KiB", "per-call overhead"}
+    assert {t["target"] for t in doc["targets"]} >= {"batch 4096 x 4 KiB", "per-call overhead", "in-place row write",
+                                                     "SwapBlocks d2h", "SwapBlocks h2d", "CopyBlocks"}
     assert all(t["status"].startswith("not evaluated") for t in doc["targets"])  # too small to judge
     assert "MISSED" not in result.stdout and "MET" not in result.stdout
     assert (out / "results.md").read_text().count("|") > 10
+
+
+def _record(group, impls, **params):
+    return {"group": group, "nbytes": 128 << 20, "params": params,
+            "impls": {name: {"role": role, "us": us} for name, (role, us) in impls.items()}}
+
+
+def test_block_goals_are_ratios_of_the_run():
+    """The in-place goals judge the run's own numbers: met within the ratios, missed outside them."""
+    from ms_memcopy.benchmarks import targets
+
+    write = [_record("ops.write", {"Memcpy2D write": ("ours", us), "ms ScatterUpdate": ("baseline", 900.0)},
+                     cache_bytes=size) for size, us in ((16 << 20, 300.0), (1 << 30, 440.0))]
+    swap = _record("ops.SwapBlocks", {"SwapBlocks d2h (graph)": ("ours", 12000.0),
+                                      "swap_cache": ("baseline", 12500.0),
+                                      "one copy per block": ("baseline", 130000.0),
+                                      "one memcpy (C++)": ("baseline", 9000.0)}, direction="d2h")
+    found = {t["target"]: t for t in targets.evaluate(write + [swap])}
+    assert found["in-place row write"]["status"] == "met" and "1.47x" in found["in-place row write"]["detail"]
+    assert found["SwapBlocks d2h"]["status"] == "met"
+    assert found["SwapBlocks h2d"]["status"] == "not measured"
+    swap["impls"]["swap_cache"]["us"] = 11000.0  # now faster than ours
+    write[1]["impls"]["Memcpy2D write"]["us"] = 460.0  # 1.53x
+    found = {t["target"]: t for t in targets.evaluate(write + [swap])}
+    assert found["in-place row write"]["status"] == "missed"
+    assert found["SwapBlocks d2h"]["status"] == "missed" and "(short)" in found["SwapBlocks d2h"]["detail"]
+    assert all(t["status"].startswith("not evaluated") for t in targets.evaluate(write + [swap], "smoke"))

@@ -1,10 +1,26 @@
 """MemcpyBatch: many tensors to or from a HostBuffer in one aclrtMemcpyBatchAsync per 4096 items."""
+import mindspore as ms
+from mindspore import nn
 
 from ._base import (CopyPrimitive, check_host_buffer, check_int64_input, check_shape, check_supported, eager_int64, itemsize,
                     ms_dtype, num_elements, static_shape)
 from ._checks import check_batch_ranges
 
 _DIRECTIONS = ("d2h", "h2d")
+
+# MindSpore's handling of a custom op's outputs costs time quadratic in their number (measured on the
+# first call of an aot op with 500/1000 outputs: 0.6/1.7 s, whatever the kernel does), so an h2d read
+# of more tensors than this is split into launches of at most this many outputs each.
+MAX_OUTPUTS_PER_LAUNCH = 128
+
+
+def _h2d_outputs(shapes, dtypes):
+    """(shapes, MindSpore dtypes, byte sizes) of the tensors an h2d read returns, checked."""
+    if not shapes or dtypes is None or len(shapes) != len(dtypes):
+        raise ValueError("h2d needs shapes and dtypes: two lists of the same non-zero length")
+    shapes = [check_shape(s, f"shapes[{i}]") for i, s in enumerate(shapes)]
+    dtypes = [ms_dtype(d, f"dtypes[{i}]") for i, d in enumerate(dtypes)]
+    return shapes, dtypes, [num_elements(s) * itemsize(d) for s, d in zip(shapes, dtypes)]
 
 
 class MemcpyBatch(CopyPrimitive):
@@ -22,11 +38,20 @@ class MemcpyBatch(CopyPrimitive):
     Zero-size tensors are skipped; k may exceed ACL's 4096 items per call; on a SoC without the
     batch call the copies go one by one through aclrtMemcpyAsync, with the same result.
     Both forms read or write the HostBuffer, so GRAPH_MODE keeps them and runs them in program order.
+    An h2d read of more than ``MAX_OUTPUTS_PER_LAUNCH`` tensors is an ``nn.Cell`` that runs one such
+    primitive per part of at most that many tensors (same call, same results).
     """
 
     @classmethod
     def _variadic_call(cls, direction, *args, **kwargs):
         return direction == "d2h"
+
+    def __new__(cls, direction, host_buffer, *, num_tensors=None, shapes=None, dtypes=None):
+        if (cls is MemcpyBatch and direction == "h2d" and num_tensors is None and isinstance(shapes, (list, tuple))
+                and dtypes is not None and len(shapes) > MAX_OUTPUTS_PER_LAUNCH):
+            return _SplitBatchRead(host_buffer, shapes, dtypes, MAX_OUTPUTS_PER_LAUNCH)
+        return super().__new__(cls, direction, host_buffer, num_tensors=num_tensors, shapes=shapes,
+                               dtypes=dtypes)
 
     def __init__(self, direction, host_buffer, *, num_tensors=None, shapes=None, dtypes=None):
         if direction not in _DIRECTIONS:
@@ -44,10 +69,7 @@ class MemcpyBatch(CopyPrimitive):
         else:
             if num_tensors is not None:
                 raise ValueError("num_tensors is for direction 'd2h'; 'h2d' takes shapes and dtypes")
-            if not shapes or dtypes is None or len(shapes) != len(dtypes):
-                raise ValueError("h2d needs shapes and dtypes: two lists of the same non-zero length")
-            self.shapes = [check_shape(s, f"shapes[{i}]") for i, s in enumerate(shapes)]
-            self.dtypes = [ms_dtype(d, f"dtypes[{i}]") for i, d in enumerate(dtypes)]
+            self.shapes, self.dtypes, self._sizes = _h2d_outputs(shapes, dtypes)
             self.num_tensors = len(self.shapes)
             self._sizes = [num_elements(s) * itemsize(d) for s, d in zip(self.shapes, self.dtypes)]
             super().__init__("memcpy_batch_h2d", attrs=attrs, given=(tuple(self.shapes), tuple(self.dtypes)),
@@ -95,3 +117,40 @@ class MemcpyBatch(CopyPrimitive):
         else:
             sizes = self._sizes
         check_batch_ranges(offsets, sizes, self.host_buffer.nbytes, check_overlap=self.direction == "d2h")
+
+
+class _SplitBatchRead(nn.Cell):
+    """MemcpyBatch("h2d") of many tensors as several MemcpyBatch("h2d") launches of at most `per_launch`
+    outputs each, over consecutive slices of the offsets; returns the k tensors as one tuple."""
+
+    def __init__(self, host_buffer, shapes, dtypes, per_launch):
+        super().__init__()
+        self.host_buffer = check_host_buffer(host_buffer)
+        self.direction = "h2d"
+        self.shapes, self.dtypes, self._sizes = _h2d_outputs(shapes, dtypes)
+        self.num_tensors = len(self.shapes)
+        self._bounds = tuple((start, min(start + per_launch, self.num_tensors))
+                             for start in range(0, self.num_tensors, per_launch))
+        self._parts = tuple(MemcpyBatch("h2d", host_buffer, shapes=self.shapes[a:b], dtypes=self.dtypes[a:b])
+                            for a, b in self._bounds)
+
+    def construct(self, offsets):
+        if offsets.shape != (self.num_tensors,):
+            raise ValueError(f"offsets must hold {self.num_tensors} value(s)")
+        outs = ()
+        for part, (start, stop) in zip(self._parts, self._bounds):
+            outs = outs + part(offsets[start:stop])
+        return outs
+
+    def __call__(self, *args):
+        """An eager call (a graph compiles construct instead): checks every offset once, then one launch
+        per part over offsets taken from the same host values."""
+        check_host_buffer(self.host_buffer)
+        if len(args) != 1:
+            raise ValueError(f"MemcpyBatch(h2d) takes one input (offsets), got {len(args)}")
+        offsets = eager_int64(args[0], "offsets")
+        check_batch_ranges(offsets, self._sizes, self.host_buffer.nbytes, check_overlap=False)
+        outs = ()
+        for part, (start, stop) in zip(self._parts, self._bounds):
+            outs = outs + part(ms.Tensor(offsets[start:stop]))
+        return outs
