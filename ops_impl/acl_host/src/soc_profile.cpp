@@ -20,7 +20,8 @@ namespace {
 constexpr const char *kSocEnv = "MS_MEMCOPY_SOC";
 
 const SocProfile kProfiles[] = {
-#define X(name, batch, desc, d2d, null2d, desc_size, extra) {name, batch, desc, d2d, null2d, desc_size, extra},
+#define X(name, batch, desc, d2d, null2d, desc_size, extra, peer) \
+    {name, batch, desc, d2d, null2d, desc_size, extra, peer},
     MS_MEMCOPY_SOC_PROFILES
 #undef X
 };

@@ -16,6 +16,7 @@ struct SocProfile {
     bool memcpy2d_null_stream;  // aclrtMemcpy2dAsync takes a NULL (default) stream
     size_t memcpy_desc_size;    // bytes per descriptor
     size_t malloc_extra_bytes;  // aclrtMalloc padding after rounding up to 32
+    bool peer_access;           // aclrtDeviceCanAccessPeer / EnablePeerAccess / DisablePeerAccess
 };
 
 // The profile named by MS_MEMCOPY_SOC (unset or empty: the table's default), resolved once.
