@@ -227,6 +227,22 @@ def test_access_is_checked_when_the_queued_copy_runs(pair, peers):
     assert not peers.download(other, N).any()
 
 
+def test_2d_async_between_devices_follows_the_same_rule(pair, peers):
+    src, dst, data = pair
+    stream = peers.stream()
+    width, height, spitch, dpitch = 48, 16, 64, 128
+    rt.memcpy2d_async(dst, dpitch, src, spitch, width, height, ACL_MEMCPY_DEVICE_TO_DEVICE, stream)
+    assert code(rt.synchronize_stream, stream) == ACL_ERROR_RT_SYS_DMA
+    assert not peers.download(dst, N).any()
+    _enable_both()
+    rt.memcpy2d_async(dst, dpitch, src, spitch, width, height, ACL_MEMCPY_DEFAULT, stream)
+    rt.synchronize_stream(stream)
+    expected = np.zeros(N, np.uint8)
+    rows = data[:height * spitch].reshape(height, spitch)[:, :width]
+    expected[:height * dpitch].reshape(height, dpitch)[:, :width] = rows
+    np.testing.assert_array_equal(peers.download(dst, N), expected)
+
+
 def test_same_device_and_host_copies_need_no_peer_access(peers):
     data = rand_bytes(N, 3)
     a = peers.upload(data, device_id=1)

@@ -62,13 +62,6 @@ bool AclLayerChecks(const char *api, void *dst, const void *src, size_t count, i
     return *ret != ACL_SUCCESS;
 }
 
-// A device-to-device copy whose endpoints live on two different devices.
-bool CrossesDevices(int64_t resolved, const MemInfo &src_info, const MemInfo &dst_info)
-{
-    return resolved == ACL_MEMCPY_DEVICE_TO_DEVICE && src_info.is_device() && dst_info.is_device() &&
-           src_info.device != dst_info.device;
-}
-
 // Location checks shared by sync and async copies: looks both endpoints up (*dst_info, *src_info)
 // and gives the effective kind in *resolved.
 aclError CheckLocations(const char *api, void *dst, const void *src, size_t count, int64_t kind,
@@ -185,11 +178,11 @@ aclError MemcpyAsyncCommon(const char *api, void *dst, size_t destMax, const voi
     if (ret != ACL_SUCCESS) {
         return ret;
     }
+    std::unique_ptr<StreamTask> copy = std::make_unique<CopyTask>(dst, src, count);
     if (CrossesDevices(resolved, src_info, dst_info)) {
-        stream->Enqueue(std::make_unique<PeerCopyTask>(dst, src, count, dst_info.device, src_info.device));
-    } else {
-        stream->Enqueue(std::make_unique<CopyTask>(dst, src, count));
+        copy = CopyBetween(std::move(copy), src_info.device, dst_info.device);
     }
+    stream->Enqueue(std::move(copy));
     return ACL_SUCCESS;
 }
 

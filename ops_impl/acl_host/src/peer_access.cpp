@@ -55,23 +55,30 @@ aclError PeerCopyFailure(const char *api, int32_t src_device, int32_t dst_device
                 reason);
 }
 
-aclError PeerCopyTask::Run(std::string *message)
+aclError PeerGuardedTask::Run(std::string *message)
 {
     if (PeerAccessTable::Instance().Mutual(src_device_, dst_device_)) {
-        CopyBytes(item_.dst, item_.src, item_.size);
-        return ACL_SUCCESS;
+        return copy_->Run(message);
     }
     const int s = static_cast<int>(src_device_);
     const int d = static_cast<int>(dst_device_);
     char reason[256];
     MissingAccess(reason, sizeof(reason), s, d);
-    char text[448];
+    char text[400];
     (void)std::snprintf(text, sizeof(text),
-                        "copy of %zu bytes from device %d memory %p to device %d memory %p failed when it executed: "
-                        "%s; nothing was copied",
-                        item_.size, s, item_.src, d, item_.dst, reason);
+                        "a copy from device %d memory to device %d memory failed when it executed: %s; nothing was "
+                        "copied",
+                        s, d, reason);
     *message = text;
     return ACL_ERROR_RT_SYS_DMA;
+}
+
+std::unique_ptr<StreamTask> CopyBetween(std::unique_ptr<StreamTask> copy, int32_t src_device, int32_t dst_device)
+{
+    if (src_device == dst_device) {
+        return copy;
+    }
+    return std::make_unique<PeerGuardedTask>(std::move(copy), src_device, dst_device);
 }
 
 }  // namespace aclhost

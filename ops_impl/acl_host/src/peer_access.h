@@ -4,13 +4,13 @@
 #define MS_MEMCOPY_ACL_HOST_PEER_ACCESS_H_
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "acl/acl_base.h"
-#include "copy_engine.h"
 #include "stream.h"
 
 namespace aclhost {
@@ -37,21 +37,25 @@ private:
 // message naming both devices and the calls that enable the access.
 aclError PeerCopyFailure(const char *api, int32_t src_device, int32_t dst_device);
 
-// A device-to-device copy between two devices, put on a stream: the access is checked when the task
-// runs (as the copy engine of a device finds out when it touches the peer's memory). Without it nothing
-// is copied and the next synchronize of the stream reports 507013.
-class PeerCopyTask final : public StreamTask {
+// A copy task between memory of two devices: the access is checked when the task runs (as the copy
+// engine of a device finds out when it touches the peer's memory). With it the wrapped copy runs;
+// without it nothing is copied and the next synchronize of the stream reports 507013.
+class PeerGuardedTask final : public StreamTask {
 public:
-    PeerCopyTask(void *dst, const void *src, size_t size, int32_t dst_device, int32_t src_device)
-        : item_{dst, src, size}, dst_device_(dst_device), src_device_(src_device)
+    PeerGuardedTask(std::unique_ptr<StreamTask> copy, int32_t src_device, int32_t dst_device)
+        : copy_(std::move(copy)), src_device_(src_device), dst_device_(dst_device)
     {}
     aclError Run(std::string *message) override;
 
 private:
-    CopyItem item_;
-    int32_t dst_device_;
+    std::unique_ptr<StreamTask> copy_;
     int32_t src_device_;
+    int32_t dst_device_;
 };
+
+// The task that puts `copy` on a stream: `copy` itself when src and dst are on one device, else `copy`
+// guarded by the peer-access check.
+std::unique_ptr<StreamTask> CopyBetween(std::unique_ptr<StreamTask> copy, int32_t src_device, int32_t dst_device);
 
 }  // namespace aclhost
 
