@@ -118,7 +118,8 @@ aclError PeerOfCurrentDevice(const char *api, int32_t peer, int32_t *device)
 extern "C" aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int32_t peerDeviceId)
 {
     constexpr const char *api = "aclrtDeviceCanAccessPeer";
-    return aclhost::GuardedCall(api, [&] { return aclhost::CanAccessPeer(api, canAccessPeer, deviceId, peerDeviceId); });
+    return aclhost::GuardedCall(api,
+                                [&] { return aclhost::CanAccessPeer(api, canAccessPeer, deviceId, peerDeviceId); });
 }
 
 extern "C" aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags)
