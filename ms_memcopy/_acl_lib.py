@@ -52,6 +52,7 @@ PROTOTYPES = {
     "aclrtDeviceCanAccessPeer": (aclError, [POINTER(c_int32), c_int32, c_int32]),
     "aclrtDeviceEnablePeerAccess": (aclError, [c_int32, c_uint32]),
     "aclrtDeviceDisablePeerAccess": (aclError, [c_int32]),
+    "aclrtDevicePeerAccessStatus": (aclError, [c_int32, c_int32, POINTER(c_int32)]),
     "aclrtCreateContext": (aclError, [_p_ptr, c_int32]),
     "aclrtDestroyContext": (aclError, [c_void_p]),
     "aclrtSetCurrentContext": (aclError, [c_void_p]),

@@ -117,11 +117,31 @@ def test_enable_disable_codes_in_cann_order(peers, call):
         assert acl.rt.device_disable_peer_access(0) == ACL_ERROR_INVALID_PARAM
 
 
+def test_peer_access_status_is_1_once_each_device_enabled_the_other(peers):
+    count = rt.get_device_count()
+    assert rt.device_peer_access_status(0, 1) is False
+    _set_access(0, 1, True)
+    assert rt.device_peer_access_status(0, 1) is False  # one direction
+    assert acl.rt.device_peer_access_status(1, 0) == (0, 0)
+    _set_access(1, 0, True)
+    assert rt.device_peer_access_status(0, 1) is True and rt.device_peer_access_status(1, 0) is True
+    assert acl.rt.device_peer_access_status(1, 0) == (1, 0)
+    assert rt.device_peer_access_status(0, 2) is False
+    assert rt.device_peer_access_status(1, 1) is False
+    assert rt.device_peer_access_status(0, count) is False  # ids in [count, 64): 0, as the API page says
+    assert code(rt.device_peer_access_status, 0, 64) == ACL_ERROR_RT_PARAM_INVALID
+    assert code(rt.device_peer_access_status, -1, 1) == ACL_ERROR_RT_PARAM_INVALID
+    assert _acl_lib.func("aclrtDevicePeerAccessStatus")(0, 1, None) == ACL_ERROR_INVALID_PARAM
+    _set_access(0, 1, False)
+    assert rt.device_peer_access_status(1, 0) is False
+
+
 NO_DEVICE = """
 import ms_memcopy.acl as acl
 print(acl.rt.device_can_access_peer(0, 1))
 print(acl.rt.device_enable_peer_access(1, 1), acl.rt.device_enable_peer_access(1, 0),
       acl.rt.device_disable_peer_access(1))
+print(acl.rt.device_peer_access_status(0, 1))
 """
 
 
@@ -131,13 +151,14 @@ def test_without_a_device_can_access_works_enable_needs_one(run_python):
     lines = out.stdout.split("\n")
     assert lines[0] == "(1, 0)"  # CANN's query needs no context
     assert lines[1] == f"{ACL_ERROR_FEATURE_UNSUPPORTED} {ACL_ERROR_RT_CONTEXT_NULL} {ACL_ERROR_RT_CONTEXT_NULL}"
+    assert lines[2] == "(0, 0)"
 
 
 PER_SOC = """
 import ms_memcopy.acl as acl
 print(acl.rt.set_device(0), acl.rt.device_can_access_peer(0, 1)[1], acl.rt.device_enable_peer_access(1, 0),
       acl.rt.device_disable_peer_access(1), acl.rt.device_enable_peer_access(0, 0),
-      acl.rt.device_enable_peer_access(1, 3))
+      acl.rt.device_enable_peer_access(1, 3), acl.rt.device_peer_access_status(0, 1)[1])
 """
 
 
@@ -149,7 +170,7 @@ def test_peer_access_per_soc(run_python, soc, expected):
     assert out.returncode == 0, out.stderr
     # same-device and flags checks come before the SoC gate
     assert out.stdout.split() == ["0", str(expected), str(expected), str(expected), str(ACL_ERROR_INVALID_PARAM),
-                                  str(ACL_ERROR_FEATURE_UNSUPPORTED)]
+                                  str(ACL_ERROR_FEATURE_UNSUPPORTED), "0"]  # the status query has no gate
 
 
 # --- aclrtMemcpy / aclrtMemcpyAsync between devices ----------------------------------------------------------

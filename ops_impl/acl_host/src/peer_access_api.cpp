@@ -1,4 +1,5 @@
-// aclrtDeviceCanAccessPeer, aclrtDeviceEnablePeerAccess, aclrtDeviceDisablePeerAccess.
+// aclrtDeviceCanAccessPeer, aclrtDeviceEnablePeerAccess, aclrtDeviceDisablePeerAccess,
+// aclrtDevicePeerAccessStatus.
 //
 // Check order (CANN 9.1: the ACL layer in src/acl/aclrt_impl/memory.cpp, then rtGetDevicePhyIdByIndex,
 // rtDeviceCanAccessPeer / rtEnableP2P / rtDisableP2P in src/runtime/api/impl/api_error.cc and
@@ -11,6 +12,10 @@
 //     peerDeviceId == current device -> 100000 | peerDeviceId not a device -> 107001 | SoC without peer
 //     access -> 207000.
 //   DisablePeerAccess: as EnablePeerAccess without flags.
+//   PeerAccessStatus: status NULL -> 100000 | deviceId or peerDeviceId outside [0, 64) -> 107000 |
+//     *status = 1 when each device has enabled the other (the driver's drvGetP2PStatus), else 0; ids in
+//     [count, 64) give 0, as the API page says. No SoC gate: every emulated SoC's runtime config has the
+//     feature (on Ascend310B nothing can be enabled, so the status is 0). Needs no current device.
 //
 // Host-runtime choices (documented in docs/host_runtime.md):
 // - Every pair of distinct devices can access each other (*canAccessPeer = 1), as in one AI server.
@@ -20,6 +25,7 @@
 // - "Not a device" for the driver-side checks (ids in [count, 64)) is 107001, as the device-id
 //   translation of CANN's runtime reports an unknown id.
 #include <cstdint>
+#include <utility>
 
 #include "acl/acl_rt.h"
 #include "api_guard.h"
@@ -96,6 +102,21 @@ aclError CanAccessPeer(const char *api, int32_t *can_access, int32_t device, int
     return ret;
 }
 
+aclError PeerAccessStatus(const char *api, int32_t device, int32_t peer, int32_t *status)
+{
+    if (status == nullptr) {
+        return Fail(ACL_ERROR_INVALID_PARAM, api, "status is NULL; expected a pointer to an int32_t");
+    }
+    for (const auto &id : {std::make_pair("deviceId", device), std::make_pair("peerDeviceId", peer)}) {
+        if (id.second < 0 || id.second >= kMaxRuntimeDevices) {
+            return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "%s %d is out of range; expected [0, %lld)", id.first,
+                        static_cast<int>(id.second), static_cast<long long>(kMaxRuntimeDevices));
+        }
+    }
+    *status = device != peer && PeerAccessTable::Instance().Mutual(device, peer) ? 1 : 0;
+    return ACL_SUCCESS;
+}
+
 // The checks of Enable/DisablePeerAccess after the flags; *device is the current device.
 aclError PeerOfCurrentDevice(const char *api, int32_t peer, int32_t *device)
 {
@@ -151,4 +172,11 @@ extern "C" aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId)
         }
         return ret;
     });
+}
+
+extern "C" aclError aclrtDevicePeerAccessStatus(int32_t deviceId, int32_t peerDeviceId, int32_t *status)
+{
+    constexpr const char *api = "aclrtDevicePeerAccessStatus";
+    return aclhost::GuardedCall(api,
+                                [&] { return aclhost::PeerAccessStatus(api, deviceId, peerDeviceId, status); });
 }
