@@ -1100,7 +1100,13 @@ void TestPeerAccess(aclrtStream stream)
     CHECK_RET(aclrtMemcpy(out.data(), 256, dst, 256, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
     CHECK(out == std::vector<unsigned char>(256, 0));
 
+    int32_t status = -1;
+    CHECK_RET(aclrtDevicePeerAccessStatus(0, 1, &status), ACL_SUCCESS);
+    CHECK(status == 0);
     CHECK_RET(aclrtDeviceEnablePeerAccess(1, 0), ACL_SUCCESS);  // now both ways
+    CHECK_RET(aclrtDevicePeerAccessStatus(0, 1, &status), ACL_SUCCESS);
+    CHECK(status == 1);
+    CHECK_RET(aclrtDevicePeerAccessStatus(0, 1, nullptr), ACL_ERROR_INVALID_PARAM);
     CHECK_RET(aclrtMemcpyAsync(dst, 256, src, 256, ACL_MEMCPY_DEVICE_TO_DEVICE, stream), ACL_SUCCESS);
     CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
     CHECK_RET(aclrtMemcpy(out.data(), 256, dst, 256, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
