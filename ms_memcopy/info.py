@@ -11,6 +11,7 @@ _GATED_CALLS = {
     "memcpy_batch": "aclrtMemcpyBatch, aclrtMemcpyBatchAsync (+V2)",
     "memcpy_desc": "aclrtGetMemcpyDescSize, aclrtSetMemcpyDesc, aclrtMemcpyAsyncWithDesc",
     "memcpy2d_d2d": "aclrtMemcpy2dAsync device-to-device",
+    "peer_access": "aclrtDeviceCanAccessPeer, aclrtDeviceEnablePeerAccess, aclrtDeviceDisablePeerAccess",
 }
 _ALWAYS = "aclrtMemcpy, aclrtMemcpyAsync, aclrtMemcpyAsyncWithCondition, aclrtMemcpy2d(Async) H2D/D2H"
 

@@ -65,6 +65,7 @@ from .errors import AclError
 __all__ = [
     "init", "finalize", "get_recent_err_msg", "get_soc_name",
     "set_device", "reset_device", "get_device", "get_device_count", "get_run_mode", "synchronize_device",
+    "device_can_access_peer", "device_enable_peer_access", "device_disable_peer_access", "device_peer_access_status",
     "create_context", "destroy_context", "set_current_context", "get_current_context",
     "create_stream", "destroy_stream", "synchronize_stream", "synchronize_stream_with_timeout",
     "malloc", "malloc_host", "free", "free_host", "get_mem_info", "memset", "memset_async",
@@ -148,6 +149,34 @@ def get_run_mode():
 def synchronize_device():
     """aclrtSynchronizeDevice(): blocks until every stream of the current context is done."""
     _call("aclrtSynchronizeDevice")
+
+
+def device_can_access_peer(device_id, peer_device_id):
+    """aclrtDeviceCanAccessPeer(&canAccessPeer, deviceId, peerDeviceId): whether the two devices can exchange data."""
+    out = ctypes.c_int32()
+    _call("aclrtDeviceCanAccessPeer", ctypes.byref(out), cv.int32(device_id, "device_id"),
+          cv.int32(peer_device_id, "peer_device_id"))
+    return bool(out.value)
+
+
+def device_enable_peer_access(peer_device_id, flags=0):
+    """aclrtDeviceEnablePeerAccess(peerDeviceId, flags): enables access from the current device to the peer.
+
+    A copy between memory of two devices runs once each has enabled the other (flags is reserved: 0)."""
+    _call("aclrtDeviceEnablePeerAccess", cv.int32(peer_device_id, "peer_device_id"), cv.uint32(flags, "flags"))
+
+
+def device_disable_peer_access(peer_device_id):
+    """aclrtDeviceDisablePeerAccess(peerDeviceId): disables access from the current device to the peer."""
+    _call("aclrtDeviceDisablePeerAccess", cv.int32(peer_device_id, "peer_device_id"))
+
+
+def device_peer_access_status(device_id, peer_device_id):
+    """aclrtDevicePeerAccessStatus(deviceId, peerDeviceId, &status): True once each device has enabled the other."""
+    out = ctypes.c_int32()
+    _call("aclrtDevicePeerAccessStatus", cv.int32(device_id, "device_id"), cv.int32(peer_device_id, "peer_device_id"),
+          ctypes.byref(out))
+    return bool(out.value)
 
 
 # --- contexts ----------------------------------------------------------------------------------

@@ -46,7 +46,8 @@ def test_public_api_covers_every_c_call():
                 "unregister_device_memory", "register_device_memory_batch", "unregister_device_memory_batch",
                 "get_mem_location", "set_stream_deferred", "launch_host_func", "soc_profile", "get_run_mode",
                 "synchronize_device", "create_context", "destroy_context", "set_current_context",
-                "get_current_context", "get_mem_info", "memset", "memset_async"}
+                "get_current_context", "get_mem_info", "memset", "memset_async", "device_can_access_peer",
+                "device_enable_peer_access", "device_disable_peer_access", "device_peer_access_status"}
     assert expected <= set(rt.__all__)
     assert len(_acl_lib.PROTOTYPES) + len(_acl_lib.HOST_PROTOTYPES) == len(expected)  # one function per C call
     for name in expected:

@@ -25,6 +25,7 @@ from ..acl_constants import ACL_ERROR_INVALID_PARAM, SIZE_MAX
 
 __all__ = [
     "set_device", "reset_device", "get_device", "get_device_count", "get_run_mode", "synchronize_device",
+    "device_can_access_peer", "device_enable_peer_access", "device_disable_peer_access", "device_peer_access_status",
     "create_context", "destroy_context", "set_context", "get_context",
     "create_stream", "destroy_stream", "synchronize_stream", "synchronize_stream_with_timeout",
     "malloc", "malloc_host", "free", "free_host", "get_mem_info", "memset", "memset_async",
@@ -79,6 +80,32 @@ def get_run_mode():
 def synchronize_device():
     """ret = acl.rt.synchronize_device(): waits for every stream of the current context."""
     return _c("aclrtSynchronizeDevice")()
+
+
+def device_can_access_peer(device_id, peer_device_id, /):
+    """can_access_peer, ret = acl.rt.device_can_access_peer(device_id, peer_device_id)  (1 can, 0 cannot)"""
+    out = ctypes.c_int32()
+    ret = _c("aclrtDeviceCanAccessPeer")(ctypes.byref(out), cv.int32(device_id, "device_id"),
+                                         cv.int32(peer_device_id, "peer_device_id"))
+    return out.value, ret
+
+
+def device_enable_peer_access(peer_device_id, flags, /):
+    """ret = acl.rt.device_enable_peer_access(peer_device_id, flags): from the current device to the peer."""
+    return _c("aclrtDeviceEnablePeerAccess")(cv.int32(peer_device_id, "peer_device_id"), cv.uint32(flags, "flags"))
+
+
+def device_disable_peer_access(peer_device_id, /):
+    """ret = acl.rt.device_disable_peer_access(peer_device_id)"""
+    return _c("aclrtDeviceDisablePeerAccess")(cv.int32(peer_device_id, "peer_device_id"))
+
+
+def device_peer_access_status(device_id, peer_device_id, /):
+    """status, ret = acl.rt.device_peer_access_status(device_id, peer_device_id)  (1 enabled both ways, else 0)"""
+    out = ctypes.c_int32()
+    ret = _c("aclrtDevicePeerAccessStatus")(cv.int32(device_id, "device_id"),
+                                            cv.int32(peer_device_id, "peer_device_id"), ctypes.byref(out))
+    return out.value, ret
 
 
 def create_context(device_id, /):

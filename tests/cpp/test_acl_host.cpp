@@ -1359,6 +1359,82 @@ void TestMemsetAndInfo(aclrtStream stream)
     CHECK_RET(aclrtFree(dev), ACL_SUCCESS);
 }
 
+// Peer devices: the three peer-access calls and a device-to-device copy between devices 0 and 1, which runs
+// only once each device has enabled the other (507013 otherwise: at the call for aclrtMemcpy, at the next
+// synchronize for aclrtMemcpyAsync).
+void TestPeerAccess(aclrtStream stream)
+{
+    int32_t can = -1;
+    CHECK_RET(aclrtDeviceCanAccessPeer(&can, 0, 1), ACL_SUCCESS);
+    CHECK(can == 1);
+    CHECK_RET(aclrtDeviceCanAccessPeer(&can, 1, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtDeviceCanAccessPeer(nullptr, 0, 1), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_RET(aclrtDeviceCanAccessPeer(&can, 0, 8), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_RET(aclrtDeviceEnablePeerAccess(1, 1), ACL_ERROR_FEATURE_UNSUPPORTED);
+    CHECK_RET(aclrtDeviceEnablePeerAccess(0, 0), ACL_ERROR_INVALID_PARAM);
+
+    std::vector<unsigned char> data(256);
+    for (size_t i = 0; i < data.size(); ++i) {
+        data[i] = static_cast<unsigned char>(i * 7 + 1);
+    }
+    void *src = nullptr;
+    CHECK_RET(aclrtMalloc(&src, 256, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy(src, 256, data.data(), 256, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+    CHECK_RET(aclrtSetDevice(1), ACL_SUCCESS);
+    void *dst = nullptr;
+    CHECK_RET(aclrtMalloc(&dst, 256, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    CHECK_RET(aclrtMemset(dst, 256, 0, 256), ACL_SUCCESS);
+    CHECK_RET(aclrtDeviceEnablePeerAccess(0, 0), ACL_SUCCESS);  // device 1 -> device 0 only
+    CHECK_RET(aclrtSetDevice(0), ACL_SUCCESS);
+    std::vector<unsigned char> out(256, 0xEE);
+
+    CHECK_RET(aclrtMemcpy(dst, 256, src, 256, ACL_MEMCPY_DEVICE_TO_DEVICE), ACL_ERROR_RT_SYS_DMA);
+    CHECK_MSG("not enabled in both directions");
+    CHECK_RET(aclrtMemcpy(dst, 256, src, 256, ACL_MEMCPY_INTER_DEVICE_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtMemcpyAsync(dst, 256, src, 256, ACL_MEMCPY_DEFAULT, stream), ACL_SUCCESS);
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_ERROR_RT_SYS_DMA);
+    CHECK_RET(aclrtMemcpy(out.data(), 256, dst, 256, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(out == std::vector<unsigned char>(256, 0));
+
+    int32_t status = -1;
+    CHECK_RET(aclrtDevicePeerAccessStatus(0, 1, &status), ACL_SUCCESS);
+    CHECK(status == 0);
+    CHECK_RET(aclrtDeviceEnablePeerAccess(1, 0), ACL_SUCCESS);  // now both ways
+    CHECK_RET(aclrtDevicePeerAccessStatus(0, 1, &status), ACL_SUCCESS);
+    CHECK(status == 1);
+    CHECK_RET(aclrtDevicePeerAccessStatus(0, 1, nullptr), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtMemcpyAsync(dst, 256, src, 256, ACL_MEMCPY_DEVICE_TO_DEVICE, stream), ACL_SUCCESS);
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy(out.data(), 256, dst, 256, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(out == data);
+
+    // A batch never copies device to device, peer access or not.
+    void *dsts[1] = {dst};
+    void *srcs[1] = {src};
+    size_t sizes[1] = {256};
+    size_t dest_maxs[1] = {256};
+    aclrtMemcpyBatchAttr attr{};
+    attr.dstLoc = {1, ACL_MEM_LOCATION_TYPE_DEVICE};
+    attr.srcLoc = {0, ACL_MEM_LOCATION_TYPE_DEVICE};
+    size_t attr_index = 0;
+    size_t fail = 0;
+    CHECK_RET(aclrtMemcpyBatch(dsts, dest_maxs, srcs, sizes, 1, &attr, &attr_index, 1, &fail),
+              ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(fail == 0);
+
+    CHECK_RET(aclrtDeviceDisablePeerAccess(1), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpy(dst, 256, src, 256, ACL_MEMCPY_DEVICE_TO_DEVICE), ACL_ERROR_RT_SYS_DMA);
+    CHECK_RET(aclrtSetDevice(1), ACL_SUCCESS);
+    CHECK_RET(aclrtDeviceDisablePeerAccess(0), ACL_SUCCESS);
+    CHECK_RET(aclrtFree(dst), ACL_SUCCESS);
+    CHECK_RET(aclrtResetDevice(1), ACL_SUCCESS);  // the two aclrtSetDevice(1) above
+    CHECK_RET(aclrtResetDevice(1), ACL_SUCCESS);
+    CHECK_RET(aclrtSetDevice(0), ACL_SUCCESS);
+    CHECK_RET(aclrtResetDevice(0), ACL_SUCCESS);  // the two aclrtSetDevice(0) of this test
+    CHECK_RET(aclrtResetDevice(0), ACL_SUCCESS);
+    CHECK_RET(aclrtFree(src), ACL_SUCCESS);
+}
+
 }  // namespace
 
 int main()
@@ -1383,6 +1459,7 @@ int main()
     TestHostFunctionDestroysItsStream();
     TestFreeDuringBatch(stream);
     TestMemsetAndInfo(stream);
+    TestPeerAccess(stream);
     CHECK_RET(aclrtDestroyStream(stream), ACL_SUCCESS);
     TestContexts();
     TestStreams();

@@ -119,9 +119,18 @@ void Ascend310PScenario()
     aclrtStream stream = nullptr;
     CHECK_RET(aclrtCreateStream(&stream), ACL_SUCCESS);
 
-    // A copy between the two devices is an ordinary D2D copy.
+    // A copy between the two devices is a D2D copy once each device has enabled the other (310P has peer
+    // access).
     std::memset(pinned, 0x3C, 4096);
     CHECK_RET(aclrtMemcpyAsync(dev1, 96, pinned, 96, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_SUCCESS);
+    CHECK_RET(aclrtMemcpyAsync(dev0, 4096, dev1, 96, ACL_MEMCPY_DEVICE_TO_DEVICE, stream), ACL_SUCCESS);
+    CHECK_RET(aclrtSynchronizeStream(stream), ACL_ERROR_RT_SYS_DMA);
+    CHECK_RET(aclrtDeviceEnablePeerAccess(1, 0), ACL_SUCCESS);
+    CHECK_RET(aclrtSetDevice(1), ACL_SUCCESS);
+    CHECK_RET(aclrtDeviceEnablePeerAccess(0, 0), ACL_SUCCESS);
+    CHECK_RET(aclrtResetDevice(1), ACL_SUCCESS);  // the aclrtSetDevice(1) just above
+    CHECK_RET(aclrtSetDevice(0), ACL_SUCCESS);
+    CHECK_RET(aclrtResetDevice(0), ACL_SUCCESS);  // the aclrtSetDevice(0) just above
     CHECK_RET(aclrtMemcpyAsync(dev0, 4096, dev1, 96, ACL_MEMCPY_DEVICE_TO_DEVICE, stream), ACL_SUCCESS);
     CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
 

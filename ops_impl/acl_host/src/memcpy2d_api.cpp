@@ -20,6 +20,9 @@
 // - A pageable endpoint makes 2dAsync drain the stream and copy on the calling thread (as CANN).
 // - UNCONFIRMED in the spec: the hardware result of 2dAsync D2D on 310P/310B/910. Choice: those profiles
 //   have memcpy2d_d2d false in configs/soc_profiles.yaml, so the call returns 207000.
+// - A 2dAsync D2D copy between memory of two devices is accepted at the call (as CANN) and runs only with
+//   peer access enabled both ways between them; else it fails when it executes (507013 from the next
+//   synchronize, nothing copied), as aclrtMemcpyAsync's.
 #include <memory>
 
 #include "acl/acl_rt.h"
@@ -31,6 +34,7 @@
 #include "error_state.h"
 #include "memcpy_common.h"
 #include "memory_registry.h"
+#include "peer_access.h"
 #include "soc_profile.h"
 #include "stream_table.h"
 
@@ -242,7 +246,12 @@ aclError Memcpy2dAsync(const char *api, const Copy2DArgs &a, aclrtStream handle)
     if (ret != ACL_SUCCESS) {
         return ret;
     }
-    stream->Enqueue(std::make_unique<Copy2DTask>(a.dst, a.dpitch, a.src, a.spitch, a.width, a.height));
+    std::unique_ptr<StreamTask> copy =
+        std::make_unique<Copy2DTask>(a.dst, a.dpitch, a.src, a.spitch, a.width, a.height);
+    if (CrossesDevices(resolved, src_info, dst_info)) {
+        copy = CopyBetween(std::move(copy), src_info.device, dst_info.device);
+    }
+    stream->Enqueue(std::move(copy));
     return ACL_SUCCESS;
 }
 

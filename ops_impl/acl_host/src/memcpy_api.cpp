@@ -22,6 +22,12 @@
 //   from pageable memory, so CANN's CHECK_MEMORY_PINNED never fails with 207000 here.
 // - UNCONFIRMED in the spec: whether on-chip D2D copies must be 64-byte aligned at run time. Choice: not
 //   enforced.
+// - A device-to-device copy between memory of two different devices (kind D2D or DEFAULT; CANN's ACL
+//   layer refuses INTER_DEVICE_TO_DEVICE(7) with 100000 like any kind above 5) passes every check at
+//   the call, as in CANN, whose runtime never compares the devices of the endpoints. It runs only when
+//   peer access is enabled in both directions between the two devices (peer_access.h). Without it:
+//   aclrtMemcpy copies nothing and returns ACL_ERROR_RT_SYS_DMA (507013); aclrtMemcpyAsync returns 0,
+//   and the copy fails when it executes (nothing copied, 507013 from the next synchronize).
 #include <memory>
 
 #include "acl/acl_rt.h"
@@ -33,6 +39,7 @@
 #include "error_state.h"
 #include "memcpy_common.h"
 #include "memory_registry.h"
+#include "peer_access.h"
 #include "stream_table.h"
 
 namespace aclhost {
@@ -106,6 +113,10 @@ aclError MemcpySync(const char *api, void *dst, size_t destMax, const void *src,
     if (ret != ACL_SUCCESS) {
         return ret;
     }
+    if (CrossesDevices(resolved, src_info, dst_info) &&
+        !PeerAccessTable::Instance().Mutual(src_info.device, dst_info.device)) {
+        return PeerCopyFailure(api, src_info.device, dst_info.device);
+    }
     CopyBytes(dst, src, count);
     return ACL_SUCCESS;
 }
@@ -167,7 +178,11 @@ aclError MemcpyAsyncCommon(const char *api, void *dst, size_t destMax, const voi
     if (ret != ACL_SUCCESS) {
         return ret;
     }
-    stream->Enqueue(std::make_unique<CopyTask>(dst, src, count));
+    std::unique_ptr<StreamTask> copy = std::make_unique<CopyTask>(dst, src, count);
+    if (CrossesDevices(resolved, src_info, dst_info)) {
+        copy = CopyBetween(std::move(copy), src_info.device, dst_info.device);
+    }
+    stream->Enqueue(std::move(copy));
     return ACL_SUCCESS;
 }
 

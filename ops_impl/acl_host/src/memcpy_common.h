@@ -42,6 +42,14 @@ inline bool ExtentFits(const void *p, size_t n, const MemInfo &info)
 
 inline bool IsPageable(const MemInfo &info) { return info.kind == MemKind::kUnregistered; }
 
+// A device-to-device copy (resolved kind) whose endpoints live on two different devices: it runs only with
+// peer access between them (peer_access.h).
+inline bool CrossesDevices(int64_t resolved, const MemInfo &src_info, const MemInfo &dst_info)
+{
+    return resolved == ACL_MEMCPY_DEVICE_TO_DEVICE && src_info.is_device() && dst_info.is_device() &&
+           src_info.device != dst_info.device;
+}
+
 }  // namespace aclhost
 
 #endif  // MS_MEMCOPY_ACL_HOST_MEMCPY_COMMON_H_

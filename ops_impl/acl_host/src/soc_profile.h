@@ -17,6 +17,7 @@ struct SocProfile {
     size_t memcpy_desc_size;    // bytes per descriptor
     size_t malloc_extra_bytes;  // aclrtMalloc padding after rounding up to 32
     size_t max_streams;         // streams of one device, its default streams included
+    bool peer_access;           // aclrtDeviceCanAccessPeer / EnablePeerAccess / DisablePeerAccess
 };
 
 // The profile named by MS_MEMCOPY_SOC (unset or empty: the table's default), resolved once.
