@@ -1,4 +1,4 @@
-"""Command line: ``python -m ms_memcopy info`` and ``python -m ms_memcopy bench``."""
+"""Command line: ``python -m ms_memcopy info``, ``python -m ms_memcopy bench`` and ``python -m ms_memcopy npu-check``."""
 import argparse
 import sys
 
@@ -9,6 +9,8 @@ def main(argv=None):
     sub.add_parser("info", help="version, ACL backend, emulated SoC and its calls, MindSpore")
     bench = sub.add_parser("bench", help="run the benchmark suite", add_help=False)
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
+    npu = sub.add_parser("npu-check", help="check every primitive on an Ascend NPU (--dry-run: on the CPU target)")
+    npu.add_argument("--dry-run", action="store_true", help="no NPU: the same checks on the CPU target")
     # REMAINDER does not take arguments that start with "-" (python -m ms_memcopy bench --quick): the
     # bench command gets whatever the top-level parser does not know.
     args, rest = parser.parse_known_args(argv)
@@ -19,6 +21,10 @@ def main(argv=None):
 
         print(report())
         return 0
+    if args.command == "npu-check":
+        from .npu_check import main as npu_check_main
+
+        return npu_check_main(["--dry-run"] if args.dry_run else [])
     from .benchmarks.cli import main as bench_main
 
     return bench_main(rest + args.bench_args)
