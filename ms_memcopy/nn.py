@@ -32,6 +32,9 @@ from .ops import CopyBlocks, MemcpyBatch, SwapBlocks
 from .ops._base import check_host_buffer, check_int, itemsize, ms_dtype, num_elements
 
 
+__all__ = ["BlockPool", "OutOfBlocks", "BlockSlots", "SwapOutBlocks", "SwapInBlocks"]
+
+
 class OutOfBlocks(RuntimeError):
     """A BlockPool has fewer free blocks than asked for (nothing was allocated)."""
 

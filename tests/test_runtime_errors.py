@@ -200,3 +200,15 @@ def test_lazy_submodules_do_not_load_mindspore_or_the_library_early():
 def test_unknown_attribute_is_attribute_error():
     with pytest.raises(AttributeError, match="no_such_thing"):
         ms_memcopy.no_such_thing  # noqa: B018
+
+
+def test_kernel_error_names_match_the_python_table():
+    """The kernels name every code the Python layer (and the shipped headers) name, with the same name."""
+    import re
+    from pathlib import Path
+
+    from ms_memcopy.errors import ERROR_NAMES
+
+    source = (Path(__file__).resolve().parents[1] / "ops_impl" / "kernels" / "kernel_error.cpp").read_text()
+    kernel = {int(code): name for code, name in re.findall(r'case (\d+): return "(ACL_[A-Z_]+)";', source)}
+    assert kernel == {code: name for code, name in ERROR_NAMES.items()}

@@ -50,9 +50,11 @@ const char *AclErrorName(aclError code) {
     case 107017: return "ACL_ERROR_RT_INVALID_HANDLE";
     case 207000: return "ACL_ERROR_RT_FEATURE_NOT_SUPPORT";
     case 207001: return "ACL_ERROR_RT_MEMORY_ALLOCATION";
+    case 207008: return "ACL_ERROR_RT_NO_STREAM_RESOURCE";
     case 207018: return "ACL_ERROR_RT_DEVICE_OOM";
     case 507000: return "ACL_ERROR_RT_INTERNAL_ERROR";
     case 507007: return "ACL_ERROR_RT_CONTEXT_RELEASE_ERROR";
+    case 507013: return "ACL_ERROR_RT_SYS_DMA";
     case 507046: return "ACL_ERROR_RT_STREAM_SYNC_TIMEOUT";
     default: return "ACL_ERROR_UNKNOWN";
   }
