@@ -81,7 +81,7 @@ def test_op_def_of_every_op():
         assert ("labels" in entry) == op.side_effect_mem, op.name
         if op.side_effect_mem:
             assert entry["labels"] == {"side_effect_mem": True}
-        assert "args_signature" not in entry  # no op of configs/ops.yaml writes in place yet
+        assert entry.get("args_signature") == ({"rw_write": op.rw_write} if op.rw_write else None), op.name
         assert list(entry["returns"]) == [t.name for t in op.outputs]
 
 

@@ -148,6 +148,11 @@ size_t CheckRegion(int64_t start, size_t extent, size_t limit, const char *argum
 void BatchD2H(KernelState &s, const TensorArg *tensors, size_t k, const TensorArg &offsets, const TensorArg &out,
               aclrtStream stream) {
   HostBufferLease buffer(s.buffer_id, "host_buffer", stream);
+  const size_t given = NumElements(offsets, "offsets");
+  if (given != k) {
+    throw InputError("tensors", "got " + std::to_string(k) + " tensor(s) for " + std::to_string(given) +
+                                    " offsets: MemcpyBatch(d2h) takes one tensor per offset");
+  }
   const int64_t *offs = ReadInt64(s, offsets, "offsets", k);
   s.items.resize(k);
   s.host_results.resize(k);
