@@ -108,13 +108,16 @@ def default_build_dir(backend):
     ``$MS_MEMCOPY_ROUTE_BUILD_DIR/<backend>`` if set; else the installation's build
     (:func:`packaged_build_dir`) if there is one; else ``$MS_COMPILER_CACHE_PATH/ms_memcopy_route/<backend>``
     (MindSpore's own cache variable), else ``$XDG_CACHE_HOME`` or ``~/.cache`` ``/ms_memcopy/route/<backend>``,
-    each per MindSpore version.
+    each per MindSpore version and, in a shared cache, per installation.
     """
     leaf = _leaf(backend)
     if os.environ.get("MS_MEMCOPY_ROUTE_BUILD_DIR"):
         return Path(os.environ["MS_MEMCOPY_ROUTE_BUILD_DIR"]) / leaf
     if (packaged_build_dir(backend) / FINGERPRINT_FILE).exists():
         return packaged_build_dir(backend)
+    # A shared cache holds one build per installation: the module finds the kernels library by the
+    # absolute path of the installation that built it, so two checkouts must not share a build.
+    leaf = f"{leaf}-{hashlib.sha256(str(_paths.LIB_DIR.resolve()).encode()).hexdigest()[:12]}"
     if os.environ.get("MS_COMPILER_CACHE_PATH"):
         return Path(os.environ["MS_COMPILER_CACHE_PATH"]) / "ms_memcopy_route" / leaf
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

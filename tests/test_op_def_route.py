@@ -296,6 +296,16 @@ def test_build_dir_order(monkeypatch, tmp_path):
     monkeypatch.delenv("MS_COMPILER_CACHE_PATH", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert str(op_def_route.default_build_dir("CPU")).startswith(str(tmp_path / "xdg" / "ms_memcopy" / "route"))
+    # one build per installation in a shared cache: the module finds its kernels library by absolute path
+    here = op_def_route.default_build_dir("CPU")
+    monkeypatch.setattr(op_def_route._paths, "LIB_DIR", tmp_path / "another_checkout" / "_lib")
+    assert op_def_route.default_build_dir("CPU") != here
+    monkeypatch.undo()
+    monkeypatch.setattr(op_def_route, "packaged_build_dir", lambda backend: tmp_path / "pkg" / backend)
+    monkeypatch.delenv("MS_MEMCOPY_ROUTE_BUILD_DIR", raising=False)
+    monkeypatch.delenv("MS_COMPILER_CACHE_PATH", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert op_def_route.default_build_dir("CPU") == here
     monkeypatch.setenv("MS_COMPILER_CACHE_PATH", str(tmp_path / "msc"))
     assert op_def_route.default_build_dir("Ascend").parent == tmp_path / "msc" / "ms_memcopy_route"
     (tmp_path / "pkg" / "CPU").mkdir(parents=True)
