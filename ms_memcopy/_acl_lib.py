@@ -61,6 +61,12 @@ PROTOTYPES = {
     "aclrtDestroyStream": (aclError, [_stream]),
     "aclrtSynchronizeStream": (aclError, [_stream]),
     "aclrtSynchronizeStreamWithTimeout": (aclError, [_stream, c_int32]),
+    "aclrtCreateEvent": (aclError, [_p_ptr]),
+    "aclrtCreateEventWithFlag": (aclError, [_p_ptr, c_uint32]),
+    "aclrtDestroyEvent": (aclError, [c_void_p]),
+    "aclrtRecordEvent": (aclError, [c_void_p, _stream]),
+    "aclrtQueryEventStatus": (aclError, [c_void_p, POINTER(c_int)]),
+    "aclrtSynchronizeEvent": (aclError, [c_void_p]),
     "aclrtMalloc": (aclError, [_p_ptr, c_size_t, _policy]),
     "aclrtMallocHost": (aclError, [_p_ptr, c_size_t]),
     "aclrtFree": (aclError, [c_void_p]),
@@ -94,6 +100,8 @@ HOST_PROTOTYPES = {
     "aclhostGetMemLocation": (aclError, [c_void_p, POINTER(c_int32), POINTER(c_int32), _p_ptr, _p_size]),
     "aclhostSetStreamDeferred": (aclError, [_stream, c_int32]),
     "aclhostLaunchHostFunc": (aclError, [_stream, aclhostHostFunc, c_void_p]),
+    "aclhostCompleteStream": (aclError, [_stream]),
+    "aclhostGetHostWaitCount": (aclError, [POINTER(ctypes.c_uint64)]),
     "aclhostGetSocProfile": (c_char_p, []),
 }
 

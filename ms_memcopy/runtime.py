@@ -47,7 +47,8 @@ exactly these ways:
   lengths that differ) raises TypeError/ValueError naming the argument before
   any C call; values C checks itself (kinds, zero sizes, NULL) go to C.
 * ``register_device_memory``, ``unregister_device_memory``, their ``_batch`` forms,
-  ``get_mem_location``, ``set_stream_deferred``, ``launch_host_func`` and ``soc_profile`` exist only
+  ``get_mem_location``, ``set_stream_deferred``, ``launch_host_func``, ``host_wait_count``, ``complete_stream`` and
+  ``soc_profile`` exist only
   with the host runtime (NotImplementedError naming the call otherwise).
   ``launch_host_func(stream, fn)`` takes any Python callable (no userData:
   use a closure); the wrapper keeps it alive until the stream has run it.
@@ -68,6 +69,8 @@ __all__ = [
     "device_can_access_peer", "device_enable_peer_access", "device_disable_peer_access", "device_peer_access_status",
     "create_context", "destroy_context", "set_current_context", "get_current_context",
     "create_stream", "destroy_stream", "synchronize_stream", "synchronize_stream_with_timeout",
+    "create_event", "create_event_with_flag", "destroy_event", "record_event", "query_event_status",
+    "synchronize_event", "host_wait_count", "complete_stream",
     "malloc", "malloc_host", "free", "free_host", "get_mem_info", "memset", "memset_async",
     "memcpy", "memcpy_async", "memcpy_async_with_condition", "memcpy2d", "memcpy2d_async",
     "get_memcpy_desc_size", "set_memcpy_desc", "memcpy_async_with_desc",
@@ -227,6 +230,61 @@ def synchronize_stream(stream):
 def synchronize_stream_with_timeout(stream, timeout):
     """aclrtSynchronizeStreamWithTimeout(stream, timeout): timeout in ms, -1 waits forever."""
     _call("aclrtSynchronizeStreamWithTimeout", cv.stream(stream), cv.int32(timeout, "timeout"))
+
+
+# --- events ------------------------------------------------------------------------------------
+
+def create_event():
+    """aclrtCreateEvent(): a new event handle (int) on the current device."""
+    out = ctypes.c_void_p()
+    _call("aclrtCreateEvent", ctypes.byref(out))
+    return out.value or 0
+
+
+def create_event_with_flag(flag):
+    """aclrtCreateEventWithFlag(flag): a new event handle (int); flag combines ACL_EVENT_* bits."""
+    out = ctypes.c_void_p()
+    _call("aclrtCreateEventWithFlag", ctypes.byref(out), cv.uint32(flag, "flag"))
+    return out.value or 0
+
+
+def destroy_event(event):
+    """aclrtDestroyEvent(event)."""
+    _call("aclrtDestroyEvent", cv.address(event, "event"))
+
+
+def record_event(event, stream=None):
+    """aclrtRecordEvent(event, stream): marks the point the stream has reached (None: default stream)."""
+    _call("aclrtRecordEvent", cv.address(event, "event"), cv.stream(stream))
+
+
+def query_event_status(event):
+    """aclrtQueryEventStatus(event): ACL_EVENT_RECORDED_STATUS_COMPLETE (1) once the stream has reached
+    the latest record, ACL_EVENT_RECORDED_STATUS_NOT_READY (0) before (and for an event never recorded)."""
+    out = ctypes.c_int()
+    _call("aclrtQueryEventStatus", cv.address(event, "event"), ctypes.byref(out))
+    return out.value
+
+
+def synchronize_event(event):
+    """aclrtSynchronizeEvent(event): blocks until the stream has reached the event's latest record."""
+    _call("aclrtSynchronizeEvent", cv.address(event, "event"))
+
+
+def complete_stream(stream):
+    """aclhostCompleteStream(stream): runs the stream's queued tasks on the calling thread and reports the
+    first failure, as synchronize_stream, without counting a host wait (the CPU target's end of a kernel
+    launch). Host runtime only."""
+    _call("aclhostCompleteStream", cv.stream(stream))
+
+
+def host_wait_count():
+    """aclhostGetHostWaitCount(): how many times a host thread has waited for queued device work in
+    this process (stream, device and event synchronizations, and the stream drains of asynchronous
+    copies with a pageable endpoint). Host runtime only."""
+    out = ctypes.c_uint64()
+    _call("aclhostGetHostWaitCount", ctypes.byref(out))
+    return out.value
 
 
 # --- memory ------------------------------------------------------------------------------------

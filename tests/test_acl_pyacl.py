@@ -131,6 +131,22 @@ def test_value_and_ret_tuples(acl_device):
     assert (acl.rt.free(ptr), acl.rt.free_host(host), acl.rt.destroy_stream(stream)) == (0, 0, 0)
 
 
+def test_event_calls(acl_device):
+    stream, ret = acl.rt.create_stream()
+    event, ret2 = acl.rt.create_event()
+    assert (ret, ret2) == (0, 0) and isinstance(event, int) and event != 0
+    assert acl.rt.query_event_status(event) == (C.ACL_EVENT_RECORDED_STATUS_NOT_READY, 0)
+    assert acl.rt.record_event(event, stream) == 0
+    assert acl.rt.synchronize_event(event) == 0
+    assert acl.rt.query_event_status(event) == (C.ACL_EVENT_RECORDED_STATUS_COMPLETE, 0)
+    assert acl.rt.destroy_event(event) == 0
+    assert acl.rt.destroy_event(event) == 107017
+    assert acl.rt.create_event_with_flag(0x4)[1] == 107000
+    with pytest.raises(TypeError):
+        acl.rt.record_event(np.int64(event), stream)  # pyACL takes Python ints only
+    assert acl.rt.destroy_stream(stream) == 0
+
+
 def test_acl_failures_return_codes_and_never_raise(acl_device):
     assert acl.rt.get_device() == (0, 0)
     assert acl.rt.free(0) == INVALID_PARAM

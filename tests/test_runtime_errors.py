@@ -126,13 +126,22 @@ def test_error_code_constants_match_headers():
 def test_enum_constants_match_header():
     enums = header_enums()
     assert set(enums) == {"aclrtMemcpyKind", "aclrtMemMallocPolicy", "aclrtMemLocationType", "aclrtRunMode",
-                          "aclrtMemAttr"}
+                          "aclrtMemAttr", "aclrtEventRecordedStatus"}
     for values in enums.values():
         for name, value in values.items():
             assert getattr(acl_constants, name) == value, name
     declared = {k for k in vars(acl_constants)
-                if k.startswith(("ACL_MEMCPY_", "ACL_MEM_", "ACL_DDR_", "ACL_HBM_")) or k in ("ACL_DEVICE", "ACL_HOST")}
+                if k.startswith(("ACL_MEMCPY_", "ACL_MEM_", "ACL_DDR_", "ACL_HBM_", "ACL_EVENT_RECORDED_"))
+                or k in ("ACL_DEVICE", "ACL_HOST")}
     assert declared == {name for values in enums.values() for name in values}
+
+
+def test_event_flag_constants_match_header():
+    flags = {m[1]: int(m[2], 16) for m in re.finditer(r"^#define\s+(ACL_EVENT_\w+)\s+0x([0-9A-Fa-f]+)U", _text("rt"), re.M)}
+    assert flags == {"ACL_EVENT_SYNC": 1, "ACL_EVENT_CAPTURE_STREAM_PROGRESS": 2, "ACL_EVENT_TIME_LINE": 8}
+    declared = {k: v for k, v in vars(acl_constants).items()
+                if k.startswith("ACL_EVENT_") and not k.startswith("ACL_EVENT_RECORDED_")}
+    assert declared == flags
 
 
 def test_constants_live_in_acl_constants_only():

@@ -28,6 +28,8 @@ __all__ = [
     "device_can_access_peer", "device_enable_peer_access", "device_disable_peer_access", "device_peer_access_status",
     "create_context", "destroy_context", "set_context", "get_context",
     "create_stream", "destroy_stream", "synchronize_stream", "synchronize_stream_with_timeout",
+    "create_event", "create_event_with_flag", "destroy_event", "record_event", "query_event_status",
+    "synchronize_event",
     "malloc", "malloc_host", "free", "free_host", "get_mem_info", "memset", "memset_async",
     "memcpy", "memcpy_async", "memcpy_async_with_condition", "memcpy2d", "memcpy2d_async",
     "get_memcpy_desc_size", "set_memcpy_desc", "memcpy_async_with_desc",
@@ -154,6 +156,44 @@ def synchronize_stream(stream, /):
 def synchronize_stream_with_timeout(stream, timeout, /):
     """ret = acl.rt.synchronize_stream_with_timeout(stream, timeout)  (ms; -1 waits forever)"""
     return _c("aclrtSynchronizeStreamWithTimeout")(_stream(stream), cv.int32(timeout, "timeout"))
+
+
+# --- events ----------------------------------------------------------------------------------------------
+
+def create_event():
+    """event, ret = acl.rt.create_event()"""
+    out = ctypes.c_void_p()
+    ret = _c("aclrtCreateEvent")(ctypes.byref(out))
+    return out.value or 0, ret
+
+
+def create_event_with_flag(flag, /):
+    """event, ret = acl.rt.create_event_with_flag(flag)"""
+    out = ctypes.c_void_p()
+    ret = _c("aclrtCreateEventWithFlag")(ctypes.byref(out), cv.uint32(flag, "flag"))
+    return out.value or 0, ret
+
+
+def destroy_event(event, /):
+    """ret = acl.rt.destroy_event(event)"""
+    return _c("aclrtDestroyEvent")(_ptr(event, "event"))
+
+
+def record_event(event, stream, /):
+    """ret = acl.rt.record_event(event, stream)"""
+    return _c("aclrtRecordEvent")(_ptr(event, "event"), _stream(stream))
+
+
+def query_event_status(event, /):
+    """status, ret = acl.rt.query_event_status(event)  (ACL_EVENT_RECORDED_STATUS_COMPLETE 1, NOT_READY 0)"""
+    out = ctypes.c_int()
+    ret = _c("aclrtQueryEventStatus")(_ptr(event, "event"), ctypes.byref(out))
+    return out.value, ret
+
+
+def synchronize_event(event, /):
+    """ret = acl.rt.synchronize_event(event)"""
+    return _c("aclrtSynchronizeEvent")(_ptr(event, "event"))
 
 
 # --- memory ----------------------------------------------------------------------------------------------

@@ -73,7 +73,7 @@ class CpuLaunch {
   }
   ~CpuLaunch() {
     if (stream_ != nullptr && !finished_) {
-      (void)aclrtSynchronizeStream(stream_);  // an error path: drain before the tensors are unregistered
+      (void)CompleteLaunchNoThrow(stream_);  // an error path: drain before the tensors are unregistered
     }
   }
 
@@ -91,7 +91,7 @@ class CpuLaunch {
 
   void Finish() {
     finished_ = true;
-    Synchronize(stream_);
+    CompleteLaunch(stream_);
   }
 
  private:

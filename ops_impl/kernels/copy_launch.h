@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "acl/acl.h"
+#include "event_slots.h"
 #include "kernels_api.h"
 
 namespace msmc {
@@ -75,11 +76,15 @@ struct PitchedCopy {
 void Copy2D(const PitchedCopy &copy, aclrtStream stream);
 
 // Device-to-device copies through memory-copy descriptors in device memory, allocated on first use
-// and kept for the life of the object (one per kernel instance). On a SoC without descriptors,
-// copies with aclrtMemcpyAsync.
+// and kept for the life of the object (one per kernel instance). A call takes the descriptors of the
+// next slot of a ring guarded by events (event_slots.h), so a launch never rewrites descriptors that
+// queued copies still read and never waits for its stream. On a SoC without descriptors, copies with
+// aclrtMemcpyAsync.
 class MSMC_KERNELS_API DescCopier {
  public:
-  DescCopier() = default;
+  static constexpr size_t kSlots = 4;
+
+  DescCopier() : slots_(kSlots), descriptors_(kSlots) {}
   ~DescCopier();
   DescCopier(const DescCopier &) = delete;
   DescCopier &operator=(const DescCopier &) = delete;
@@ -94,10 +99,12 @@ class MSMC_KERNELS_API DescCopier {
   bool Supported();
   // Enqueues one copy of any size through descriptors first_desc, first_desc + 1, ...; returns the
   // index of the next free descriptor.
-  size_t Enqueue(void *dst, const void *src, size_t count, size_t first_desc, size_t fail_index, aclrtStream stream);
-  void *DescriptorFor(size_t index);
+  size_t Enqueue(void *dst, const void *src, size_t count, size_t slot, size_t first_desc, size_t fail_index,
+                 aclrtStream stream);
+  void *DescriptorFor(size_t slot, size_t index);
 
-  std::vector<void *> descriptors_;
+  EventSlots slots_;
+  std::vector<std::vector<void *>> descriptors_;  // per slot
   CopyPlan plan_;
   size_t desc_size_ = 0;
   int supported_ = -1;  // -1 unknown, 0 no, 1 yes

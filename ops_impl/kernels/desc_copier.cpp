@@ -12,18 +12,22 @@ constexpr size_t kMaxDescCount = 4ULL << 30;
 }  // namespace
 
 DescCopier::~DescCopier() {
-  for (void *desc : descriptors_) {
-    (void)aclrtFree(desc);
+  slots_.WaitAll();
+  for (const std::vector<void *> &slot : descriptors_) {
+    for (void *desc : slot) {
+      (void)aclrtFree(desc);
+    }
   }
 }
 
-void *DescCopier::DescriptorFor(size_t index) {
-  while (descriptors_.size() <= index) {
+void *DescCopier::DescriptorFor(size_t slot, size_t index) {
+  std::vector<void *> &descs = descriptors_[slot];
+  while (descs.size() <= index) {
     void *desc = nullptr;
     CheckAcl(aclrtMalloc(&desc, desc_size_, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
-    descriptors_.push_back(desc);
+    descs.push_back(desc);
   }
-  return descriptors_[index];
+  return descs[index];
 }
 
 bool DescCopier::Supported() {
@@ -39,13 +43,13 @@ bool DescCopier::Supported() {
   return supported_ == 1;
 }
 
-size_t DescCopier::Enqueue(void *dst, const void *src, size_t count, size_t first_desc, size_t fail_index,
-                           aclrtStream stream) {
+size_t DescCopier::Enqueue(void *dst, const void *src, size_t count, size_t slot, size_t first_desc,
+                           size_t fail_index, aclrtStream stream) {
   // Each chunk gets its own descriptor: the copy reads it when it executes, after this call returns.
   size_t index = first_desc;
   for (size_t done = 0; done < count; done += kMaxDescCount, ++index) {
     const size_t n = std::min(kMaxDescCount, count - done);
-    void *desc = DescriptorFor(index);
+    void *desc = DescriptorFor(slot, index);
     CheckAcl(aclrtSetMemcpyDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE,
                                 const_cast<char *>(static_cast<const char *>(src)) + done,
                                 static_cast<char *>(dst) + done, n, nullptr),
@@ -64,21 +68,26 @@ void DescCopier::Copy(void *dst, const void *src, size_t count, aclrtStream stre
     CheckAcl(aclrtMemcpyAsync(dst, count, src, count, ACL_MEMCPY_DEVICE_TO_DEVICE, stream), "aclrtMemcpyAsync");
     return;
   }
-  Enqueue(dst, src, count, 0, kNoFailIndex, stream);
+  SlotUse use(slots_, stream);
+  Enqueue(dst, src, count, use.slot(), 0, kNoFailIndex, stream);
 }
 
 void DescCopier::CopyItems(const BatchItem *items, size_t count, aclrtStream stream) {
   plan_.Build(items, count);
   const bool with_desc = Supported();
-  size_t next_desc = 0;
-  for (size_t i = 0; i < plan_.sizes.size(); ++i) {
-    if (with_desc) {
-      next_desc = Enqueue(plan_.dsts[i], plan_.srcs[i], plan_.sizes[i], next_desc, plan_.first_index[i], stream);
-    } else {
+  if (!with_desc) {
+    for (size_t i = 0; i < plan_.sizes.size(); ++i) {
       CheckAcl(aclrtMemcpyAsync(plan_.dsts[i], plan_.sizes[i], plan_.srcs[i], plan_.sizes[i],
                                 ACL_MEMCPY_DEVICE_TO_DEVICE, stream),
                "aclrtMemcpyAsync", plan_.first_index[i]);
     }
+    return;
+  }
+  SlotUse use(slots_, stream);
+  size_t next_desc = 0;
+  for (size_t i = 0; i < plan_.sizes.size(); ++i) {
+    next_desc = Enqueue(plan_.dsts[i], plan_.srcs[i], plan_.sizes[i], use.slot(), next_desc, plan_.first_index[i],
+                        stream);
   }
 }
 

@@ -63,8 +63,8 @@ aclrtStream ThreadStream() {
     EnsureDevice();
     CheckAcl(aclrtCreateStream(&stream), "aclrtCreateStream");
 #ifdef MS_MEMCOPY_HOST_ACL
-    // Every launch synchronizes this stream before returning, and the synchronizing thread runs the
-    // copies itself: waking the stream's own thread for each copy would only add a thread wake-up.
+    // Every launch completes this stream before returning (CompleteLaunch), and the launching thread
+    // runs the copies itself: waking the stream's own thread for each copy would only add a wake-up.
     CheckAcl(aclhostSetStreamDeferred(stream, 1), "aclhostSetStreamDeferred");
 #endif
   }
@@ -119,5 +119,15 @@ void DeviceMemoryScope::Register() {
 }
 
 void Synchronize(aclrtStream stream) { CheckAcl(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream"); }
+
+#ifdef MS_MEMCOPY_HOST_ACL
+void CompleteLaunch(aclrtStream stream) { CheckAcl(aclhostCompleteStream(stream), "aclhostCompleteStream"); }
+
+aclError CompleteLaunchNoThrow(aclrtStream stream) noexcept { return aclhostCompleteStream(stream); }
+#else
+void CompleteLaunch(aclrtStream stream) { Synchronize(stream); }
+
+aclError CompleteLaunchNoThrow(aclrtStream stream) noexcept { return aclrtSynchronizeStream(stream); }
+#endif
 
 }  // namespace msmc

@@ -22,8 +22,8 @@ MSMC_KERNELS_API int32_t HostTargetDevice();
 MSMC_KERNELS_API void EnsureDevice();
 
 // A stream owned by the calling thread, created on first use and kept for the life of the process.
-// With the host runtime it is deferred (aclhostSetStreamDeferred): callers synchronize it after
-// enqueueing, and only then do the queued copies run, on the synchronizing thread.
+// With the host runtime it is deferred (aclhostSetStreamDeferred): callers complete it after
+// enqueueing (CompleteLaunch), and only then do the queued copies run, on the completing thread.
 MSMC_KERNELS_API aclrtStream ThreadStream();
 
 // Declares framework-owned buffers as device memory until destroyed (host ACL runtime only; with
@@ -49,6 +49,15 @@ class MSMC_KERNELS_API DeviceMemoryScope {
 
 // Synchronizes stream; throws AclCallError on failure.
 MSMC_KERNELS_API void Synchronize(aclrtStream stream);
+
+// The end of a CPU-target launch: runs the work the launch queued on stream (ThreadStream) on the
+// calling thread and reports its first failure, as MindSpore's CPU kernels must have written their
+// outputs when they return. Not a wait for the device (aclhostCompleteStream): on an NPU the same
+// work runs on the device after the launch has returned. Throws AclCallError on failure.
+MSMC_KERNELS_API void CompleteLaunch(aclrtStream stream);
+// The same for error paths: returns the code instead of throwing.
+// (Built against CANN, where no CPU-target launch exists, both synchronize the stream.)
+MSMC_KERNELS_API aclError CompleteLaunchNoThrow(aclrtStream stream) noexcept;
 
 }  // namespace msmc
 

@@ -83,17 +83,14 @@ const int64_t *ReadInt64(KernelState &s, const TensorArg &t, const char *argumen
   return s.host_values.data();
 }
 
-// Writes host_results into an int64 output tensor.
+// Writes host_results into an int64 output tensor, without waiting for the stream.
 void WriteResults(KernelState &s, const TensorArg &out, aclrtStream stream) {
   const size_t bytes = s.host_results.size() * sizeof(int64_t);
   if (NumBytes(out, "output") != bytes) {
     throw InputError("output", "has " + std::to_string(NumBytes(out, "output")) + " bytes, expected " +
                                    std::to_string(bytes));
   }
-  if (bytes > 0) {
-    CheckAcl(aclrtMemcpyAsync(out.data, bytes, s.host_results.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE, stream),
-             "aclrtMemcpyAsync");
-  }
+  s.results.Write(s.host_results.data(), s.host_results.size(), out.data, stream);
 }
 
 // Checks that [offset, offset + span) lies within a HostBuffer of `capacity` bytes.
@@ -515,51 +512,43 @@ using Body = void (*)(KernelState &, const TensorArg *, size_t, aclrtStream);
 
 const OpBody kOpBodies[] = {
     {"memcpy_batch_d2h", "MemcpyBatch(d2h)",
-     [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { BatchD2H(s, a, n - 2, a[n - 2], a[n - 1], st); },
-     true},
+     [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { BatchD2H(s, a, n - 2, a[n - 2], a[n - 1], st); }},
     {"memcpy_batch_h2d", "MemcpyBatch(h2d)",
-     [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { BatchH2D(s, a[0], a + 1, n - 1, st); }, true},
+     [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { BatchH2D(s, a[0], a + 1, n - 1, st); }},
     {"memcpy2d_extract", "Memcpy2D(extract)",
-     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { Extract2D(s, a[0], a[1], a[2], a[3], st); },
-     false},
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { Extract2D(s, a[0], a[1], a[2], a[3], st); }},
     {"memcpy2d_extract_like", "Memcpy2D(extract, gradient)",
      [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) {
        ExtractLike2D(s, a[0], a[1], a[2], a[3], a[4], st);
-     },
-     false},
+     }},
     {"memcpy2d_insert", "Memcpy2D(insert)",
-     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { Insert2D(s, a[0], a[1], a[2], a[3], a[4], st); },
-     false},
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { Insert2D(s, a[0], a[1], a[2], a[3], a[4], st); }},
     {"memcpy2d_d2h", "Memcpy2D(d2h)",
-     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { D2H2D(s, a[0], a[1], a[2], st); }, true},
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { D2H2D(s, a[0], a[1], a[2], st); }},
     {"memcpy2d_h2d", "Memcpy2D(h2d)",
-     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { H2D2D(s, a[0], a[1], st); }, false},
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { H2D2D(s, a[0], a[1], st); }},
     {"memcpy_desc_copy", "MemcpyWithDesc",
-     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { DescCopy(s, a[0], a[1], st); }, true},
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { DescCopy(s, a[0], a[1], st); }},
     {"memcpy_desc_window", "MemcpyWithDesc(window)",
-     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { DescWindow(s, a[0], a[1], a[2], st); }, true},
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { DescWindow(s, a[0], a[1], a[2], st); }},
     {"memcpy_cond_d2d", "MemcpyWithCondition(d2d)",
-     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { CondD2D(s, a[0], a[1], st); }, false},
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { CondD2D(s, a[0], a[1], st); }},
     {"memcpy_cond_d2h", "MemcpyWithCondition(d2h)",
-     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { CondD2H(s, a[0], a[1], a[2], st); }, true},
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { CondD2H(s, a[0], a[1], a[2], st); }},
     {"memcpy_cond_h2d", "MemcpyWithCondition(h2d)",
-     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { CondH2D(s, a[0], a[1], st); }, false},
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { CondH2D(s, a[0], a[1], st); }},
     {"memcpy2d_write", "Memcpy2D(write)",
-     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { Write2D(s, a[0], a[1], a[2], a[3], a[4], st); },
-     true},
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { Write2D(s, a[0], a[1], a[2], a[3], a[4], st); }},
     {"swap_blocks_d2h", "SwapBlocks(d2h)",
      [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) {
        SwapBlocksD2H(s, a, n - 2, a[n - 2], a[n - 1], st);
-     },
-     true},
+     }},
     {"swap_blocks_h2d", "SwapBlocks(h2d)",
      [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) {
        SwapBlocksH2D(s, a, n - 2, a[n - 2], a[n - 1], st);
-     },
-     true},
+     }},
     {"copy_blocks", "CopyBlocks",
-     [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { CopyBlocks(s, a, n - 2, a[n - 2], a[n - 1], st); },
-     true},
+     [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { CopyBlocks(s, a, n - 2, a[n - 2], a[n - 1], st); }},
 };
 
 }  // namespace

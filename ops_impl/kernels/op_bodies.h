@@ -1,8 +1,11 @@
 // The body of each primitive's kernel, shared by the entry layers: the CPU aot entry
 // (aot_entry.cpp) and the CustomOpBuilder entry of the Ascend route. A body validates its inputs
 // (InputError before any byte moves), plans the copy and launches it on `stream` through
-// copy_launch.h. It does not synchronize: the entry decides (the CPU target must, since MindSpore
-// reuses tensor memory as soon as the kernel returns; on Ascend the stream orders everything).
+// copy_launch.h. It never waits for the stream: what queued work reads from the kernel's own memory
+// (staged results, descriptors) sits in slots guarded by events (event_slots.h), and the ACL calls
+// consume the batch plans before they return. The CPU target's entries then run the queued work to
+// completion (MindSpore reuses tensor memory as soon as a CPU kernel returns); on Ascend the stream
+// orders everything and the launch returns at once.
 #ifndef MS_MEMCOPY_KERNELS_OP_BODIES_H_
 #define MS_MEMCOPY_KERNELS_OP_BODIES_H_
 
@@ -13,6 +16,7 @@
 
 #include "acl/acl.h"
 #include "copy_launch.h"
+#include "event_slots.h"
 #include "kernels_api.h"
 
 namespace msmc {
@@ -44,7 +48,8 @@ struct KernelState {
   DescCopier desc;
   std::vector<BatchItem> items;
   std::vector<int64_t> host_values;   // int64 inputs read back to the host for planning
-  std::vector<int64_t> host_results;  // int64 outputs staged on the host
+  std::vector<int64_t> host_results;  // int64 outputs computed on the host (from shapes)
+  ResultStaging results;              // ... and written to the device through pinned slots
   std::vector<size_t> nbytes;
   std::vector<std::pair<int64_t, size_t>> destinations;  // (block, pair index) of a block mapping, sorted
 };
@@ -105,9 +110,6 @@ struct OpBody {
   const char *op;     // the op's name in configs/ops.yaml
   const char *label;  // the primitive and mode, for messages ("Memcpy2D(extract)")
   void (*run)(KernelState &s, const TensorArg *args, size_t count, aclrtStream stream);
-  // The body leaves work on the stream that reads host memory of the KernelState (staged int64
-  // results, batch plans, descriptors): a device launch must not return before it has run.
-  bool holds_host_state;
 };
 
 // The body registered for op, or nullptr.

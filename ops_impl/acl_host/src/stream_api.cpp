@@ -1,4 +1,5 @@
 // aclrtCreateStream, aclrtDestroyStream, aclrtSynchronizeStream(WithTimeout), aclhostSetStreamDeferred,
+// aclhostCompleteStream, aclhostGetHostWaitCount,
 // aclhostLaunchHostFunc.
 //
 // Host-runtime choices (documented in docs/host_runtime.md):
@@ -121,6 +122,34 @@ extern "C" aclError aclhostSetStreamDeferred(aclrtStream stream, int32_t deferre
             return ret;
         }
         target->SetDeferred(deferred != 0);
+        return ACL_SUCCESS;
+    });
+}
+
+extern "C" aclError aclhostCompleteStream(aclrtStream stream)
+{
+    constexpr const char *api = "aclhostCompleteStream";
+    return GuardedCall(api, [&]() -> aclError {
+        if (stream == nullptr) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a stream from aclrtCreateStream");
+        }
+        std::shared_ptr<Stream> target;
+        const aclError ret = aclhost::LookupStreamHandle(api, stream, &target);
+        if (ret != ACL_SUCCESS) {
+            return ret;
+        }
+        return aclhost::CompleteStream(api, *target);
+    });
+}
+
+extern "C" aclError aclhostGetHostWaitCount(uint64_t *count)
+{
+    constexpr const char *api = "aclhostGetHostWaitCount";
+    return GuardedCall(api, [&]() -> aclError {
+        if (count == nullptr) {
+            return Fail(ACL_ERROR_INVALID_PARAM, api, "count is NULL; expected where to store the count");
+        }
+        *count = aclhost::HostWaitCount();
         return ACL_SUCCESS;
     });
 }

@@ -2,6 +2,7 @@
 #include "stream_table.h"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 #include <utility>
 
@@ -173,7 +174,11 @@ aclError ResolveStream(const char *api, aclrtStream handle, std::shared_ptr<Stre
     return UseDefaultStreamIfEmpty(api, out);
 }
 
-aclError SynchronizeStream(const char *api, Stream &stream, int32_t timeout_ms)
+namespace {
+
+std::atomic<uint64_t> g_host_waits{0};
+
+aclError WaitForStream(const char *api, Stream &stream, int32_t timeout_ms)
 {
     if (!stream.WaitIdle(timeout_ms)) {
         return Fail(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, api,
@@ -186,6 +191,20 @@ aclError SynchronizeStream(const char *api, Stream &stream, int32_t timeout_ms)
     }
     return ACL_SUCCESS;
 }
+
+}  // namespace
+
+void CountHostWait() { g_host_waits.fetch_add(1, std::memory_order_relaxed); }
+
+uint64_t HostWaitCount() { return g_host_waits.load(std::memory_order_relaxed); }
+
+aclError SynchronizeStream(const char *api, Stream &stream, int32_t timeout_ms)
+{
+    CountHostWait();
+    return WaitForStream(api, stream, timeout_ms);
+}
+
+aclError CompleteStream(const char *api, Stream &stream) { return WaitForStream(api, stream, -1); }
 
 void DrainAllStreams()
 {

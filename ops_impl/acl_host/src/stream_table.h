@@ -63,8 +63,16 @@ aclError CheckStreamInCurrentContext(const char *api, const Stream &stream);
 aclError ResolveStream(const char *api, aclrtStream handle, std::shared_ptr<Stream> *out);
 
 // Waits for the stream like aclrtSynchronizeStream(WithTimeout): 507046 on expiry, and the first task
-// failure recorded on the stream (consumed, with its message) once the tasks have completed.
+// failure recorded on the stream (consumed, with its message) once the tasks have completed. Counts
+// one host wait.
 aclError SynchronizeStream(const char *api, Stream &stream, int32_t timeout_ms);
+
+// SynchronizeStream without a timeout and without counting a host wait (aclhostCompleteStream).
+aclError CompleteStream(const char *api, Stream &stream);
+
+// The host waits for queued device work (aclhostGetHostWaitCount): CountHostWait adds one.
+void CountHostWait();
+uint64_t HostWaitCount();
 
 // Waits until every stream of the process is idle; recorded failures stay for their next synchronize.
 void DrainAllStreams();

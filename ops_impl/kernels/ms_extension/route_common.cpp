@@ -133,15 +133,8 @@ void LaunchOnDevice(const OpBody &body, KernelState &state, const std::vector<Te
     throw std::runtime_error("AclError: aclrtGetDevice failed (" + std::to_string(ret) + ")");
   }
   state.device = device;
-  try {
-    body.run(state, args.data(), args.size(), stream);
-  } catch (...) {
-    (void)aclrtSynchronizeStream(stream);  // the KernelState's host memory must outlive what was enqueued
-    throw;
-  }
-  if (body.holds_host_state) {
-    Synchronize(stream);
-  }
+  // No wait for the stream: the body's own memory that queued work reads is guarded by events.
+  body.run(state, args.data(), args.size(), stream);
 }
 #else
 void LaunchOnHost(const OpBody &body, KernelState &state, const std::vector<TensorArg> &args) {
@@ -158,10 +151,10 @@ void LaunchOnHost(const OpBody &body, KernelState &state, const std::vector<Tens
   try {
     body.run(state, args.data(), args.size(), stream);
   } catch (...) {
-    (void)aclrtSynchronizeStream(stream);  // drain what was enqueued before the tensors are unregistered
+    (void)CompleteLaunchNoThrow(stream);  // drain what was enqueued before the tensors are unregistered
     throw;
   }
-  Synchronize(stream);
+  CompleteLaunch(stream);
 }
 #endif
 

@@ -82,6 +82,24 @@ ACL_FUNC_VISIBILITY aclError aclhostSetStreamDeferred(aclrtStream stream, int32_
 typedef void (*aclhostHostFunc)(void *userData);
 ACL_FUNC_VISIBILITY aclError aclhostLaunchHostFunc(aclrtStream stream, aclhostHostFunc fn, void *userData);
 
+/*
+ * Runs the queued tasks of a stream on the calling thread and returns the first failure recorded on
+ * it, as aclrtSynchronizeStream does, without counting a host wait (aclhostGetHostWaitCount). It is
+ * how the CPU target finishes a kernel launch: MindSpore's CPU kernels must have written their
+ * outputs when they return, while on an NPU the same work runs on the device after the launch has
+ * returned. stream NULL: 100000; an unknown or destroyed stream: 107017.
+ */
+ACL_FUNC_VISIBILITY aclError aclhostCompleteStream(aclrtStream stream);
+
+/*
+ * The number of times since the process started that a host thread waited for queued device work:
+ * each aclrtSynchronizeStream(WithTimeout), each stream aclrtSynchronizeDevice waits for, each
+ * aclrtSynchronizeEvent of an event not yet complete, and each drain of a stream that an asynchronous
+ * copy with a pageable host endpoint makes (CANN synchronizes the stream there too). Tests use it to
+ * show that a kernel launch never stalls its stream. count NULL: 100000.
+ */
+ACL_FUNC_VISIBILITY aclError aclhostGetHostWaitCount(uint64_t *count);
+
 /* The emulated SoC profile name (MS_MEMCOPY_SOC, default Ascend910B). */
 ACL_FUNC_VISIBILITY const char *aclhostGetSocProfile(void);
 

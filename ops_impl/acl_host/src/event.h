@@ -1,0 +1,57 @@
+// Events of the host runtime: a marker put on a stream (aclrtRecordEvent) that completes when the
+// stream reaches it, and the table of live event handles.
+#ifndef MS_MEMCOPY_ACL_HOST_EVENT_H_
+#define MS_MEMCOPY_ACL_HOST_EVENT_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "acl/acl_rt.h"
+#include "stream.h"
+
+namespace aclhost {
+
+class Event : public std::enable_shared_from_this<Event> {
+public:
+    explicit Event(int32_t device) : device_(device) {}
+
+    int32_t device() const { return device_; }
+
+    // Puts the marker on stream; a record replaces the previous one (the event then tracks the new one).
+    void Record(const std::shared_ptr<Stream> &stream);
+    // Never recorded, or the stream has not yet reached the latest record: false.
+    bool Complete() const;
+    // Waits until the latest record is reached; returns whether it had to wait.
+    bool Wait();
+
+private:
+    void Reached(uint64_t generation);
+
+    const int32_t device_;
+    mutable std::mutex mutex_;
+    uint64_t recorded_ = 0;  // generation of the latest record (0: never recorded)
+    uint64_t reached_ = 0;   // latest generation the stream has reached
+    std::weak_ptr<Stream> stream_;
+};
+
+class EventTable {
+public:
+    static EventTable &Instance();
+
+    aclrtEvent Add(std::shared_ptr<Event> event);
+    std::shared_ptr<Event> Find(aclrtEvent handle) const;    // empty when unknown
+    std::shared_ptr<Event> Remove(aclrtEvent handle);        // empty when unknown
+
+private:
+    EventTable() = default;
+
+    mutable std::mutex mutex_;
+    uint64_t next_id_ = 1;
+    std::unordered_map<uintptr_t, std::shared_ptr<Event>> events_;
+};
+
+}  // namespace aclhost
+
+#endif  // MS_MEMCOPY_ACL_HOST_EVENT_H_

@@ -1,0 +1,175 @@
+"""Events of the host runtime (aclrtCreateEvent ... aclrtSynchronizeEvent) and its count of host waits.
+
+Codes: NULL arguments 100000 (CANN's ACL_REQUIRES_NOT_NULL), no current context 107002, an invalid
+flag 107000, an unknown or destroyed handle 107017 (as for streams), a stream of another context
+107003. Status: only a reached record is COMPLETE (CANN reports RT_EVENT_RECORDED only).
+"""
+import threading
+
+import numpy as np
+import pytest
+
+from ms_memcopy import AclError, runtime as rt
+from ms_memcopy.acl_constants import (ACL_EVENT_RECORDED_STATUS_COMPLETE, ACL_EVENT_RECORDED_STATUS_NOT_READY,
+                                      ACL_EVENT_SYNC, ACL_EVENT_TIME_LINE, ACL_MEMCPY_HOST_TO_DEVICE)
+
+
+def code_of(call, *args):
+    with pytest.raises(AclError) as info:
+        call(*args)
+    return info.value.code
+
+
+class HeldStream:
+    """A stream kept busy by a host function until release()."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.gate = threading.Event()
+        rt.launch_host_func(stream, lambda: self.gate.wait(10))
+
+    def release(self):
+        self.gate.set()
+
+
+@pytest.fixture
+def event(acl_device):
+    e = rt.create_event()
+    yield e
+    rt.destroy_event(e)
+
+
+def test_record_query_synchronize(acl_res, event):
+    stream = acl_res.stream()
+    assert rt.query_event_status(event) == ACL_EVENT_RECORDED_STATUS_NOT_READY  # never recorded
+    rt.synchronize_event(event)  # never recorded: returns at once
+    held = HeldStream(stream)
+    src = np.arange(4096, dtype=np.uint8)
+    host = acl_res.pinned(src.nbytes)
+    acl_res.view(host, src.nbytes)[:] = src
+    dev = acl_res.device(src.nbytes)
+    rt.memcpy_async(dev, src.nbytes, host, src.nbytes, ACL_MEMCPY_HOST_TO_DEVICE, stream)
+    rt.record_event(event, stream)
+    assert rt.query_event_status(event) == ACL_EVENT_RECORDED_STATUS_NOT_READY
+    held.release()
+    rt.synchronize_event(event)
+    assert rt.query_event_status(event) == ACL_EVENT_RECORDED_STATUS_COMPLETE
+    np.testing.assert_array_equal(acl_res.download(dev, src.nbytes), src)  # the copy before the record ran
+
+
+def test_a_new_record_replaces_the_old_one(acl_res, event):
+    stream = acl_res.stream()
+    rt.record_event(event, stream)
+    rt.synchronize_event(event)
+    assert rt.query_event_status(event) == ACL_EVENT_RECORDED_STATUS_COMPLETE
+    held = HeldStream(stream)
+    rt.record_event(event, stream)
+    assert rt.query_event_status(event) == ACL_EVENT_RECORDED_STATUS_NOT_READY
+    held.release()
+    rt.synchronize_event(event)
+    assert rt.query_event_status(event) == ACL_EVENT_RECORDED_STATUS_COMPLETE
+
+
+def test_default_stream_record(acl_device, event):
+    rt.record_event(event, None)
+    rt.synchronize_event(event)
+    assert rt.query_event_status(event) == ACL_EVENT_RECORDED_STATUS_COMPLETE
+
+
+def test_destroy_with_a_record_still_queued(acl_res):
+    stream = acl_res.stream()
+    held = HeldStream(stream)
+    e = rt.create_event()
+    rt.record_event(e, stream)
+    rt.destroy_event(e)
+    held.release()
+    rt.synchronize_stream(stream)
+    assert code_of(rt.query_event_status, e) == 107017
+
+
+def test_codes(acl_res):
+    assert code_of(rt.destroy_event, 0) == 100000
+    assert code_of(rt.record_event, 0, None) == 100000
+    assert code_of(rt.query_event_status, 0) == 100000
+    assert code_of(rt.synchronize_event, 0) == 100000
+    assert code_of(rt.create_event_with_flag, 0x4) == 107000
+    e = rt.create_event_with_flag(ACL_EVENT_SYNC | ACL_EVENT_TIME_LINE)
+    assert code_of(rt.record_event, e, 0x7fff0000) == 107017  # not a stream handle
+    rt.destroy_event(e)
+    for call, args in ((rt.destroy_event, ()), (rt.record_event, (None,)), (rt.query_event_status, ()),
+                       (rt.synchronize_event, ())):
+        assert code_of(call, e, *args) == 107017, call.__name__
+    assert code_of(rt.destroy_event, 0x1000 + 16 * 5) == 107017  # a stream-shaped handle is no event
+
+
+def test_record_on_a_stream_of_another_device_is_107003(acl_res, event):
+    rt.set_device(1)
+    try:
+        other = rt.create_stream()
+    finally:
+        rt.set_device(0)
+    try:
+        assert code_of(rt.record_event, event, other) == 107003
+    finally:
+        rt.set_device(1)
+        rt.destroy_stream(other)
+        rt.set_device(0)
+
+
+def test_create_without_a_device_is_107002(run_python):
+    # In a fresh process: the first device set becomes the process default for every thread.
+    result = run_python(
+        "from ms_memcopy import runtime as rt, AclError\n"
+        "try:\n"
+        "    rt.create_event()\n"
+        "except AclError as e:\n"
+        "    print(e.code, e.api)\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["107002", "aclrtCreateEvent"]
+
+
+def test_host_wait_count(acl_res, event):
+    stream = acl_res.stream()
+    before = rt.host_wait_count()
+    rt.synchronize_stream(stream)
+    assert rt.host_wait_count() == before + 1
+    rt.record_event(event, stream)
+    rt.synchronize_stream(stream)
+    before = rt.host_wait_count()
+    rt.synchronize_event(event)  # already complete: no wait
+    assert rt.query_event_status(event) == ACL_EVENT_RECORDED_STATUS_COMPLETE
+    assert rt.host_wait_count() == before
+    held = HeldStream(stream)
+    rt.record_event(event, stream)
+    threading.Timer(0.05, held.release).start()
+    rt.synchronize_event(event)
+    assert rt.host_wait_count() == before + 1
+
+
+def test_pageable_async_copy_counts_a_wait_and_pinned_does_not(acl_res):
+    stream = acl_res.stream()
+    dev = acl_res.device(256)
+    pinned = acl_res.pinned(256)
+    pageable = np.ones(256, np.uint8)
+    rt.synchronize_stream(stream)
+    before = rt.host_wait_count()
+    rt.memcpy_async(dev, 256, pinned, 256, ACL_MEMCPY_HOST_TO_DEVICE, stream)
+    assert rt.host_wait_count() == before
+    rt.memcpy_async(dev, 256, pageable, 256, ACL_MEMCPY_HOST_TO_DEVICE, stream)  # CANN drains the stream
+    assert rt.host_wait_count() == before + 1
+
+
+def test_complete_stream_runs_the_queued_copies_without_counting(acl_res):
+    stream = acl_res.stream()
+    rt.set_stream_deferred(stream, True)
+    src = np.arange(512, dtype=np.uint8)
+    host = acl_res.pinned(512)
+    acl_res.view(host, 512)[:] = src
+    dev = acl_res.device(512)
+    rt.memcpy_async(dev, 512, host, 512, ACL_MEMCPY_HOST_TO_DEVICE, stream)
+    before = rt.host_wait_count()
+    rt.complete_stream(stream)
+    assert rt.host_wait_count() == before
+    np.testing.assert_array_equal(acl_res.download(dev, 512), src)
+    assert code_of(rt.complete_stream, None) == 100000
+    assert code_of(rt.complete_stream, 0x7fff0000) == 107017
