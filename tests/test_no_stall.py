@@ -140,3 +140,15 @@ def test_a_pageable_buffer_stalls_and_is_counted(ms_mode, form):
     with HostBuffer(8192, pinned=False) as buf:
         cell, inputs = cases(buf)[form]
         assert waits_per_call(cell, inputs) >= 1
+
+
+def test_reading_a_buffer_after_its_launches_waits_for_nothing(ms_mode):
+    # The buffer's copies are fenced by events: once they have run, reading waits for no stream.
+    with HostBuffer(8192, pinned=True) as buf:
+        cell, inputs = cases(buf)["MemcpyBatch(d2h)"]
+        cell(*inputs)
+        sync_launches()
+        before = runtime.host_wait_count()
+        head = buf.numpy(np.float32, (30,))
+        assert runtime.host_wait_count() == before
+        np.testing.assert_array_equal(head, np.arange(30, dtype=np.float32))

@@ -14,14 +14,36 @@ namespace {
 // ACL_ERROR_RT_INVALID_HANDLE: what CANN returns for a destroyed stream (older headers lack the name).
 constexpr aclError kInvalidStreamHandle = 107017;
 
+// The copies a buffer has in flight are fenced per stream: an event recorded on the stream after the
+// copies that touch the buffer were queued (re-recorded by each later launch on that stream). Waiting
+// for the buffer waits for those events only, on whichever thread, never for a whole stream; a stream
+// whose event could not be recorded is synchronized instead.
 struct Entry {
   uint8_t *data = nullptr;
   size_t nbytes = 0;
   bool pinned = false;
   bool closing = false;
   int leases = 0;
-  std::set<aclrtStream> inflight;
+  std::unordered_map<aclrtStream, aclrtEvent> fences;
+  std::set<aclrtStream> unfenced;
 };
+
+// Records stream's fence of e (creating its event on first use); a stream whose event cannot be
+// recorded joins the unfenced ones.
+void Fence(Entry &e, aclrtStream stream) noexcept {
+  aclrtEvent &event = e.fences[stream];
+  if (event == nullptr && aclrtCreateEvent(&event) != ACL_SUCCESS) {
+    event = nullptr;
+  }
+  if (event == nullptr || aclrtRecordEvent(event, stream) != ACL_SUCCESS) {
+    e.unfenced.insert(stream);
+  }
+}
+
+bool FenceDone(aclrtEvent event) {
+  aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
+  return aclrtQueryEventStatus(event, &status) == ACL_SUCCESS && status == ACL_EVENT_RECORDED_STATUS_COMPLETE;
+}
 
 class HostBufferTable {
  public:
@@ -48,6 +70,11 @@ class HostBufferTable {
     // Looked up again after every wake-up: an Open on another thread may rehash the map meanwhile.
     idle_.wait(lock, [&] { return entries_.at(id).leases == 0; });
     const int32_t ret = WaitLocked(lock, id);
+    for (const auto &fence : entries_.at(id).fences) {
+      if (fence.second != nullptr) {
+        (void)aclrtDestroyEvent(fence.second);
+      }
+    }
     entries_.erase(id);
     return ret;
   }
@@ -66,14 +93,23 @@ class HostBufferTable {
     if (it == entries_.end()) {
       return -1;
     }
-    it->second.inflight.insert(stream);
+    Fence(it->second, stream);
     return 0;
   }
 
   int32_t Inflight(int64_t id) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = entries_.find(id);
-    return it == entries_.end() ? -1 : static_cast<int32_t>(it->second.inflight.size());
+    if (it == entries_.end()) {
+      return -1;
+    }
+    int32_t count = static_cast<int32_t>(it->second.unfenced.size());
+    for (const auto &fence : it->second.fences) {
+      if (fence.second != nullptr && it->second.unfenced.count(fence.first) == 0 && !FenceDone(fence.second)) {
+        ++count;
+      }
+    }
+    return count;
   }
 
   struct Leased {
@@ -82,32 +118,51 @@ class HostBufferTable {
     bool pinned;
   };
 
-  Leased Lease(int64_t id, const char *argument, aclrtStream stream) {
+  Leased Lease(int64_t id, const char *argument) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = entries_.find(id);
     if (it == entries_.end() || it->second.closing) {
       throw InputError(argument, "the HostBuffer is closed (id " + std::to_string(id) + ")");
     }
-    it->second.inflight.insert(stream);
     ++it->second.leases;
     return Leased{it->second.data, it->second.nbytes, it->second.pinned};
   }
 
-  void Release(int64_t id) {
+  // The end of a launch's lease: fences what the launch queued on stream (all of it, even when the
+  // launch failed part way), then lets a waiting close go on.
+  void Release(int64_t id, aclrtStream stream) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = entries_.find(id);
-    if (it != entries_.end() && --it->second.leases == 0) {
+    if (it == entries_.end()) {
+      return;
+    }
+    Fence(it->second, stream);
+    if (--it->second.leases == 0) {
       idle_.notify_all();
     }
   }
 
  private:
-  // Synchronizes the streams outside the lock: a copy on them may need to lease another buffer.
+  // Waits outside the lock: a copy in flight may need to lease another buffer. The events stay in the
+  // entry (later launches re-record them; only Close destroys them, with no lease left).
   int32_t WaitLocked(std::unique_lock<std::mutex> &lock, int64_t id) {
     std::set<aclrtStream> streams;
-    streams.swap(entries_[id].inflight);
+    Entry &entry = entries_.at(id);
+    streams.swap(entry.unfenced);
+    std::vector<aclrtEvent> events;
+    for (const auto &fence : entry.fences) {
+      if (fence.second != nullptr && streams.count(fence.first) == 0) {
+        events.push_back(fence.second);
+      }
+    }
     lock.unlock();
     int32_t ret = ACL_SUCCESS;
+    for (aclrtEvent event : events) {
+      const aclError r = aclrtSynchronizeEvent(event);
+      if (r != ACL_SUCCESS && ret == ACL_SUCCESS) {
+        ret = r;
+      }
+    }
     for (aclrtStream s : streams) {
       const aclError r = aclrtSynchronizeStream(s);
       // A stream destroyed since it ran a copy of this buffer has nothing left to wait for: destroying a
@@ -136,14 +191,14 @@ HostBufferTable &Table() {
 
 }  // namespace
 
-HostBufferLease::HostBufferLease(int64_t id, const char *argument, aclrtStream stream) : id_(id) {
-  const auto e = Table().Lease(id, argument, stream);
+HostBufferLease::HostBufferLease(int64_t id, const char *argument, aclrtStream stream) : id_(id), stream_(stream) {
+  const auto e = Table().Lease(id, argument);
   data_ = e.data;
   nbytes_ = e.nbytes;
   pinned_ = e.pinned;
 }
 
-HostBufferLease::~HostBufferLease() { Table().Release(id_); }
+HostBufferLease::~HostBufferLease() { Table().Release(id_, stream_); }
 
 
 }  // namespace msmc

@@ -3,7 +3,7 @@
 // Python registers each ms_memcopy.HostBuffer here (msmc_hostbuffer_open) and passes its id to the
 // primitives as an attribute, so a kernel never trusts a raw address: it leases the buffer for the
 // launch (failing cleanly if it was closed), and closing waits for every lease and for the streams
-// that still have copies touching the buffer in flight.
+// that still have copies touching the buffer in flight (fenced by events, see host_buffers.cpp).
 #ifndef MS_MEMCOPY_KERNELS_HOST_BUFFERS_H_
 #define MS_MEMCOPY_KERNELS_HOST_BUFFERS_H_
 
@@ -18,20 +18,21 @@
 // buffers); returns 0, or -1 when id is not positive or in use, or ptr is NULL with nbytes > 0.
 MSMC_EXPORT int32_t msmc_hostbuffer_open(int64_t id, void *ptr, uint64_t nbytes, int32_t pinned);
 // Waits for the launches using the buffer and for its in-flight copies, then forgets it.
-// Returns ACL_SUCCESS, the failing aclrtSynchronizeStream code, or -1 for an unknown id.
+// Returns ACL_SUCCESS, the failing aclrtSynchronizeEvent/Stream code, or -1 for an unknown id.
 MSMC_EXPORT int32_t msmc_hostbuffer_close(int64_t id);
-// Waits for the in-flight copies touching the buffer (synchronizes the streams that carry them).
+// Waits for the in-flight copies touching the buffer (their streams' fence events).
 MSMC_EXPORT int32_t msmc_hostbuffer_wait(int64_t id);
-// Records that a copy touching the buffer was enqueued on stream and may still be running.
+// Records that a copy touching the buffer was enqueued on stream and may still be running: records the
+// buffer's fence event on stream (call it on a thread where stream's device is current).
 MSMC_EXPORT int32_t msmc_hostbuffer_note_stream(int64_t id, void *stream);
-// The number of streams with copies in flight that touch the buffer (-1 for an unknown id).
+// The number of streams whose copies touching the buffer have not completed (-1 for an unknown id).
 MSMC_EXPORT int32_t msmc_hostbuffer_inflight(int64_t id);
 
 namespace msmc {
 
-// A HostBuffer held open for the duration of one launch whose copies run on `stream`. The stream is
-// recorded as in flight before any copy is enqueued, so that a close() waits for the copies a launch
-// queued even when the launch fails part way and releases the lease early.
+// A HostBuffer held open for the duration of one launch whose copies run on `stream`. A close() waits
+// for the lease to end; the end records the buffer's fence on `stream` after everything the launch
+// queued, even when the launch fails part way.
 class HostBufferLease {
  public:
   // Throws InputError naming `argument` when id is unknown or the buffer is closed.
@@ -46,6 +47,7 @@ class HostBufferLease {
 
  private:
   int64_t id_;
+  aclrtStream stream_;
   uint8_t *data_;
   size_t nbytes_;
   bool pinned_;
