@@ -1,0 +1,145 @@
+// The kernels' event-guarded slots (ops_impl/kernels/event_slots.h): descriptor sets and staged results
+// are reused across launches without waiting for the stream, and a slot is never rewritten while a
+// queued copy still reads it. The stream is held busy by a host function, so every launch below is
+// queued ahead of the stream: the first ring's worth of launches must not wait (aclhostGetHostWaitCount
+// unchanged), the next one must wait for the oldest slot's event (one wait), and every copy must read
+// the data its own launch wrote into its slot.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "acl/acl.h"
+#include "acl_host/acl_host_ext.h"
+#include "copy_launch.h"
+#include "event_slots.h"
+#include "expect.h"
+
+namespace {
+
+using test::Check;
+using test::Expect;
+
+uint64_t Waits() {
+  uint64_t count = 0;
+  Check(aclhostGetHostWaitCount(&count), "aclhostGetHostWaitCount");
+  return count;
+}
+
+// Holds a stream until Release(): a host function that blocks its worker.
+class Hold {
+ public:
+  explicit Hold(aclrtStream stream) {
+    Check(aclhostLaunchHostFunc(stream, &Hold::Block, this), "aclhostLaunchHostFunc");
+  }
+  // Releases the stream from another thread after a delay (a launch may be waiting on this thread).
+  std::thread ReleaseLater() {
+    return std::thread([this] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      open_.store(true);
+    });
+  }
+
+ private:
+  static void Block(void *self) {
+    while (!static_cast<Hold *>(self)->open_.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  std::atomic<bool> open_{false};
+};
+
+void *DeviceAlloc(size_t n) {
+  void *p = nullptr;
+  Check(aclrtMalloc(&p, n, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+  return p;
+}
+
+std::vector<int64_t> Download(const void *dev, size_t count) {
+  std::vector<int64_t> out(count);
+  Check(aclrtMemcpy(out.data(), count * sizeof(int64_t), dev, count * sizeof(int64_t), ACL_MEMCPY_DEVICE_TO_HOST),
+        "aclrtMemcpy");
+  return out;
+}
+
+void TestResultStagingRing(aclrtStream stream) {
+  constexpr size_t kLaunches = msmc::ResultStaging::kSlots + 3;
+  msmc::ResultStaging staging;
+  std::vector<void *> outs;
+  for (size_t i = 0; i < kLaunches; ++i) {
+    outs.push_back(DeviceAlloc(2 * sizeof(int64_t)));
+  }
+  Hold hold(stream);
+  const uint64_t before = Waits();
+  std::thread releaser;
+  for (size_t i = 0; i < kLaunches; ++i) {
+    if (i == msmc::ResultStaging::kSlots) {
+      Expect(Waits() == before, "a ring of staged results queued without a wait");
+      releaser = hold.ReleaseLater();
+    }
+    const int64_t values[2] = {static_cast<int64_t>(100 + i), static_cast<int64_t>(-i)};
+    staging.Write(values, 2, outs[i], stream);
+  }
+  Expect(Waits() == before + 1, "the launch after a full ring waits once, for the oldest slot");
+  releaser.join();
+  Check(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+  for (size_t i = 0; i < kLaunches; ++i) {
+    const std::vector<int64_t> got = Download(outs[i], 2);
+    Expect(got[0] == static_cast<int64_t>(100 + i) && got[1] == -static_cast<int64_t>(i),
+           "staged result " + std::to_string(i) + " holds its own launch's values");
+    Check(aclrtFree(outs[i]), "aclrtFree");
+  }
+}
+
+void TestDescriptorRing(aclrtStream stream) {
+  constexpr size_t kLaunches = msmc::DescCopier::kSlots + 2;
+  constexpr size_t kBytes = 4096;
+  msmc::DescCopier copier;
+  std::vector<void *> srcs, dsts;
+  for (size_t i = 0; i < kLaunches; ++i) {
+    std::vector<int64_t> pattern(kBytes / sizeof(int64_t), static_cast<int64_t>(7000 + i));
+    srcs.push_back(DeviceAlloc(kBytes));
+    dsts.push_back(DeviceAlloc(kBytes));
+    Check(aclrtMemcpy(srcs[i], kBytes, pattern.data(), kBytes, ACL_MEMCPY_HOST_TO_DEVICE), "aclrtMemcpy");
+  }
+  Hold hold(stream);
+  const uint64_t before = Waits();
+  std::thread releaser;
+  for (size_t i = 0; i < kLaunches; ++i) {
+    if (i == msmc::DescCopier::kSlots) {
+      Expect(Waits() == before, "a ring of descriptor copies queued without a wait");
+      releaser = hold.ReleaseLater();
+    }
+    copier.Copy(dsts[i], srcs[i], kBytes, stream);
+  }
+  Expect(Waits() == before + 1, "the descriptor copy after a full ring waits once, for the oldest set");
+  releaser.join();
+  Check(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+  for (size_t i = 0; i < kLaunches; ++i) {
+    const std::vector<int64_t> got = Download(dsts[i], kBytes / sizeof(int64_t));
+    bool same = true;
+    for (int64_t v : got) {
+      same = same && v == static_cast<int64_t>(7000 + i);
+    }
+    Expect(same, "descriptor copy " + std::to_string(i) + " copied its own source");
+    Check(aclrtFree(srcs[i]), "aclrtFree");
+    Check(aclrtFree(dsts[i]), "aclrtFree");
+  }
+}
+
+}  // namespace
+
+int main() {
+  Check(aclInit(nullptr), "aclInit");
+  Check(aclrtSetDevice(0), "aclrtSetDevice");
+  aclrtStream stream = nullptr;
+  Check(aclrtCreateStream(&stream), "aclrtCreateStream");
+  TestResultStagingRing(stream);
+  TestDescriptorRing(stream);
+  Check(aclrtDestroyStream(stream), "aclrtDestroyStream");
+  Check(aclrtResetDevice(0), "aclrtResetDevice");
+  return test::Finish();
+}
