@@ -6,10 +6,6 @@
 namespace aclhost {
 namespace {
 
-// Handles are 0x1008 + 16 * id: never a valid pointer, never reused, never a stream handle.
-constexpr uintptr_t kHandleBase = 0x1008;
-constexpr uintptr_t kHandleStride = 16;
-
 class EventTask : public StreamTask {
 public:
     EventTask(std::function<void()> reached) : reached_(std::move(reached)) {}
@@ -77,28 +73,19 @@ EventTable &EventTable::Instance()
 aclrtEvent EventTable::Add(std::shared_ptr<Event> event)
 {
     std::lock_guard<std::mutex> lock(mutex_);
-    const uintptr_t key = kHandleBase + kHandleStride * static_cast<uintptr_t>(next_id_++);
-    events_.emplace(key, std::move(event));
-    return reinterpret_cast<aclrtEvent>(key);
+    return static_cast<aclrtEvent>(events_.Add(std::move(event)));
 }
 
 std::shared_ptr<Event> EventTable::Find(aclrtEvent handle) const
 {
     std::lock_guard<std::mutex> lock(mutex_);
-    const auto it = events_.find(reinterpret_cast<uintptr_t>(handle));
-    return it == events_.end() ? nullptr : it->second;
+    return events_.Find(handle);
 }
 
 std::shared_ptr<Event> EventTable::Remove(aclrtEvent handle)
 {
     std::lock_guard<std::mutex> lock(mutex_);
-    const auto it = events_.find(reinterpret_cast<uintptr_t>(handle));
-    if (it == events_.end()) {
-        return nullptr;
-    }
-    std::shared_ptr<Event> event = std::move(it->second);
-    events_.erase(it);
-    return event;
+    return events_.Remove(handle);
 }
 
 }  // namespace aclhost

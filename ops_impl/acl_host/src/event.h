@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
 
 #include "acl/acl_rt.h"
+#include "handle_map.h"
 #include "stream.h"
 
 namespace aclhost {
@@ -48,8 +48,7 @@ private:
     EventTable() = default;
 
     mutable std::mutex mutex_;
-    uint64_t next_id_ = 1;
-    std::unordered_map<uintptr_t, std::shared_ptr<Event>> events_;
+    HandleMap<Event> events_{0x1008};  // offset by 8 from stream handles: never one of theirs
 };
 
 }  // namespace aclhost

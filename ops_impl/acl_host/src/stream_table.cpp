@@ -10,13 +10,6 @@
 #include "error_state.h"
 
 namespace aclhost {
-namespace {
-
-// Handles are 0x1000 + 16 * id: never a valid pointer, never reused.
-constexpr uintptr_t kHandleBase = 0x1000;
-constexpr uintptr_t kHandleStride = 16;
-
-}  // namespace
 
 StreamTable &StreamTable::Instance()
 {
@@ -33,29 +26,22 @@ aclrtStream StreamTable::AddUserStream(std::shared_ptr<Stream> stream, size_t li
         return nullptr;
     }
     ++count;
-    const uintptr_t key = kHandleBase + kHandleStride * static_cast<uintptr_t>(next_id_);
-    user_streams_.emplace(key, std::move(stream));
-    ++next_id_;
-    return reinterpret_cast<aclrtStream>(key);
+    return static_cast<aclrtStream>(user_streams_.Add(std::move(stream)));
 }
 
 std::shared_ptr<Stream> StreamTable::FindUserStream(aclrtStream handle) const
 {
     std::lock_guard<std::mutex> lock(mutex_);
-    const auto it = user_streams_.find(reinterpret_cast<uintptr_t>(handle));
-    return it == user_streams_.end() ? nullptr : it->second;
+    return user_streams_.Find(handle);
 }
 
 std::shared_ptr<Stream> StreamTable::RemoveUserStream(aclrtStream handle)
 {
     std::lock_guard<std::mutex> lock(mutex_);
-    const auto it = user_streams_.find(reinterpret_cast<uintptr_t>(handle));
-    if (it == user_streams_.end()) {
-        return nullptr;
+    std::shared_ptr<Stream> stream = user_streams_.Remove(handle);
+    if (stream != nullptr) {
+        --streams_per_device_[stream->device()];
     }
-    std::shared_ptr<Stream> stream = std::move(it->second);
-    user_streams_.erase(it);
-    --streams_per_device_[stream->device()];
     return stream;
 }
 
@@ -81,11 +67,12 @@ std::vector<std::shared_ptr<Stream>> StreamTable::RemoveStreamsOfContext(uint64_
 {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<std::shared_ptr<Stream>> removed;
-    for (auto it = user_streams_.begin(); it != user_streams_.end();) {
+    auto &streams = user_streams_.entries();
+    for (auto it = streams.begin(); it != streams.end();) {
         if (it->second->context() == context) {
             --streams_per_device_[it->second->device()];
             removed.push_back(std::move(it->second));
-            it = user_streams_.erase(it);
+            it = streams.erase(it);
         } else {
             ++it;
         }
@@ -97,7 +84,7 @@ std::vector<std::shared_ptr<Stream>> StreamTable::StreamsOfContext(uint64_t cont
 {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<std::shared_ptr<Stream>> streams;
-    for (const auto &entry : user_streams_) {
+    for (const auto &entry : user_streams_.entries()) {
         if (entry.second->context() == context) {
             streams.push_back(entry.second);
         }
@@ -109,8 +96,8 @@ std::vector<std::shared_ptr<Stream>> StreamTable::AllStreams() const
 {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<std::shared_ptr<Stream>> all(default_streams_);
-    all.reserve(all.size() + user_streams_.size());
-    for (const auto &entry : user_streams_) {
+    all.reserve(all.size() + user_streams_.entries().size());
+    for (const auto &entry : user_streams_.entries()) {
         all.push_back(entry.second);
     }
     return all;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "acl/acl_rt.h"
+#include "handle_map.h"
 #include "stream.h"
 
 namespace aclhost {
@@ -37,8 +38,7 @@ private:
     StreamTable() = default;
 
     mutable std::mutex mutex_;
-    uint64_t next_id_ = 1;
-    std::unordered_map<uintptr_t, std::shared_ptr<Stream>> user_streams_;
+    HandleMap<Stream> user_streams_{0x1000};
     std::vector<std::shared_ptr<Stream>> default_streams_;
     std::unordered_map<int32_t, size_t> streams_per_device_;  // user and default streams
 };
