@@ -3,7 +3,7 @@ import mindspore as ms
 from mindspore import nn
 
 from ._base import (CopyPrimitive, check_host_buffer, check_int64_input, check_shape, check_supported, eager_int64, itemsize,
-                    ms_dtype, num_elements, static_shape)
+                    labelled_errors, ms_dtype, num_elements, static_shape)
 from ._checks import check_batch_ranges
 
 _DIRECTIONS = ("d2h", "h2d")
@@ -42,6 +42,8 @@ class MemcpyBatch(CopyPrimitive):
     primitive per part of at most that many tensors (same call, same results).
     """
 
+    _forms = _DIRECTIONS
+
     @classmethod
     def _variadic_call(cls, direction, *args, **kwargs):
         return direction == "d2h"
@@ -79,9 +81,9 @@ class MemcpyBatch(CopyPrimitive):
         k = self.num_tensors
         if self.direction == "h2d":
             if count != 1:
-                raise ValueError(f"MemcpyBatch(h2d) takes one input (offsets), got {count}")
+                raise ValueError(f"takes one input (offsets), got {count}")
         elif count != k + 1:
-            raise ValueError(f"MemcpyBatch(d2h) was built for num_tensors={k}: it takes {k} tensor(s) plus offsets, "
+            raise ValueError(f"built for num_tensors={k}: it takes {k} tensor(s) plus offsets, "
                              f"got {count - 1} tensor(s) plus offsets")
 
     def _tensor_sizes(self, shapes_and_dtypes):
@@ -123,11 +125,14 @@ class _SplitBatchRead(nn.Cell):
     """MemcpyBatch("h2d") of many tensors as several MemcpyBatch("h2d") launches of at most `per_launch`
     outputs each, over consecutive slices of the offsets; returns the k tensors as one tuple."""
 
+    _label = "MemcpyBatch(h2d)"
+
     def __init__(self, host_buffer, shapes, dtypes, per_launch):
         super().__init__()
-        self.host_buffer = check_host_buffer(host_buffer)
+        with labelled_errors(self._label):
+            self.host_buffer = check_host_buffer(host_buffer)
+            self.shapes, self.dtypes, self._sizes = _h2d_outputs(shapes, dtypes)
         self.direction = "h2d"
-        self.shapes, self.dtypes, self._sizes = _h2d_outputs(shapes, dtypes)
         self.num_tensors = len(self.shapes)
         self._bounds = tuple((start, min(start + per_launch, self.num_tensors))
                              for start in range(0, self.num_tensors, per_launch))
@@ -136,7 +141,7 @@ class _SplitBatchRead(nn.Cell):
 
     def construct(self, offsets):
         if offsets.shape != (self.num_tensors,):
-            raise ValueError(f"offsets must hold {self.num_tensors} value(s)")
+            raise ValueError(f"ms_memcopy MemcpyBatch(h2d): offsets must hold {self.num_tensors} value(s)")
         outs = ()
         for part, (start, stop) in zip(self._parts, self._bounds):
             outs = outs + part(offsets[start:stop])
@@ -145,11 +150,12 @@ class _SplitBatchRead(nn.Cell):
     def __call__(self, *args):
         """An eager call (a graph compiles construct instead): checks every offset once, then one launch
         per part over offsets taken from the same host values."""
-        check_host_buffer(self.host_buffer)
-        if len(args) != 1:
-            raise ValueError(f"MemcpyBatch(h2d) takes one input (offsets), got {len(args)}")
-        offsets = eager_int64(args[0], "offsets")
-        check_batch_ranges(offsets, self._sizes, self.host_buffer.nbytes, check_overlap=False)
+        with labelled_errors(self._label):
+            check_host_buffer(self.host_buffer)
+            if len(args) != 1:
+                raise ValueError(f"takes one input (offsets), got {len(args)}")
+            offsets = eager_int64(args[0], "offsets")
+            check_batch_ranges(offsets, self._sizes, self.host_buffer.nbytes, check_overlap=False)
         outs = ()
         for part, (start, stop) in zip(self._parts, self._bounds):
             outs = outs + part(ms.Tensor(offsets[start:stop]))

@@ -12,7 +12,7 @@ import mindspore as ms
 
 from .. import op_def_route
 from ._base import (CopyPrimitive, check_host_buffer, check_in_place_target, check_int, check_supported,
-                    dtype_name, itemsize, num_elements, static_shape)
+                    dtype_name, itemsize, labelled_errors, num_elements, static_shape)
 from ._checks import check_block_mapping
 
 _DIRECTIONS = ("d2h", "h2d")
@@ -73,8 +73,6 @@ def _block_geometry(shapes_and_dtypes):
 class _BlockPrimitive(CopyPrimitive):
     """The common part: L caches plus block_mapping in, one int64 out; checks in every mode."""
 
-    _name = None
-
     def __init__(self, op_name, num_caches, attrs):
         self.num_caches = check_int(num_caches, "num_caches", minimum=1)
         self._eager_mapping = None
@@ -90,8 +88,9 @@ class _BlockPrimitive(CopyPrimitive):
         # On the op_def route the caches arrive as one tuple (VariadicCall packs them).
         grouped = len(args) == 2 and isinstance(args[0], (tuple, list))
         flat = (*args[0], args[1]) if grouped else args
-        self._check_count(len(flat))
-        values = _mapping_values(flat[-1])
+        with labelled_errors(self._label):
+            self._check_count(len(flat))
+            values = _mapping_values(flat[-1])
         mapping = flat[-1] if isinstance(flat[-1], ms.Tensor) else ms.Tensor(values)
         self._eager_mapping = values  # checked from these values, not by reading the tensor back
         try:
@@ -101,7 +100,7 @@ class _BlockPrimitive(CopyPrimitive):
 
     def _check_count(self, count):
         if count != self.num_caches + 1:
-            raise TypeError(f"{self._name} was built for num_caches={self.num_caches} and takes "
+            raise TypeError(f"built for num_caches={self.num_caches} and takes "
                             f"{self.num_caches} caches plus block_mapping, got {count} arguments")
 
     def _check_infer(self, args):
@@ -152,7 +151,7 @@ class SwapBlocks(_BlockPrimitive):
     A block outside either side or a destination block twice raises ValueError before any byte moves.
     """
 
-    _name = "SwapBlocks"
+    _forms = _DIRECTIONS
 
     def __init__(self, direction, host_buffer, *, num_caches):
         if direction not in _DIRECTIONS:
@@ -193,8 +192,6 @@ class CopyBlocks(_BlockPrimitive):
     destination block twice, or a block both read and written in one call raises ValueError before
     any byte moves.
     """
-
-    _name = "CopyBlocks"
 
     def __init__(self, *, num_caches):
         super().__init__("copy_blocks", num_caches, {})

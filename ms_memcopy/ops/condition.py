@@ -19,13 +19,15 @@ class MemcpyWithCondition(CopyPrimitive):
     a later read of the HostBuffer (``HostBuffer.numpy()``) waits for the copy either way.
     """
 
+    _forms = _DIRECTIONS
+
     def __init__(self, direction, *, host_buffer=None, shape=None, dtype=None):
         if direction not in _DIRECTIONS:
             raise ValueError(f"direction must be one of {_DIRECTIONS}, got {direction!r}")
         self.direction = direction
         if direction == "d2d":
             if host_buffer is not None or shape is not None or dtype is not None:
-                raise ValueError("MemcpyWithCondition('d2d') takes no host_buffer, shape or dtype")
+                raise ValueError("takes no host_buffer, shape or dtype")
             self._grad_copy = GradientOp("memcpy_cond_d2d")
             super().__init__("memcpy_cond_d2d", attrs={}, bprop=self._bprop_copy)
             return
@@ -33,11 +35,11 @@ class MemcpyWithCondition(CopyPrimitive):
         attrs = {"buffer_id": host_buffer.buffer_id}
         if direction == "d2h":
             if shape is not None or dtype is not None:
-                raise ValueError("MemcpyWithCondition('d2h') takes no shape or dtype")
+                raise ValueError("takes no shape or dtype")
             super().__init__("memcpy_cond_d2h", attrs=attrs)
         else:
             if shape is None or dtype is None:
-                raise ValueError("MemcpyWithCondition('h2d') needs shape and dtype")
+                raise ValueError("needs shape and dtype")
             self.shape = check_shape(shape, "shape")
             self.dtype = ms_dtype(dtype, "dtype")
             super().__init__("memcpy_cond_h2d", attrs=attrs, given=(self.shape, self.dtype))

@@ -6,7 +6,7 @@ columns (a 1-D tensor is one row, a scalar a 1x1 matrix).
 from mindspore import ops
 
 from ._base import (CopyPrimitive, GradientOp, check_host_buffer, check_in_place_target, check_int, check_int64_input,
-                    check_shape, check_supported, dtype_name, eager_int64, itemsize, matrix_view, ms_dtype,
+                    check_shape, check_supported, eager_int64, itemsize, matrix_view, ms_dtype,
                     static_shape)
 from ._checks import check_host_range, check_region, pitched_span
 
@@ -35,6 +35,8 @@ class Memcpy2D(CopyPrimitive):
     extract and insert are differentiable and accept inputs with unknown dimensions in GRAPH_MODE.
     """
 
+    _forms = _MODES
+
     def __init__(self, mode, *, height=None, width=None, host_buffer=None, pitch=None, shape=None, dtype=None):
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
@@ -46,7 +48,7 @@ class Memcpy2D(CopyPrimitive):
         extra = [k for k, v in given.items() if v is not None and k not in wanted]
         missing = [k for k in wanted if given[k] is None]
         if extra or missing:
-            raise ValueError(f"Memcpy2D({mode!r}) takes {list(wanted) or 'no keyword arguments'}; "
+            raise ValueError(f"takes {list(wanted) or 'no keyword arguments'}; "
                              f"missing {missing}, unexpected {extra}")
         if mode == "extract":
             self.height = check_int(height, "height")
@@ -97,9 +99,7 @@ class Memcpy2D(CopyPrimitive):
                 self._check_extract(matrix_view(shape), r, c)
         elif self.mode in ("insert", "write"):
             dst, src, row, col = args
-            check_supported(dst, "dst")
-            if dtype_name(src["dtype"]) != dtype_name(dst["dtype"]):
-                raise TypeError(f"src has dtype {dtype_name(src['dtype'])} but dst has {dtype_name(dst['dtype'])}")
+            check_supported(dst, "dst")  # (and src has dst's dtype: same_dtype in configs/ops.yaml)
             r, c = check_int64_input(row, "row", 1), check_int64_input(col, "col", 1)
             ds, ss = static_shape(dst["shape"]), static_shape(src["shape"])
             if ds is not None and ss is not None:
