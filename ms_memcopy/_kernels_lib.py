@@ -1,5 +1,5 @@
 """ctypes binding of the kernels library's HostBuffer table (ops_impl/kernels/host_buffers.h) and
-of its op labels (ops_impl/kernels/op_labels.cpp).
+of the names its messages use (ops_impl/kernels/python_names.cpp).
 
 The kernels lease HostBuffers from this table by id; Python registers each
 HostBuffer here, closes it here, and waits here for its in-flight copies.
@@ -18,6 +18,7 @@ _PROTOTYPES = {
     "msmc_hostbuffer_note_stream": (c_int32, [c_int64, c_void_p]),
     "msmc_hostbuffer_inflight": (c_int32, [c_int64]),
     "msmc_op_label": (c_char_p, [c_char_p]),
+    "msmc_acl_error_name": (c_char_p, [c_int32]),
 }
 
 
@@ -42,3 +43,8 @@ def op_label(op_name):
     if label is None:
         raise KeyError(f"no kernel body for op {op_name!r}")
     return label.decode()
+
+
+def acl_error_name(code):
+    """The name the kernels' errors give ACL error code `code`."""
+    return library().msmc_acl_error_name(code).decode()

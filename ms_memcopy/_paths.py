@@ -49,6 +49,12 @@ def get_include():
         cann = cann_home()
         if cann is not None:
             return str(cann / "include")
+    return shipped_include()
+
+
+def shipped_include():
+    """The ACL header directory ms_memcopy ships (the host ACL runtime's), whether or not CANN is used:
+    the error codes the Python layer and the kernels name are read from it."""
     found = _first_existing(PACKAGE_DIR / "include", SOURCE_ROOT / "ops_impl" / "acl_host" / "include")
     if found is None:
         raise FileNotFoundError("ms_memcopy ACL headers not found: the installation is incomplete")

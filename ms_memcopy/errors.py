@@ -1,17 +1,9 @@
 """The one error type of ms_memcopy's raising layers: :class:`AclError`."""
-from . import acl_constants as _constants
-
-
-def _build_error_names():
-    names = {}
-    for name, value in vars(_constants).items():
-        if name == "ACL_SUCCESS" or name.startswith("ACL_ERROR_"):
-            names.setdefault(value, name)  # 0: ACL_SUCCESS, defined before its alias ACL_ERROR_NONE
-    return names
-
+from . import _paths
+from .acl_error_codes import error_names, read_error_codes
 
 #: aclError code -> its name in the ACL headers, for every code the headers define.
-ERROR_NAMES = _build_error_names()
+ERROR_NAMES = error_names(read_error_codes(_paths.shipped_include()))
 
 
 def error_name(code):
