@@ -18,6 +18,7 @@ kernels give theirs (the op's label, :func:`labelled_errors`).
 import contextlib
 import functools
 import numbers
+from typing import Union
 
 import numpy as np
 import mindspore as ms
@@ -32,6 +33,9 @@ from ..op_defs import expanded_names, op_def, reg_info, supported_dtypes
 
 
 ERROR_PREFIX = "ms_memcopy "
+
+#: A dtype as the primitives accept it: a MindSpore dtype (``ms.float32``), a numpy dtype or its name.
+DtypeLike = Union[ms.dtype.Type, np.dtype, type, str]
 
 
 @contextlib.contextmanager

@@ -1,9 +1,12 @@
 """MemcpyBatch: many tensors to or from a HostBuffer in one aclrtMemcpyBatchAsync per 4096 items."""
+from typing import Optional, Sequence
+
 import mindspore as ms
 from mindspore import nn
 
-from ._base import (CopyPrimitive, check_host_buffer, check_int64_input, check_shape, check_supported, eager_int64, itemsize,
-                    labelled_errors, ms_dtype, num_elements, static_shape)
+from ..host_buffer import HostBuffer
+from ._base import (CopyPrimitive, DtypeLike, check_host_buffer, check_int64_input, check_shape, check_supported,
+                    eager_int64, itemsize, labelled_errors, ms_dtype, num_elements, static_shape)
 from ._checks import check_batch_ranges
 
 _DIRECTIONS = ("d2h", "h2d")
@@ -24,7 +27,7 @@ def _h2d_outputs(shapes, dtypes):
 
 
 class MemcpyBatch(CopyPrimitive):
-    r"""Batched copies between device tensors and a HostBuffer.
+    r"""Batched copies between device tensors and a HostBuffer, in one aclrtMemcpyBatchAsync per 4096 items.
 
     ``MemcpyBatch("d2h", host_buffer, num_tensors=k)``: ``nbytes = op(t0, ..., t{k-1}, offsets)`` writes
     tensor i at byte ``offsets[i]`` of the HostBuffer and returns an int64 tensor of the bytes written
@@ -40,6 +43,46 @@ class MemcpyBatch(CopyPrimitive):
     Both forms read or write the HostBuffer, so GRAPH_MODE keeps them and runs them in program order.
     An h2d read of more than ``MAX_OUTPUTS_PER_LAUNCH`` tensors is an ``nn.Cell`` that runs one such
     primitive per part of at most that many tensors (same call, same results).
+
+    Args:
+        direction (str): ``"d2h"`` (tensors into the HostBuffer) or ``"h2d"`` (new tensors from it).
+        host_buffer (HostBuffer): the host memory copied into or out of.
+        num_tensors (int): d2h only: k, the number of tensors of each call (>= 1).
+        shapes (list[tuple[int]]): h2d only: the shape of each tensor read.
+        dtypes (list[mindspore.dtype]): h2d only: the dtype of each tensor read (one per shape).
+
+    Inputs:
+        - **t0, ..., t{k-1}** (Tensor) - d2h only: the tensors to write, of any supported dtype.
+        - **offsets** (Tensor) - int64, k values: the byte offset in the HostBuffer of each tensor.
+
+    Outputs:
+        d2h: an int64 Tensor of shape (k,), the bytes written per tensor. h2d: a tuple of k new
+        Tensors of the given shapes and dtypes.
+
+    Raises:
+        TypeError: a tensor of an unsupported dtype, offsets not int64, host_buffer not a HostBuffer.
+        ValueError: an unknown direction, a wrong number of tensors or offsets, an offset outside
+            the HostBuffer, overlapping d2h destinations, or a closed HostBuffer (nothing is copied).
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy import HostBuffer
+        >>> from ms_memcopy.ops import MemcpyBatch
+        >>> buf = HostBuffer(64)
+        >>> write = MemcpyBatch("d2h", buf, num_tensors=2)
+        >>> a = ms.Tensor(np.arange(4, dtype=np.float32))
+        >>> b = ms.Tensor(np.array([7, 8], np.int64))
+        >>> print(write(a, b, ms.Tensor([0, 16], ms.int64)))
+        [16 16]
+        >>> read = MemcpyBatch("h2d", buf, shapes=[(4,), (2,)], dtypes=[ms.float32, ms.int64])
+        >>> x, y = read(ms.Tensor([0, 16], ms.int64))
+        >>> print(x, y)
+        [0. 1. 2. 3.] [7 8]
+        >>> buf.close()
     """
 
     _forms = _DIRECTIONS
@@ -48,14 +91,16 @@ class MemcpyBatch(CopyPrimitive):
     def _variadic_call(cls, direction, *args, **kwargs):
         return direction == "d2h"
 
-    def __new__(cls, direction, host_buffer, *, num_tensors=None, shapes=None, dtypes=None):
+    def __new__(cls, direction: str, host_buffer: HostBuffer, *, num_tensors: Optional[int] = None,
+                shapes: Optional[Sequence[Sequence[int]]] = None, dtypes: Optional[Sequence[DtypeLike]] = None):
         if (cls is MemcpyBatch and direction == "h2d" and num_tensors is None and isinstance(shapes, (list, tuple))
                 and dtypes is not None and len(shapes) > MAX_OUTPUTS_PER_LAUNCH):
             return _SplitBatchRead(host_buffer, shapes, dtypes, MAX_OUTPUTS_PER_LAUNCH)
         return super().__new__(cls, direction, host_buffer, num_tensors=num_tensors, shapes=shapes,
                                dtypes=dtypes)
 
-    def __init__(self, direction, host_buffer, *, num_tensors=None, shapes=None, dtypes=None):
+    def __init__(self, direction: str, host_buffer: HostBuffer, *, num_tensors: Optional[int] = None,
+                 shapes: Optional[Sequence[Sequence[int]]] = None, dtypes: Optional[Sequence[DtypeLike]] = None):
         if direction not in _DIRECTIONS:
             raise ValueError(f"direction must be one of {_DIRECTIONS}, got {direction!r}")
         self.host_buffer = check_host_buffer(host_buffer)
