@@ -46,5 +46,6 @@ def op_label(op_name):
 
 
 def acl_error_name(code):
-    """The name the kernels' errors give ACL error code `code`."""
-    return library().msmc_acl_error_name(code).decode()
+    """The name the kernels' table gives ACL error code `code`, or None for a code it lacks."""
+    name = library().msmc_acl_error_name(code)
+    return None if name is None else name.decode()

@@ -43,13 +43,18 @@ constexpr ErrorName kErrorNames[] = {
 
 }  // namespace
 
-const char *AclErrorName(aclError code) {
+const char *KnownAclErrorName(aclError code) {
   for (const ErrorName &entry : kErrorNames) {
     if (entry.code == code) {
       return entry.name;
     }
   }
-  return "ACL_ERROR_UNKNOWN";
+  return nullptr;
+}
+
+std::string AclErrorName(aclError code) {
+  const char *name = KnownAclErrorName(code);
+  return name != nullptr ? name : "ACL_ERROR_UNKNOWN_" + std::to_string(code);
 }
 
 void CheckAcl(aclError ret, const char *api) { CheckAcl(ret, api, kNoFailIndex); }

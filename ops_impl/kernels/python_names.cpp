@@ -11,5 +11,5 @@ MSMC_EXPORT const char *msmc_op_label(const char *op) {
   return body != nullptr ? body->label : nullptr;
 }
 
-// The name the kernels' errors give an ACL error code ("ACL_ERROR_UNKNOWN" for a code the headers lack).
-MSMC_EXPORT const char *msmc_acl_error_name(int32_t code) { return msmc::AclErrorName(code); }
+// The name the kernels' errors give an ACL error code of the shipped headers, or nullptr for another code.
+MSMC_EXPORT const char *msmc_acl_error_name(int32_t code) { return msmc::KnownAclErrorName(code); }
