@@ -114,6 +114,58 @@ def test_a_wrong_dtype_is_a_type_error_called_directly(ms_mode, buf):
         MemcpyBatch("d2h", buf, num_tensors=1)(f32(4), I32)
 
 
+# (id, label, build(buf) -> (primitive, args with one that is not a Tensor), the argument's error text)
+NOT_TENSORS = [
+    ("batch-d2h-list", "MemcpyBatch(d2h)",
+     lambda b: (MemcpyBatch("d2h", b, num_tensors=2), (f32(2), [1.0, 2.0], int64(0, 8))),
+     r"tensors\[1\] must be a Tensor, not list"),
+    ("batch-h2d-int", "MemcpyBatch(h2d)",
+     lambda b: (MemcpyBatch("h2d", b, shapes=[(2,)], dtypes=[ms.float32]), (0,)), "offsets must be a Tensor, not int"),
+    ("2d-extract-numpy", "Memcpy2D(extract)",
+     lambda b: (Memcpy2D("extract", height=1, width=1), (np.ones((2, 2), np.float32), int64(0), int64(0))),
+     "x must be a Tensor, not ndarray"),
+    ("2d-insert-numpy", "Memcpy2D(insert)",
+     lambda b: (Memcpy2D("insert"), (f32(2, 2), np.ones((1, 1), np.float32), int64(0), int64(0))),
+     "src must be a Tensor, not ndarray"),
+    ("2d-write-numpy", "Memcpy2D(write)",
+     lambda b: (Memcpy2D("write"), (np.ones((2, 2), np.float32), f32(1, 1), int64(0), int64(0))),
+     r"dst must be a Tensor or Parameter \(written in place\), not ndarray"),
+    ("2d-d2h-int", "Memcpy2D(d2h)",
+     lambda b: (Memcpy2D("d2h", host_buffer=b, pitch=16), (f32(2, 2), 0)), "offset must be a Tensor, not int"),
+    ("2d-h2d-numpy", "Memcpy2D(h2d)",
+     lambda b: (Memcpy2D("h2d", host_buffer=b, pitch=16, shape=(2, 2), dtype=ms.float32), (np.array([0]),)),
+     "offset must be a Tensor, not ndarray"),
+    ("desc-copy-list", "MemcpyWithDesc", lambda b: (MemcpyWithDesc(), ([1, 2],)), "x must be a Tensor, not list"),
+    ("desc-window-int", "MemcpyWithDesc(window)", lambda b: (MemcpyWithDesc(count=1), (f32(3), 0)),
+     "start must be a Tensor, not int"),
+    ("cond-d2d-numpy", "MemcpyWithCondition(d2d)",
+     lambda b: (MemcpyWithCondition("d2d"), (np.ones(3, np.float32),)), "x must be a Tensor, not ndarray"),
+    ("cond-d2h-numpy", "MemcpyWithCondition(d2h)",
+     lambda b: (MemcpyWithCondition("d2h", host_buffer=b), (np.ones(3, np.float32), int64(0))),
+     "x must be a Tensor, not ndarray"),
+    ("cond-h2d-int", "MemcpyWithCondition(h2d)",
+     lambda b: (MemcpyWithCondition("h2d", host_buffer=b, shape=(2,), dtype=ms.float32), (0,)),
+     "offset must be a Tensor, not int"),
+    ("swap-d2h-numpy", "SwapBlocks(d2h)",
+     lambda b: (SwapBlocks("d2h", b, num_caches=1), (np.ones((4, 2), np.float32), [[0, 0]])),
+     r"caches\[0\] must be a Tensor, not ndarray"),
+    ("copy-list", "CopyBlocks", lambda b: (CopyBlocks(num_caches=1), ([[1.0, 2.0]], [[0, 1]])),
+     r"caches\[0\] must be a Tensor or Parameter \(written in place\), not list"),
+]
+
+
+@pytest.mark.parametrize("label,build,text", [c[1:] for c in NOT_TENSORS], ids=[c[0] for c in NOT_TENSORS])
+def test_an_eager_argument_that_is_not_a_tensor_is_a_type_error(route, buf, label, build, text):
+    """(A list given to the aot route's kernel used to crash the process.)"""
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    op, args = build(buf)
+    with pytest.raises(TypeError) as info:
+        op(*args)
+    message = str(info.value)
+    assert re.match(re.escape(f"ms_memcopy {label}: ") + text, message), message
+    assert (buf.numpy() == FILL).all()
+
+
 # (id, label, call(buf) raising, the error type, the argument's error text)
 PREFIXED = [
     ("batch-offset-past-end", "MemcpyBatch(d2h)",
@@ -140,6 +192,8 @@ PREFIXED = [
     ("construct-host-buffer", "MemcpyBatch(d2h)", lambda b: MemcpyBatch("d2h", None, num_tensors=1), TypeError,
      "host_buffer must be an ms_memcopy.HostBuffer"),
     ("construct-count", "MemcpyWithDesc", lambda b: MemcpyWithDesc(count=-1), ValueError, "count must be >= 0"),
+    ("construct-num-tensors", "MemcpyBatch(d2h)", lambda b: MemcpyBatch("d2h", b, num_tensors="2"), TypeError,
+     "num_tensors must be an int, not str"),
     ("construct-caches", "CopyBlocks", lambda b: CopyBlocks(num_caches=0), ValueError, "num_caches must be >= 1"),
     ("construct-split-read", "MemcpyBatch(h2d)",
      lambda b: MemcpyBatch("h2d", b, shapes=[(1,)] * 200, dtypes=[ms.complex64] * 200), TypeError,

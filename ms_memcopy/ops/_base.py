@@ -185,19 +185,28 @@ def eager_int64(value, argument):
     return value.asnumpy().reshape(-1)
 
 
+def flat_input_names(definition, count):
+    """The names of an op's count input tensors, a variadic input's one by one ("caches[1]")."""
+    variadic = count - (len(definition.inputs) - 1)
+    return [f"{t.name}[{i}]" if t.variadic else t.name
+            for t in definition.inputs for i in range(variadic if t.variadic else 1)]
+
+
+def check_tensors(definition, inputs):
+    """TypeError naming the first input of an eager call that is not a Tensor (a list or a numpy
+    array would reach the kernel as something else, or not at all)."""
+    for name, value in zip(flat_input_names(definition, len(inputs)), inputs):
+        if not isinstance(value, ms.Tensor):
+            in_place = name.split("[")[0] == definition.rw_write
+            what = "a Tensor or Parameter (written in place)" if in_place else "a Tensor"
+            raise TypeError(f"{name} must be {what}, not {type(value).__name__}")
+
+
 def check_same_dtype(definition, args):
     """TypeError when the tensors of the op's ``same_dtype`` inputs (configs/ops.yaml) differ in dtype;
     args are the abstract arguments of the op's inputs, a variadic input's one by one."""
-    if not definition.same_dtype:
-        return
-    variadic = len(args) - (len(definition.inputs) - 1)
-    tensors, position = [], 0
-    for t in definition.inputs:
-        count = variadic if t.variadic else 1
-        if t.name in definition.same_dtype:
-            tensors += [(f"{t.name}[{i}]" if t.variadic else t.name, dtype_name(args[position + i]["dtype"]))
-                        for i in range(count)]
-        position += count
+    tensors = [(name, dtype_name(arg["dtype"])) for name, arg in zip(flat_input_names(definition, len(args)), args)
+               if name.split("[")[0] in definition.same_dtype]
     for name, dtype in tensors[1:]:
         if dtype != tensors[0][1]:
             raise TypeError(f"{name} has dtype {dtype} but {tensors[0][0]} has {tensors[0][1]}")
@@ -320,9 +329,10 @@ class CopyPrimitive(ops.Custom):
             return self._checked_call(args)
 
     def _checked_call(self, args):
-        flat = [t for group in args for t in (group if isinstance(group, (tuple, list)) else (group,))]
-        if all(isinstance(t, ms.Tensor) for t in flat):  # (a wrong dtype is a TypeError before any value check)
-            check_same_dtype(self._op_def, [{"dtype": t.dtype} for t in flat])
+        # (VariadicCall passes a variadic input's tensors as one tuple)
+        flat = [t for group in args for t in (group if isinstance(group, tuple) else (group,))]
+        check_tensors(self._op_def, flat)  # wrong types and dtypes are TypeErrors before any value check
+        check_same_dtype(self._op_def, [{"dtype": t.dtype} for t in flat])
         if self.route == "aot":
             self._check_eager(args)
             self._eager_calls += 1

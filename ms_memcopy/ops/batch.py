@@ -5,8 +5,8 @@ import mindspore as ms
 from mindspore import nn
 
 from ..host_buffer import HostBuffer
-from ._base import (CopyPrimitive, DtypeLike, check_host_buffer, check_int64_input, check_shape, check_supported,
-                    eager_int64, itemsize, labelled_errors, ms_dtype, num_elements, static_shape)
+from ._base import (CopyPrimitive, DtypeLike, check_host_buffer, check_int, check_int64_input, check_shape,
+                    check_supported, eager_int64, itemsize, labelled_errors, ms_dtype, num_elements, static_shape)
 from ._checks import check_batch_ranges
 
 _DIRECTIONS = ("d2h", "h2d")
@@ -109,9 +109,9 @@ class MemcpyBatch(CopyPrimitive):
         if direction == "d2h":
             if shapes is not None or dtypes is not None:
                 raise ValueError("shapes and dtypes are for direction 'h2d'; 'd2h' takes num_tensors")
-            if isinstance(num_tensors, bool) or not isinstance(num_tensors, int) or num_tensors < 1:
-                raise ValueError(f"num_tensors must be an int >= 1, got {num_tensors!r}")
-            self.num_tensors = num_tensors
+            if num_tensors is None:
+                raise ValueError("direction 'd2h' needs num_tensors")
+            self.num_tensors = check_int(num_tensors, "num_tensors", minimum=1)
             super().__init__("memcpy_batch_d2h", attrs=attrs, variadic_count=num_tensors)
         else:
             if num_tensors is not None:
