@@ -41,6 +41,7 @@ from gen_soc_table import generate as generate_soc_table  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 from ms_memcopy import route_codegen  # noqa: E402  (the aot entries are generated from configs/ops.yaml)
+from ms_memcopy import acl_error_codes  # noqa: E402  (the kernels' code -> name table, from the ACL headers)
 
 CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-pthread", "-fvisibility=hidden", "-Wall", "-Wextra"]
 # MindSpore 2.10 wheels use the pre-C++11 std::string ABI; the kernels read MindSpore attributes.
@@ -141,6 +142,8 @@ class BuildSharedLibs(build_ext):
     def _build_kernels(self, out, tmp):
         gen = tmp / "generated"
         route_codegen.write_if_changed(gen / "aot_entries.inc", route_codegen.aot_entries())
+        route_codegen.write_if_changed(gen / acl_error_codes.KERNEL_TABLE_FILE, acl_error_codes.kernel_table_source(
+            acl_error_codes.read_error_codes(HOST_INCLUDE)))
         sources = kernel_sources()
         cann = cann_home()
         if cann:

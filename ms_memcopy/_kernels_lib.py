@@ -1,4 +1,5 @@
-"""ctypes binding of the kernels library's HostBuffer table (ops_impl/kernels/host_buffers.h).
+"""ctypes binding of the kernels library's HostBuffer table (ops_impl/kernels/host_buffers.h) and
+of the names its messages use (ops_impl/kernels/python_names.cpp).
 
 The kernels lease HostBuffers from this table by id; Python registers each
 HostBuffer here, closes it here, and waits here for its in-flight copies.
@@ -6,7 +7,7 @@ Loading the library loads the ACL library it links against, not MindSpore.
 """
 import ctypes
 import functools
-from ctypes import c_int32, c_int64, c_uint64, c_void_p
+from ctypes import c_char_p, c_int32, c_int64, c_uint64, c_void_p
 
 from . import _paths
 
@@ -16,6 +17,8 @@ _PROTOTYPES = {
     "msmc_hostbuffer_wait": (c_int32, [c_int64]),
     "msmc_hostbuffer_note_stream": (c_int32, [c_int64, c_void_p]),
     "msmc_hostbuffer_inflight": (c_int32, [c_int64]),
+    "msmc_op_label": (c_char_p, [c_char_p]),
+    "msmc_acl_error_name": (c_char_p, [c_int32]),
 }
 
 
@@ -31,3 +34,18 @@ def library():
         fn.restype = restype
         fn.argtypes = argtypes
     return lib
+
+
+@functools.lru_cache(maxsize=None)
+def op_label(op_name):
+    """The label the kernels give op_name's errors ("Memcpy2D(extract)"); KeyError for an op without a body."""
+    label = library().msmc_op_label(op_name.encode())
+    if label is None:
+        raise KeyError(f"no kernel body for op {op_name!r}")
+    return label.decode()
+
+
+def acl_error_name(code):
+    """The name the kernels' table gives ACL error code `code`, or None for a code it lacks."""
+    name = library().msmc_acl_error_name(code)
+    return None if name is None else name.decode()

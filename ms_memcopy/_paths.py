@@ -43,20 +43,67 @@ def configs_dir():
     return found
 
 
-def get_include():
-    """Directory to add with -I so that ``#include "acl/acl.h"`` declares the ACL API in use."""
+def get_include() -> str:
+    """The directory to add with -I so that ``#include "acl/acl.h"`` declares the ACL API in use.
+
+    CANN's include directory when ms_memcopy was built against CANN, else the headers of the host
+    ACL runtime ms_memcopy ships.
+
+    Args:
+        None.
+
+    Returns:
+        str, the directory.
+
+    Raises:
+        FileNotFoundError: the installation has no ACL headers.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import os
+        >>> import ms_memcopy
+        >>> print(os.path.exists(os.path.join(ms_memcopy.get_include(), "acl", "acl.h")))
+        True
+    """
     if not uses_host_runtime():
         cann = cann_home()
         if cann is not None:
             return str(cann / "include")
+    return shipped_include()
+
+
+def shipped_include():
+    """The ACL header directory ms_memcopy ships (the host ACL runtime's), whether or not CANN is used:
+    the error codes the Python layer and the kernels name are read from it."""
     found = _first_existing(PACKAGE_DIR / "include", SOURCE_ROOT / "ops_impl" / "acl_host" / "include")
     if found is None:
         raise FileNotFoundError("ms_memcopy ACL headers not found: the installation is incomplete")
     return str(found)
 
 
-def get_acl_library():
-    """Path of the shared library implementing the ACL API: the host runtime or CANN's libascendcl.so."""
+def get_acl_library() -> str:
+    """The path of the shared library implementing the ACL API: the host runtime's or CANN's libascendcl.so.
+
+    Args:
+        None.
+
+    Returns:
+        str, the library's path.
+
+    Raises:
+        FileNotFoundError: CANN's library is missing where ms_memcopy was built against it.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import os
+        >>> import ms_memcopy
+        >>> print(os.path.basename(ms_memcopy.get_acl_library()))
+        libascendcl.so
+    """
     if uses_host_runtime():
         return str(HOST_ACL_LIBRARY)
     cann = cann_home()

@@ -1,10 +1,12 @@
 """The AscendCL constants the memory-copy calls use, with the values of CANN 9.1.
 
-The single Python copy of the enum values and error codes in the ACL headers
-(ops_impl/acl_host/include/acl). Both Python layers import them from here:
-``ms_memcopy.runtime`` (raising) and ``ms_memcopy.acl`` (pyACL conventions).
+The single Python copy of the enum values in the ACL headers (ops_impl/acl_host/include/acl);
+the error codes are read from those headers when this module is imported. Both Python layers import
+them from here: ``ms_memcopy.runtime`` (raising) and ``ms_memcopy.acl`` (pyACL conventions).
 tests/test_runtime_errors.py parses the C headers and checks every value.
 """
+from . import _paths
+from . import acl_error_codes as _acl_error_codes
 
 # aclrtMemcpyKind
 ACL_MEMCPY_HOST_TO_HOST = 0
@@ -69,34 +71,10 @@ ACL_MEM_P2P_NORMAL = 15
 ACL_MEM_P2P_HUGE = 16
 ACL_MEM_P2P_HUGE1G = 17
 
-# aclError (acl_base.h: static const int; rt_error_codes.h: #define)
-ACL_SUCCESS = 0
-ACL_ERROR_NONE = 0
-ACL_ERROR_INVALID_PARAM = 100000
-ACL_ERROR_UNINITIALIZE = 100001
-ACL_ERROR_REPEAT_INITIALIZE = 100002
-ACL_ERROR_INVALID_FILE = 100003
-ACL_ERROR_REPEAT_FINALIZE = 100037
-ACL_ERROR_BAD_ALLOC = 200000
-ACL_ERROR_API_NOT_SUPPORT = 200001
-ACL_ERROR_FEATURE_UNSUPPORTED = 200006
-ACL_ERROR_INTERNAL_ERROR = 500000
-ACL_ERROR_FAILURE = 500001
-ACL_ERROR_RT_PARAM_INVALID = 107000
-ACL_ERROR_RT_INVALID_DEVICEID = 107001
-ACL_ERROR_RT_CONTEXT_NULL = 107002
-ACL_ERROR_RT_STREAM_CONTEXT = 107003
-ACL_ERROR_RT_ADDR_UNALIGNED = 107008
-ACL_ERROR_RT_INVALID_MEMORY_TYPE = 107016
-ACL_ERROR_RT_INVALID_HANDLE = 107017
-ACL_ERROR_RT_FEATURE_NOT_SUPPORT = 207000
-ACL_ERROR_RT_MEMORY_ALLOCATION = 207001
-ACL_ERROR_RT_NO_STREAM_RESOURCE = 207008
-ACL_ERROR_RT_DEVICE_OOM = 207018
-ACL_ERROR_RT_INTERNAL_ERROR = 507000
-ACL_ERROR_RT_CONTEXT_RELEASE_ERROR = 507007
-ACL_ERROR_RT_SYS_DMA = 507013
-ACL_ERROR_RT_STREAM_SYNC_TIMEOUT = 507046
+# aclError: every ACL_SUCCESS / ACL_ERROR_* code, read from the shipped headers (acl_base.h: static
+# const int; error_codes/rt_error_codes.h: #define), the one source the kernels' code -> name table is
+# generated from too.
+globals().update(_acl_error_codes.read_error_codes(_paths.shipped_include()))
 
 # Not an ACL name: the value a batch call's failIndex holds when no single
 # copy is at fault (C's SIZE_MAX for the 64-bit size_t of every ACL target).

@@ -1,17 +1,11 @@
 """The one error type of ms_memcopy's raising layers: :class:`AclError`."""
-from . import acl_constants as _constants
+from typing import Optional
 
-
-def _build_error_names():
-    names = {}
-    for name, value in vars(_constants).items():
-        if name == "ACL_SUCCESS" or name.startswith("ACL_ERROR_"):
-            names.setdefault(value, name)  # 0: ACL_SUCCESS, defined before its alias ACL_ERROR_NONE
-    return names
-
+from . import _paths
+from .acl_error_codes import error_names, read_error_codes
 
 #: aclError code -> its name in the ACL headers, for every code the headers define.
-ERROR_NAMES = _build_error_names()
+ERROR_NAMES = error_names(read_error_codes(_paths.shipped_include()))
 
 
 def error_name(code):
@@ -22,6 +16,14 @@ def error_name(code):
 class AclError(RuntimeError):
     """An ACL call returned a non-zero aclError.
 
+    ``str(error)`` reads ``<api> failed: <name> (<code>) [fail index i]: <message>``.
+
+    Args:
+        code (int): the aclError value.
+        api (str, optional): the C function that failed, e.g. ``"aclrtMemcpyAsync"``.
+        fail_index (int, optional): for batch copies, the index of the copy at fault.
+        message (str, optional): the message the failure added to the runtime's aclGetRecentErrMsg() text.
+
     Attributes:
         code: the aclError value (int).
         name: its header name, e.g. ``"ACL_ERROR_RT_PARAM_INVALID"``.
@@ -31,9 +33,30 @@ class AclError(RuntimeError):
         message: the message the failure added to the runtime's
             aclGetRecentErrMsg() text, read right after it on the failing
             thread, or None.
+
+    Raises:
+        TypeError: code or fail_index is not a number (ValueError for a string that is not one).
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import ms_memcopy
+        >>> from ms_memcopy import runtime
+        >>> error = ms_memcopy.AclError(107000, "aclrtMemcpyAsync", None, "count 9 > destMax 8")
+        >>> print(error.name, error.code)
+        ACL_ERROR_RT_PARAM_INVALID 107000
+        >>> print(error)
+        aclrtMemcpyAsync failed: ACL_ERROR_RT_PARAM_INVALID (107000): count 9 > destMax 8
+        >>> try:
+        ...     runtime.memcpy(0, 0, 0, 8, 99)  # NULL pointers
+        ... except ms_memcopy.AclError as e:
+        ...     print(e.api, e.name, e.code)
+        aclrtMemcpy ACL_ERROR_INVALID_PARAM 100000
     """
 
-    def __init__(self, code, api=None, fail_index=None, message=None):
+    def __init__(self, code: int, api: Optional[str] = None, fail_index: Optional[int] = None,
+                 message: Optional[str] = None):
         self.code = int(code)
         self.name = error_name(self.code)
         self.api = api

@@ -111,16 +111,36 @@ class _IdLease:
 
 
 class HostBuffer:
-    """Host memory for the copy primitives.
-
-    Args:
-        nbytes: size in bytes (0 is allowed: an empty buffer).
-        pinned: True for page-locked memory from aclrtMallocHost, False for pageable memory.
+    """Host memory for the copy primitives, pinned (aclrtMallocHost) or pageable.
 
     Use it as a context manager or call :meth:`close`; any use after close raises ValueError.
+    ``numpy()`` is a zero-copy view, taken after the copies in flight that touch the buffer are done.
+
+    Args:
+        nbytes (int): size in bytes (0 is allowed: an empty buffer).
+        pinned (bool): True (default) for page-locked memory from aclrtMallocHost, False for pageable
+            memory.
+
+    Raises:
+        TypeError: nbytes not an int, pinned not a bool.
+        ValueError: nbytes negative.
+        AclError: aclrtMallocHost failed.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> from ms_memcopy import HostBuffer
+        >>> with HostBuffer(16) as buf:
+        ...     buf.numpy(np.int32)[:] = [1, 2, 3, 4]
+        ...     print(buf.nbytes, buf.pinned, buf.numpy(np.int32, shape=(2,), offset=8))
+        16 True [3 4]
+        >>> print(buf.closed)
+        True
     """
 
-    def __init__(self, nbytes, pinned=True):
+    def __init__(self, nbytes: int, pinned: bool = True):
         if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral):
             raise TypeError(f"nbytes must be an int, not {type(nbytes).__name__}")
         if nbytes < 0:

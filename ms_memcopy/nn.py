@@ -23,20 +23,40 @@ activation offload) kept in numbered slots of a HostBuffer instead of byte offse
 A slot outside the buffer, or the same slot twice in one swap-out, is MemcpyBatch's bad-offset error
 (the byte offset is slot * block bytes).
 """
+from typing import Sequence
+
 import numpy as np
 import mindspore as ms
 from mindspore import nn, ops
 
 from .host_buffer import HostBuffer
 from .ops import CopyBlocks, MemcpyBatch, SwapBlocks
-from .ops._base import check_host_buffer, check_int, itemsize, ms_dtype, num_elements
+from .ops._base import DtypeLike, check_host_buffer, check_int, itemsize, ms_dtype, num_elements
 
 
 __all__ = ["BlockPool", "OutOfBlocks", "BlockSlots", "SwapOutBlocks", "SwapInBlocks"]
 
 
 class OutOfBlocks(RuntimeError):
-    """A BlockPool has fewer free blocks than asked for (nothing was allocated)."""
+    """A BlockPool has fewer free blocks than asked for (nothing was allocated).
+
+    Args:
+        message (str): what was asked for and what is free.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import mindspore as ms
+        >>> from ms_memcopy.nn import BlockPool, OutOfBlocks
+        >>> pool = BlockPool(num_caches=1, num_blocks=2, num_host_blocks=0, block_shape=(4,), dtype=ms.int8)
+        >>> try:
+        ...     pool.allocate(3)
+        ... except OutOfBlocks as error:
+        ...     print(error)
+        3 device block(s) asked for, 2 of 2 free
+        >>> pool.close()
+    """
 
 
 class _BlockNumbers:
@@ -77,8 +97,9 @@ class _BlockNumbers:
 
 
 class BlockPool(nn.Cell):
-    """A paged cache: L device caches of num_blocks blocks each, and a host pool of num_host_blocks
-    blocks per cache, with block numbers handed out and taken back as vLLM's block manager does.
+    """A paged cache with swap-out, swap-in and fork, handing out block numbers as vLLM's block manager does.
+
+    L device caches of num_blocks blocks each, and a host pool of num_host_blocks blocks per cache.
 
     ``caches`` are Parameters of shape ``[num_blocks, *block_shape]`` (one per cache, e.g. key and
     value of every layer): give them to the model, which writes them in place (for example with
@@ -91,10 +112,52 @@ class BlockPool(nn.Cell):
     numbers in the order of its argument. The copies run eagerly, in one SwapBlocks or CopyBlocks
     call, in place; bad block numbers raise ValueError before any copy, and a pool without enough
     free blocks raises OutOfBlocks with nothing allocated or moved.
+
+    Args:
+        num_caches (int): L, the device caches (>= 1).
+        num_blocks (int): the blocks of each device cache (>= 1).
+        num_host_blocks (int): the blocks of each host cache (>= 0).
+        block_shape (tuple[int]): the shape of one block.
+        dtype (mindspore.dtype): the caches' dtype.
+        pinned (bool): page-locked host pool (default) or pageable memory.
+        name (str): the prefix of the caches' Parameter names.
+
+    Inputs:
+        None: a BlockPool is not called; its methods move blocks eagerly.
+
+    Outputs:
+        None.
+
+    Raises:
+        TypeError: an argument of the wrong type, an unsupported dtype.
+        ValueError: a count out of range, an empty block, a block number that is not allocated or
+            appears twice in one call.
+        OutOfBlocks: fewer free blocks than asked for.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy.nn import BlockPool
+        >>> pool = BlockPool(num_caches=2, num_blocks=4, num_host_blocks=4, block_shape=(2,), dtype=ms.float32)
+        >>> k_cache, v_cache = pool.caches
+        >>> _ = k_cache.set_data(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)))
+        >>> table = pool.allocate(2)
+        >>> host_table = pool.swap_out(table)
+        >>> print(table, host_table, pool.num_free_blocks)
+        [0, 1] [0, 1] 4
+        >>> table = pool.swap_in(host_table)
+        >>> print(table, k_cache.asnumpy()[table].tolist())
+        [0, 1] [[0.0, 1.0], [2.0, 3.0]]
+        >>> print(pool.fork(table), pool.num_free_blocks)
+        [2, 3] 0
+        >>> pool.close()
     """
 
-    def __init__(self, num_caches, num_blocks, num_host_blocks, block_shape, dtype, *, pinned=True,
-                 name="block_pool"):
+    def __init__(self, num_caches: int, num_blocks: int, num_host_blocks: int, block_shape: Sequence[int],
+                 dtype: DtypeLike, *, pinned: bool = True, name: str = "block_pool"):
         super().__init__()
         self.num_caches = check_int(num_caches, "num_caches", 1)
         self.block_shape = tuple(check_int(d, "block_shape") for d in block_shape)
@@ -179,9 +242,33 @@ class BlockPool(nn.Cell):
 
 
 class BlockSlots:
-    """A HostBuffer divided into slots holding one block (block_shape, dtype) each."""
+    """A HostBuffer divided into slots holding one block (block_shape, dtype) each.
 
-    def __init__(self, host_buffer, block_shape, dtype):
+    Slot i starts at byte ``i * block_bytes``; ``num_slots`` is how many whole blocks fit.
+
+    Args:
+        host_buffer (HostBuffer): the host memory.
+        block_shape (tuple[int]): the shape of one block.
+        dtype (mindspore.dtype): the blocks' dtype.
+
+    Raises:
+        TypeError: host_buffer not a HostBuffer, an unsupported dtype, a block_shape not of ints.
+        ValueError: an empty block, a closed HostBuffer.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import mindspore as ms
+        >>> from ms_memcopy import HostBuffer
+        >>> from ms_memcopy.nn import BlockSlots
+        >>> with HostBuffer(64) as buf:
+        ...     slots = BlockSlots(buf, block_shape=(2, 2), dtype=ms.float32)
+        ...     print(slots.num_slots, slots.block_bytes)
+        4 16
+    """
+
+    def __init__(self, host_buffer: HostBuffer, block_shape: Sequence[int], dtype: DtypeLike):
         self.host_buffer = check_host_buffer(host_buffer)
         self.block_shape = tuple(check_int(d, "block_shape") for d in block_shape)
         self.dtype = ms_dtype(dtype, "dtype")
@@ -192,10 +279,44 @@ class BlockSlots:
 
 
 class SwapOutBlocks(nn.Cell):
-    """``nbytes = op(block_0, ..., block_{n-1}, slots)``: writes block i into slot ``slots[i]`` with one
-    MemcpyBatch d2h; returns the bytes written per block."""
+    """Writes n blocks into slots of a BlockSlots with one MemcpyBatch("d2h").
 
-    def __init__(self, slots, num_blocks):
+    ``nbytes = op(block_0, ..., block_{n-1}, slots)`` writes block i into slot ``slots[i]``.
+
+    Args:
+        slots (BlockSlots): the slots written.
+        num_blocks (int): n, the blocks of each call (>= 1).
+
+    Inputs:
+        - **block_0, ..., block_{n-1}** (Tensor) - blocks of the slots' shape and dtype.
+        - **slots** (Tensor) - int64, n values: the slot of each block.
+
+    Outputs:
+        An int64 Tensor of shape (n,): the bytes written per block.
+
+    Raises:
+        TypeError: slots not int64, a block of an unsupported dtype.
+        ValueError: a slot outside the HostBuffer, the same slot twice (MemcpyBatch's offset errors,
+            the byte offset being ``slot * block_bytes``); nothing is copied.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy import HostBuffer
+        >>> from ms_memcopy.nn import BlockSlots, SwapOutBlocks
+        >>> buf = HostBuffer(64)
+        >>> swap_out = SwapOutBlocks(BlockSlots(buf, block_shape=(2,), dtype=ms.int32), num_blocks=2)
+        >>> print(swap_out(ms.Tensor([1, 2], ms.int32), ms.Tensor([3, 4], ms.int32), ms.Tensor([5, 0], ms.int64)))
+        [8 8]
+        >>> print(buf.numpy(np.int32)[[0, 1, 10, 11]])
+        [3 4 1 2]
+        >>> buf.close()
+    """
+
+    def __init__(self, slots: BlockSlots, num_blocks: int):
         super().__init__()
         self.slots = slots
         self.write = MemcpyBatch("d2h", slots.host_buffer, num_tensors=check_int(num_blocks, "num_blocks", 1))
@@ -206,10 +327,42 @@ class SwapOutBlocks(nn.Cell):
 
 
 class SwapInBlocks(nn.Cell):
-    """``(block_0, ..., block_{n-1}) = op(slots)``: reads slot ``slots[i]`` into new block i with one
-    MemcpyBatch h2d."""
+    """Reads n blocks from slots of a BlockSlots with one MemcpyBatch("h2d").
 
-    def __init__(self, slots, num_blocks):
+    ``(block_0, ..., block_{n-1}) = op(slots)`` reads slot ``slots[i]`` into new block i.
+
+    Args:
+        slots (BlockSlots): the slots read.
+        num_blocks (int): n, the blocks of each call (>= 1).
+
+    Inputs:
+        - **slots** (Tensor) - int64, n values: the slot of each block.
+
+    Outputs:
+        A tuple of n new Tensors of the slots' block shape and dtype.
+
+    Raises:
+        TypeError: slots not int64.
+        ValueError: a slot outside the HostBuffer (MemcpyBatch's offset error); nothing is copied.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy import HostBuffer
+        >>> from ms_memcopy.nn import BlockSlots, SwapInBlocks
+        >>> buf = HostBuffer(32)
+        >>> buf.numpy(np.int32)[:] = np.arange(8)
+        >>> swap_in = SwapInBlocks(BlockSlots(buf, block_shape=(2,), dtype=ms.int32), num_blocks=2)
+        >>> a, b = swap_in(ms.Tensor([3, 1], ms.int64))
+        >>> print(a, b)
+        [6 7] [2 3]
+        >>> buf.close()
+    """
+
+    def __init__(self, slots: BlockSlots, num_blocks: int):
         super().__init__()
         num_blocks = check_int(num_blocks, "num_blocks", 1)
         self.read = MemcpyBatch("h2d", slots.host_buffer, shapes=[slots.block_shape] * num_blocks,

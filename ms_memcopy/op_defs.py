@@ -22,7 +22,7 @@ from . import _paths
 HOST_VALUE_DTYPE = "int64"
 
 _OP_KEYS = {"kernel", "ascend_function", "inputs", "outputs", "attrs", "side_effect_mem", "dynamic_shape",
-            "rw_write", "op_def_on_cpu"}
+            "rw_write", "op_def_on_cpu", "same_dtype"}
 _REQUIRED_OP_KEYS = {"kernel", "ascend_function", "inputs", "outputs"}
 _INPUT_KEYS = {"name", "dtype", "variadic"}
 _OUTPUT_KEYS = {"name", "dtype", "variadic", "shape", "dtype_of"}
@@ -76,6 +76,8 @@ class OpDef:
     dynamic_shape: bool
     rw_write: Optional[str] = None  # the input written in place
     op_def_on_cpu: bool = True  # False: on the CPU target the primitive always takes the aot route
+    # Inputs of dtype "any" whose tensors must all have one dtype (every tensor of a variadic one).
+    same_dtype: Tuple[str, ...] = ()
 
     @property
     def attr_names(self):
@@ -182,6 +184,12 @@ def _op(name, entry, dtypes):
     rw_write = entry.get("rw_write")
     if rw_write is not None and rw_write not in by_name:
         _fail(name, "rw_write", f"{rw_write!r} must name an input")
+    same_dtype = entry.get("same_dtype", [])
+    if (not isinstance(same_dtype, list) or any(n not in by_name or by_name[n].dtype != "any" for n in same_dtype)
+            or len(set(same_dtype)) != len(same_dtype)
+            or (len(same_dtype) == 1 and not by_name[same_dtype[0]].variadic)):
+        _fail(name, "same_dtype", f"{same_dtype!r} must list distinct inputs of dtype 'any' (two or more, "
+                                  "or one variadic input)")
     side_effect_mem = _flag(name, "side_effect_mem", entry.get("side_effect_mem", False))
     if rw_write is not None and not side_effect_mem:
         _fail(name, "rw_write", "an op that writes an input in place must also set side_effect_mem: true")
@@ -196,6 +204,7 @@ def _op(name, entry, dtypes):
         dynamic_shape=_flag(name, "dynamic_shape", entry.get("dynamic_shape", False)),
         op_def_on_cpu=_flag(name, "op_def_on_cpu", entry.get("op_def_on_cpu", True)),
         rw_write=rw_write,
+        same_dtype=tuple(same_dtype),
     )
 
 

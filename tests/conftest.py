@@ -1,9 +1,34 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+
+import _import_check
+
+
+# ---------------------------------------------------------------------------------------------
+# Which ms_memcopy is under test (_import_check.py): reported in the header; a checkout that hides
+# an installed wheel stops the session.
+# ---------------------------------------------------------------------------------------------
+
+def _imported_package():
+    import ms_memcopy
+
+    return Path(ms_memcopy.__file__).resolve().parent
+
+
+def pytest_report_header(config):
+    return _import_check.describe(_imported_package())
+
+
+def pytest_configure(config):
+    problem = _import_check.shadowing_problem(_imported_package(), _import_check.installed_distributions(),
+                                              os.environ.get(_import_check.CHECKOUT_ENV) == "1")
+    if problem:
+        raise pytest.UsageError(problem)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ms_memcopy import _paths
+from ms_memcopy import _paths, acl_error_codes
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "ops_impl" / "kernels"
@@ -20,8 +20,11 @@ PROGRAMS = sorted((Path(__file__).resolve().parent / "cpp_kernels").glob("*.cpp"
 def test_kernel_program(source, tmp_path):
     library = Path(_paths.get_acl_library())
     exe = tmp_path / source.stem
+    # kernel_error.cpp's table, as setup.py generates it
+    (tmp_path / acl_error_codes.KERNEL_TABLE_FILE).write_text(
+        acl_error_codes.kernel_table_source(acl_error_codes.read_error_codes(_paths.shipped_include())))
     cmd = [os.environ.get("CXX", "g++"), "-std=c++17", "-O1", "-g", "-pthread", "-Wall", "-Wextra",
-           "-DMS_MEMCOPY_HOST_ACL=1", f"-I{_paths.get_include()}", f"-I{KERNELS}", str(source),
+           "-DMS_MEMCOPY_HOST_ACL=1", f"-I{_paths.get_include()}", f"-I{KERNELS}", f"-I{tmp_path}", str(source),
            *map(str, KERNEL_SOURCES), f"-L{library.parent}", "-lascendcl", f"-Wl,-rpath,{library.parent}",
            "-o", str(exe)]
     built = subprocess.run(cmd, capture_output=True, text=True)

@@ -49,6 +49,9 @@ IN_PLACE_OP = {  # an op that writes an input in place, as a definition would de
     (lambda op: op.update(rw_write="nothing"), "rw_write: 'nothing' must name an input"),
     (lambda op: op.update(side_effect_mem=False), "must also set side_effect_mem"),
     (lambda op: op.update(side_effect_mem="yes"), "side_effect_mem: must be true or false"),
+    (lambda op: op.update(same_dtype=["dst", "row"]), r"same_dtype: \['dst', 'row'\] must list distinct inputs"),
+    (lambda op: op.update(same_dtype=["dst"]), "two or more, or one variadic input"),
+    (lambda op: op.update(same_dtype="dst"), "same_dtype: 'dst' must list"),
 ])
 def test_a_bad_definition_is_an_error(change, message):
     op = yaml.safe_load(yaml.safe_dump(IN_PLACE_OP))
@@ -119,7 +122,10 @@ def test_route_table_lists_every_op_and_its_rules():
     ops = op_defs.all_op_defs()
     listed = re.search(r"#define MSMC_ROUTE_OPS\(X\) (.*)", table).group(1)
     assert listed.split() == [f"X({op.ascend_function})" for op in ops.values()]
-    assert '{"offsets", ArgKind::kHostValues, mindspore::kNumberTypeInt64}' in table
+    assert '{"offsets", ArgKind::kHostValues, mindspore::kNumberTypeInt64, false}' in table
+    # same_dtype: [dst, src] of memcpy2d_insert marks both (and not its offsets)
+    insert = re.search(r"kArgs_memcpy2d_insert\[\] = \{(.*)\};", table).group(1)
+    assert re.findall(r'\{"(\w+)", ArgKind::\w+, [\w:]+, true\}', insert) == ["dst", "src"]
     assert '{"y", ShapeRule::kDims, -1, {{DimKind::kAttr, 3}, {DimKind::kAttr, 4}}, 2' in table  # extract
     assert '{"nbytes", ShapeRule::kDims, -1, {{DimKind::kLen, 0}}, 1, mindspore::kNumberTypeInt64, -1}' in table
 

@@ -212,12 +212,29 @@ def test_unknown_attribute_is_attribute_error():
 
 
 def test_kernel_error_names_match_the_python_table():
-    """The kernels name every code the Python layer (and the shipped headers) name, with the same name."""
-    import re
-    from pathlib import Path
+    """The built kernels name every code the Python layer (and the shipped headers) name, with the same
+    name (both tables come from the headers: setup.py generates the kernels' one)."""
+    from ms_memcopy import _kernels_lib
 
-    from ms_memcopy.errors import ERROR_NAMES
+    assert len(ERROR_NAMES) == len(set(header_error_codes().values())) > 20
+    for code, name in ERROR_NAMES.items():
+        assert _kernels_lib.acl_error_name(code) == name, code
+    assert _kernels_lib.acl_error_name(107999) is None  # (the kernels' text then reads ACL_ERROR_UNKNOWN_107999)
+    assert ERROR_NAMES[0] == "ACL_SUCCESS" and ERROR_NAMES[507013] == "ACL_ERROR_RT_SYS_DMA"
 
-    source = (Path(__file__).resolve().parents[1] / "ops_impl" / "kernels" / "kernel_error.cpp").read_text()
-    kernel = {int(code): name for code, name in re.findall(r'case (\d+): return "(ACL_[A-Z_]+)";', source)}
-    assert kernel == {code: name for code, name in ERROR_NAMES.items()}
+
+def test_the_kernels_table_is_generated_from_the_headers(tmp_path):
+    """A code added to a header reaches both tables: Python's reads the headers, and the kernels'
+    (setup.py) is generated from what Python reads."""
+    from ms_memcopy import acl_error_codes
+
+    for header in acl_error_codes.ERROR_HEADERS:
+        (tmp_path / header).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / header).write_text((INCLUDE / header).read_text())
+    rt = tmp_path / acl_error_codes.ERROR_HEADERS[1]
+    rt.write_text(rt.read_text().replace("#endif", "#define ACL_ERROR_RT_NEW_CODE 107099\n#endif"))
+    codes = acl_error_codes.read_error_codes(tmp_path)
+    assert codes["ACL_ERROR_RT_NEW_CODE"] == 107099 and codes["ACL_ERROR_RT_PARAM_INVALID"] == 107000
+    table = acl_error_codes.kernel_table_source(codes)
+    assert '{107099, "ACL_ERROR_RT_NEW_CODE"},' in table and '{0, "ACL_SUCCESS"},' in table
+    assert "ACL_ERROR_NONE" not in table  # 0's older alias

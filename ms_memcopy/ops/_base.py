@@ -11,8 +11,14 @@ Validation happens in three places, each as early as the values are known:
   offsets held in graph inputs, and on the op_def route constant ones, are checked). The op_def
   route raises ValueError; the aot route's MindSpore reports a RuntimeError whose text reads
   "ValueError: <argument>: ...".
+
+Every error of these checks reads "ms_memcopy <primitive>(<mode>): <argument> ...", the prefix the
+kernels give theirs (the op's label, :func:`labelled_errors`).
 """
+import contextlib
+import functools
 import numbers
+from typing import Union
 
 import numpy as np
 import mindspore as ms
@@ -21,9 +27,38 @@ from mindspore.ops import signature as sig
 from mindspore.ops._grad_experimental.grad_base import bprop_getters
 from mindspore.ops.primitive import _run_op
 
-from .. import _paths, op_def_route, route_codegen
+from .. import _kernels_lib, _paths, op_def_route, route_codegen
 from ..host_buffer import HostBuffer
 from ..op_defs import expanded_names, op_def, reg_info, supported_dtypes
+
+
+ERROR_PREFIX = "ms_memcopy "
+
+#: A dtype as the primitives accept it: a MindSpore dtype (``ms.float32``), a numpy dtype or its name.
+DtypeLike = Union[ms.dtype.Type, np.dtype, type, str]
+
+
+@contextlib.contextmanager
+def labelled_errors(label):
+    """Re-raises a ValueError or TypeError of the block as the same type with its text prefixed
+    "ms_memcopy <label>: ", as the kernels prefix theirs; text already prefixed is left alone."""
+    try:
+        yield
+    except (ValueError, TypeError) as error:
+        if type(error) not in (ValueError, TypeError) or str(error).startswith(ERROR_PREFIX):
+            raise
+        raise type(error)(f"{ERROR_PREFIX}{label}: {error}").with_traceback(error.__traceback__) from None
+
+
+def _labelled_init(cls, init):
+    """cls.__init__ raising labelled errors: "<Class>(<mode>)" when the first argument is one of
+    the class's ``_forms``, else "<Class>"."""
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        form = args[0] if args and isinstance(args[0], str) and args[0] in cls._forms else None
+        with labelled_errors(cls.__name__ if form is None else f"{cls.__name__}({form})"):
+            init(self, *args, **kwargs)
+    return __init__
 
 
 def dtype_name(dtype):
@@ -150,6 +185,33 @@ def eager_int64(value, argument):
     return value.asnumpy().reshape(-1)
 
 
+def flat_input_names(definition, count):
+    """The names of an op's count input tensors, a variadic input's one by one ("caches[1]")."""
+    variadic = count - (len(definition.inputs) - 1)
+    return [f"{t.name}[{i}]" if t.variadic else t.name
+            for t in definition.inputs for i in range(variadic if t.variadic else 1)]
+
+
+def check_tensors(definition, inputs):
+    """TypeError naming the first input of an eager call that is not a Tensor (a list or a numpy
+    array would reach the kernel as something else, or not at all)."""
+    for name, value in zip(flat_input_names(definition, len(inputs)), inputs):
+        if not isinstance(value, ms.Tensor):
+            in_place = name.split("[")[0] == definition.rw_write
+            what = "a Tensor or Parameter (written in place)" if in_place else "a Tensor"
+            raise TypeError(f"{name} must be {what}, not {type(value).__name__}")
+
+
+def check_same_dtype(definition, args):
+    """TypeError when the tensors of the op's ``same_dtype`` inputs (configs/ops.yaml) differ in dtype;
+    args are the abstract arguments of the op's inputs, a variadic input's one by one."""
+    tensors = [(name, dtype_name(arg["dtype"])) for name, arg in zip(flat_input_names(definition, len(args)), args)
+               if name.split("[")[0] in definition.same_dtype]
+    for name, dtype in tensors[1:]:
+        if dtype != tensors[0][1]:
+            raise TypeError(f"{name} has dtype {dtype} but {tensors[0][0]} has {tensors[0][1]}")
+
+
 class CopyPrimitive(ops.Custom):
     """A copy primitive over the op that configs/ops.yaml defines as op_name, on one of two routes
     (chosen when the primitive is built, :func:`ms_memcopy.op_def_route.selected_route`):
@@ -166,6 +228,13 @@ class CopyPrimitive(ops.Custom):
     an eager call (both routes). A bprop must depend only on its arguments: the op_def route
     registers the first one built for each op.
     """
+
+    _forms = ()  # the values of a public subclass's first argument (its mode or direction)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__ and not cls.__name__.startswith("_"):
+            cls.__init__ = _labelled_init(cls, cls.__dict__["__init__"])
 
     def __new__(cls, *args, **kwargs):
         if cls._variadic_call(*args, **kwargs) and op_def_route.selected_route() == "op_def":
@@ -188,6 +257,7 @@ class CopyPrimitive(ops.Custom):
         if (given is not None) != definition.outputs_given:
             raise AssertionError(f"{op_name}: given=(shapes, dtypes) is for the ops whose outputs have shape: given")
         self._op_def = definition
+        self._label = _kernels_lib.op_label(definition.name)
         if "buffer_id" in attrs:
             # Keeps the buffer's id from naming another buffer for as long as this primitive may launch.
             self._buffer_id_lease = self.host_buffer._attach_primitive()
@@ -245,14 +315,24 @@ class CopyPrimitive(ops.Custom):
         self.bprop = None if bprop is None else _register_op_def_bprop(definition, bprop)
 
     def __infer__(self, *args):
-        _check_jit_level(self._op_def)
-        self._check_infer(args)
-        if not self._eager_calls:  # compiling a graph (PYNATIVE infers on the calling thread, in __call__)
-            for index, name in zip(self._in_place_inputs, self._in_place_names):
-                check_graph_in_place_target(args[index], name)
+        _check_jit_level(self._label)
+        with labelled_errors(self._label):
+            check_same_dtype(self._op_def, args)
+            self._check_infer(args)
+            if not self._eager_calls:  # compiling a graph (PYNATIVE infers on the calling thread, in __call__)
+                for index, name in zip(self._in_place_inputs, self._in_place_names):
+                    check_graph_in_place_target(args[index], name)
         return super().__infer__(*args)
 
     def __call__(self, *args):
+        with labelled_errors(self._label):
+            return self._checked_call(args)
+
+    def _checked_call(self, args):
+        # (VariadicCall passes a variadic input's tensors as one tuple)
+        flat = [t for group in args for t in (group if isinstance(group, tuple) else (group,))]
+        check_tensors(self._op_def, flat)  # wrong types and dtypes are TypeErrors before any value check
+        check_same_dtype(self._op_def, [{"dtype": t.dtype} for t in flat])
         if self.route == "aot":
             self._check_eager(args)
             self._eager_calls += 1
@@ -260,7 +340,6 @@ class CopyPrimitive(ops.Custom):
                 return super().__call__(*args)
             finally:
                 self._eager_calls -= 1
-        flat = [t for group in args for t in (group if isinstance(group, (tuple, list)) else (group,))]
         self._check_eager(flat)
         # The aot route's compile-time checks run on every call too (in __infer__): the same here, on
         # the tensors' metadata, so that an eager call raises the same errors on both routes.
@@ -325,11 +404,11 @@ def output_functions(definition, attrs, given):
     return out_shape, out_dtype
 
 
-def _check_jit_level(definition):
+def _check_jit_level(label):
     """The aot route's side of the refusal the op_def route's infer function makes: these kernels run
     kernel by kernel, which jit_level O2 (task sink) does not do."""
     if ms.get_context("mode") == ms.GRAPH_MODE and (ms.get_context("jit_config") or {}).get("jit_level") == "O2":
-        raise RuntimeError(f"ms_memcopy {definition.name}: runs kernel by kernel and cannot be compiled with "
+        raise RuntimeError(f"{ERROR_PREFIX}{label}: runs kernel by kernel and cannot be compiled with "
                            "jit_level O2 (task sink); use jit_level O0 or O1")
 
 

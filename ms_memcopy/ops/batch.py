@@ -1,9 +1,12 @@
 """MemcpyBatch: many tensors to or from a HostBuffer in one aclrtMemcpyBatchAsync per 4096 items."""
+from typing import Optional, Sequence
+
 import mindspore as ms
 from mindspore import nn
 
-from ._base import (CopyPrimitive, check_host_buffer, check_int64_input, check_shape, check_supported, eager_int64, itemsize,
-                    ms_dtype, num_elements, static_shape)
+from ..host_buffer import HostBuffer
+from ._base import (CopyPrimitive, DtypeLike, check_host_buffer, check_int, check_int64_input, check_shape,
+                    check_supported, eager_int64, itemsize, labelled_errors, ms_dtype, num_elements, static_shape)
 from ._checks import check_batch_ranges
 
 _DIRECTIONS = ("d2h", "h2d")
@@ -24,7 +27,7 @@ def _h2d_outputs(shapes, dtypes):
 
 
 class MemcpyBatch(CopyPrimitive):
-    r"""Batched copies between device tensors and a HostBuffer.
+    r"""Batched copies between device tensors and a HostBuffer, in one aclrtMemcpyBatchAsync per 4096 items.
 
     ``MemcpyBatch("d2h", host_buffer, num_tensors=k)``: ``nbytes = op(t0, ..., t{k-1}, offsets)`` writes
     tensor i at byte ``offsets[i]`` of the HostBuffer and returns an int64 tensor of the bytes written
@@ -40,20 +43,64 @@ class MemcpyBatch(CopyPrimitive):
     Both forms read or write the HostBuffer, so GRAPH_MODE keeps them and runs them in program order.
     An h2d read of more than ``MAX_OUTPUTS_PER_LAUNCH`` tensors is an ``nn.Cell`` that runs one such
     primitive per part of at most that many tensors (same call, same results).
+
+    Args:
+        direction (str): ``"d2h"`` (tensors into the HostBuffer) or ``"h2d"`` (new tensors from it).
+        host_buffer (HostBuffer): the host memory copied into or out of.
+        num_tensors (int): d2h only: k, the number of tensors of each call (>= 1).
+        shapes (list[tuple[int]]): h2d only: the shape of each tensor read.
+        dtypes (list[mindspore.dtype]): h2d only: the dtype of each tensor read (one per shape).
+
+    Inputs:
+        - **t0, ..., t{k-1}** (Tensor) - d2h only: the tensors to write, of any supported dtype.
+        - **offsets** (Tensor) - int64, k values: the byte offset in the HostBuffer of each tensor.
+
+    Outputs:
+        d2h: an int64 Tensor of shape (k,), the bytes written per tensor. h2d: a tuple of k new
+        Tensors of the given shapes and dtypes.
+
+    Raises:
+        TypeError: a tensor of an unsupported dtype, offsets not int64, host_buffer not a HostBuffer.
+        ValueError: an unknown direction, a wrong number of tensors or offsets, an offset outside
+            the HostBuffer, overlapping d2h destinations, or a closed HostBuffer (nothing is copied).
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy import HostBuffer
+        >>> from ms_memcopy.ops import MemcpyBatch
+        >>> buf = HostBuffer(64)
+        >>> write = MemcpyBatch("d2h", buf, num_tensors=2)
+        >>> a = ms.Tensor(np.arange(4, dtype=np.float32))
+        >>> b = ms.Tensor(np.array([7, 8], np.int64))
+        >>> print(write(a, b, ms.Tensor([0, 16], ms.int64)))
+        [16 16]
+        >>> read = MemcpyBatch("h2d", buf, shapes=[(4,), (2,)], dtypes=[ms.float32, ms.int64])
+        >>> x, y = read(ms.Tensor([0, 16], ms.int64))
+        >>> print(x, y)
+        [0. 1. 2. 3.] [7 8]
+        >>> buf.close()
     """
+
+    _forms = _DIRECTIONS
 
     @classmethod
     def _variadic_call(cls, direction, *args, **kwargs):
         return direction == "d2h"
 
-    def __new__(cls, direction, host_buffer, *, num_tensors=None, shapes=None, dtypes=None):
+    def __new__(cls, direction: str, host_buffer: HostBuffer, *, num_tensors: Optional[int] = None,
+                shapes: Optional[Sequence[Sequence[int]]] = None, dtypes: Optional[Sequence[DtypeLike]] = None):
         if (cls is MemcpyBatch and direction == "h2d" and num_tensors is None and isinstance(shapes, (list, tuple))
                 and dtypes is not None and len(shapes) > MAX_OUTPUTS_PER_LAUNCH):
             return _SplitBatchRead(host_buffer, shapes, dtypes, MAX_OUTPUTS_PER_LAUNCH)
         return super().__new__(cls, direction, host_buffer, num_tensors=num_tensors, shapes=shapes,
                                dtypes=dtypes)
 
-    def __init__(self, direction, host_buffer, *, num_tensors=None, shapes=None, dtypes=None):
+    def __init__(self, direction: str, host_buffer: HostBuffer, *, num_tensors: Optional[int] = None,
+                 shapes: Optional[Sequence[Sequence[int]]] = None, dtypes: Optional[Sequence[DtypeLike]] = None):
         if direction not in _DIRECTIONS:
             raise ValueError(f"direction must be one of {_DIRECTIONS}, got {direction!r}")
         self.host_buffer = check_host_buffer(host_buffer)
@@ -62,9 +109,9 @@ class MemcpyBatch(CopyPrimitive):
         if direction == "d2h":
             if shapes is not None or dtypes is not None:
                 raise ValueError("shapes and dtypes are for direction 'h2d'; 'd2h' takes num_tensors")
-            if isinstance(num_tensors, bool) or not isinstance(num_tensors, int) or num_tensors < 1:
-                raise ValueError(f"num_tensors must be an int >= 1, got {num_tensors!r}")
-            self.num_tensors = num_tensors
+            if num_tensors is None:
+                raise ValueError("direction 'd2h' needs num_tensors")
+            self.num_tensors = check_int(num_tensors, "num_tensors", minimum=1)
             super().__init__("memcpy_batch_d2h", attrs=attrs, variadic_count=num_tensors)
         else:
             if num_tensors is not None:
@@ -79,9 +126,9 @@ class MemcpyBatch(CopyPrimitive):
         k = self.num_tensors
         if self.direction == "h2d":
             if count != 1:
-                raise ValueError(f"MemcpyBatch(h2d) takes one input (offsets), got {count}")
+                raise ValueError(f"takes one input (offsets), got {count}")
         elif count != k + 1:
-            raise ValueError(f"MemcpyBatch(d2h) was built for num_tensors={k}: it takes {k} tensor(s) plus offsets, "
+            raise ValueError(f"built for num_tensors={k}: it takes {k} tensor(s) plus offsets, "
                              f"got {count - 1} tensor(s) plus offsets")
 
     def _tensor_sizes(self, shapes_and_dtypes):
@@ -123,11 +170,14 @@ class _SplitBatchRead(nn.Cell):
     """MemcpyBatch("h2d") of many tensors as several MemcpyBatch("h2d") launches of at most `per_launch`
     outputs each, over consecutive slices of the offsets; returns the k tensors as one tuple."""
 
+    _label = "MemcpyBatch(h2d)"
+
     def __init__(self, host_buffer, shapes, dtypes, per_launch):
         super().__init__()
-        self.host_buffer = check_host_buffer(host_buffer)
+        with labelled_errors(self._label):
+            self.host_buffer = check_host_buffer(host_buffer)
+            self.shapes, self.dtypes, self._sizes = _h2d_outputs(shapes, dtypes)
         self.direction = "h2d"
-        self.shapes, self.dtypes, self._sizes = _h2d_outputs(shapes, dtypes)
         self.num_tensors = len(self.shapes)
         self._bounds = tuple((start, min(start + per_launch, self.num_tensors))
                              for start in range(0, self.num_tensors, per_launch))
@@ -136,7 +186,7 @@ class _SplitBatchRead(nn.Cell):
 
     def construct(self, offsets):
         if offsets.shape != (self.num_tensors,):
-            raise ValueError(f"offsets must hold {self.num_tensors} value(s)")
+            raise ValueError(f"ms_memcopy MemcpyBatch(h2d): offsets must hold {self.num_tensors} value(s)")
         outs = ()
         for part, (start, stop) in zip(self._parts, self._bounds):
             outs = outs + part(offsets[start:stop])
@@ -145,11 +195,12 @@ class _SplitBatchRead(nn.Cell):
     def __call__(self, *args):
         """An eager call (a graph compiles construct instead): checks every offset once, then one launch
         per part over offsets taken from the same host values."""
-        check_host_buffer(self.host_buffer)
-        if len(args) != 1:
-            raise ValueError(f"MemcpyBatch(h2d) takes one input (offsets), got {len(args)}")
-        offsets = eager_int64(args[0], "offsets")
-        check_batch_ranges(offsets, self._sizes, self.host_buffer.nbytes, check_overlap=False)
+        with labelled_errors(self._label):
+            check_host_buffer(self.host_buffer)
+            if len(args) != 1:
+                raise ValueError(f"takes one input (offsets), got {len(args)}")
+            offsets = eager_int64(args[0], "offsets")
+            check_batch_ranges(offsets, self._sizes, self.host_buffer.nbytes, check_overlap=False)
         outs = ()
         for part, (start, stop) in zip(self._parts, self._bounds):
             outs = outs + part(ms.Tensor(offsets[start:stop]))

@@ -11,8 +11,9 @@ import numpy as np
 import mindspore as ms
 
 from .. import op_def_route
+from ..host_buffer import HostBuffer
 from ._base import (CopyPrimitive, check_host_buffer, check_in_place_target, check_int, check_supported,
-                    dtype_name, itemsize, num_elements, static_shape)
+                    dtype_name, itemsize, labelled_errors, num_elements, static_shape)
 from ._checks import check_block_mapping
 
 _DIRECTIONS = ("d2h", "h2d")
@@ -73,8 +74,6 @@ def _block_geometry(shapes_and_dtypes):
 class _BlockPrimitive(CopyPrimitive):
     """The common part: L caches plus block_mapping in, one int64 out; checks in every mode."""
 
-    _name = None
-
     def __init__(self, op_name, num_caches, attrs):
         self.num_caches = check_int(num_caches, "num_caches", minimum=1)
         self._eager_mapping = None
@@ -90,8 +89,9 @@ class _BlockPrimitive(CopyPrimitive):
         # On the op_def route the caches arrive as one tuple (VariadicCall packs them).
         grouped = len(args) == 2 and isinstance(args[0], (tuple, list))
         flat = (*args[0], args[1]) if grouped else args
-        self._check_count(len(flat))
-        values = _mapping_values(flat[-1])
+        with labelled_errors(self._label):
+            self._check_count(len(flat))
+            values = _mapping_values(flat[-1])
         mapping = flat[-1] if isinstance(flat[-1], ms.Tensor) else ms.Tensor(values)
         self._eager_mapping = values  # checked from these values, not by reading the tensor back
         try:
@@ -101,7 +101,7 @@ class _BlockPrimitive(CopyPrimitive):
 
     def _check_count(self, count):
         if count != self.num_caches + 1:
-            raise TypeError(f"{self._name} was built for num_caches={self.num_caches} and takes "
+            raise TypeError(f"built for num_caches={self.num_caches} and takes "
                             f"{self.num_caches} caches plus block_mapping, got {count} arguments")
 
     def _check_infer(self, args):
@@ -150,11 +150,59 @@ class SwapBlocks(_BlockPrimitive):
     All L x n copies go through one aclrtMemcpyBatchAsync per 4096 items (blocks adjacent on both
     sides merged); on a SoC without the batch call, one aclrtMemcpyAsync per item.
     A block outside either side or a destination block twice raises ValueError before any byte moves.
+
+    Args:
+        direction (str): ``"d2h"`` (swap out) or ``"h2d"`` (swap in).
+        host_buffer (HostBuffer): the host memory holding the L host caches.
+        num_caches (int): L, the caches of each call (>= 1).
+
+    Inputs:
+        - **cache_0, ..., cache_{L-1}** (Tensor) - [num_blocks, \*block_shape], one shape and dtype;
+          written in place by h2d (Parameters in graphs).
+        - **block_mapping** (Tensor) - int64 [n, 2]: (source block, destination block) pairs; eager
+          calls also take a numpy array or a list of pairs.
+
+    Outputs:
+        An int64 Tensor of shape (1,): the bytes moved.
+
+    Raises:
+        TypeError: caches of different or unsupported dtypes, block_mapping not int64, a wrong
+            number of caches, an in-place target that is a slice or view (or not a Parameter in graphs).
+        ValueError: caches of different shapes, a block out of range, a destination block twice,
+            a closed HostBuffer (nothing is copied).
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy import HostBuffer
+        >>> from ms_memcopy.ops import SwapBlocks
+        >>> k = ms.Parameter(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)), name="k")
+        >>> v = ms.Parameter(ms.Tensor(np.arange(8, 16, dtype=np.float32).reshape(4, 2)), name="v")
+        >>> buf = HostBuffer(2 * 2 * 8)  # 2 caches of 2 host blocks of 8 bytes
+        >>> print(SwapBlocks("d2h", buf, num_caches=2)(k, v, ms.Tensor([[3, 0], [1, 1]], ms.int64)))
+        [32]
+        >>> print(buf.numpy(np.float32).reshape(2, 2, 2))
+        [[[ 6.  7.]
+          [ 2.  3.]]
+        <BLANKLINE>
+         [[14. 15.]
+          [10. 11.]]]
+        >>> print(SwapBlocks("h2d", buf, num_caches=2)(k, v, ms.Tensor([[0, 0]], ms.int64)))
+        [16]
+        >>> print(k.asnumpy())
+        [[6. 7.]
+         [2. 3.]
+         [4. 5.]
+         [6. 7.]]
+        >>> buf.close()
     """
 
-    _name = "SwapBlocks"
+    _forms = _DIRECTIONS
 
-    def __init__(self, direction, host_buffer, *, num_caches):
+    def __init__(self, direction: str, host_buffer: HostBuffer, *, num_caches: int):
         if direction not in _DIRECTIONS:
             raise ValueError(f"direction must be one of {_DIRECTIONS}, got {direction!r}")
         self.direction = direction
@@ -192,11 +240,44 @@ class CopyBlocks(_BlockPrimitive):
     aclrtMemcpyAsync each (blocks adjacent on both sides merged). A block outside the cache, a
     destination block twice, or a block both read and written in one call raises ValueError before
     any byte moves.
+
+    Args:
+        num_caches (int): L, the caches of each call (>= 1).
+
+    Inputs:
+        - **cache_0, ..., cache_{L-1}** (Tensor) - [num_blocks, \*block_shape], one shape and dtype,
+          written in place (Parameters in graphs).
+        - **block_mapping** (Tensor) - int64 [n, 2]: (source block, destination block) pairs; eager
+          calls also take a numpy array or a list of pairs.
+
+    Outputs:
+        An int64 Tensor of shape (1,): the bytes copied.
+
+    Raises:
+        TypeError: caches of different or unsupported dtypes, block_mapping not int64, a wrong
+            number of caches, a cache that is a slice or view (or not a Parameter in graphs).
+        ValueError: caches of different shapes, a block out of range, a destination block twice, a
+            block both read and written (nothing is copied).
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy.ops import CopyBlocks
+        >>> k = ms.Parameter(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)), name="k")
+        >>> v = ms.Parameter(ms.Tensor(np.arange(8, 16, dtype=np.float32).reshape(4, 2)), name="v")
+        >>> print(CopyBlocks(num_caches=2)(k, v, ms.Tensor([[1, 2]], ms.int64)))
+        [16]
+        >>> print(v.asnumpy())
+        [[ 8.  9.]
+         [10. 11.]
+         [10. 11.]
+         [14. 15.]]
     """
 
-    _name = "CopyBlocks"
-
-    def __init__(self, *, num_caches):
+    def __init__(self, *, num_caches: int):
         super().__init__("copy_blocks", num_caches, {})
 
     def _check_mapping(self, geometry, values):

@@ -1,6 +1,8 @@
 """MemcpyWithCondition: copies through aclrtMemcpyAsyncWithCondition."""
+from typing import Optional, Sequence
 
-from ._base import (CopyPrimitive, GradientOp, check_host_buffer, check_int, check_int64_input, check_shape,
+from ..host_buffer import HostBuffer
+from ._base import (CopyPrimitive, DtypeLike, GradientOp, check_host_buffer, check_int, check_int64_input, check_shape,
                     check_supported, eager_int64, itemsize, ms_dtype, num_elements, static_shape)
 from ._checks import check_host_range
 
@@ -17,15 +19,56 @@ class MemcpyWithCondition(CopyPrimitive):
 
     The ACL call is synchronous when the HostBuffer is pageable and asynchronous when it is pinned;
     a later read of the HostBuffer (``HostBuffer.numpy()``) waits for the copy either way.
+
+    Args:
+        direction (str): ``"d2d"``, ``"d2h"`` or ``"h2d"``.
+        host_buffer (HostBuffer): d2h and h2d only: the host memory.
+        shape (tuple[int]): h2d only: the shape of the tensor read.
+        dtype (mindspore.dtype): h2d only: the dtype of the tensor read.
+
+    Inputs:
+        - **x** (Tensor) - d2d and d2h: the tensor copied, of any supported dtype.
+        - **offset** (Tensor) - d2h and h2d: int64, one value: the byte offset in the HostBuffer.
+
+    Outputs:
+        d2d: a new Tensor, a copy of x; d2h: an int64 Tensor of shape (1,), the bytes written; h2d: a
+        new Tensor of the given shape and dtype.
+
+    Raises:
+        TypeError: a wrong dtype (unsupported, offset not int64) or argument type.
+        ValueError: an unknown direction, missing or unexpected keywords, bytes outside the
+            HostBuffer, a closed HostBuffer (nothing is copied).
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy import HostBuffer
+        >>> from ms_memcopy.ops import MemcpyWithCondition
+        >>> x = ms.Tensor(np.arange(6, dtype=np.int32))
+        >>> print(MemcpyWithCondition("d2d")(x))
+        [0 1 2 3 4 5]
+        >>> with HostBuffer(32, pinned=False) as buf:
+        ...     print(MemcpyWithCondition("d2h", host_buffer=buf)(x, ms.Tensor([8], ms.int64)))
+        ...     print(MemcpyWithCondition("h2d", host_buffer=buf, shape=(2, 3), dtype=ms.int32)(
+        ...         ms.Tensor([8], ms.int64)))
+        [24]
+        [[0 1 2]
+         [3 4 5]]
     """
 
-    def __init__(self, direction, *, host_buffer=None, shape=None, dtype=None):
+    _forms = _DIRECTIONS
+
+    def __init__(self, direction: str, *, host_buffer: Optional[HostBuffer] = None,
+                 shape: Optional[Sequence[int]] = None, dtype: Optional[DtypeLike] = None):
         if direction not in _DIRECTIONS:
             raise ValueError(f"direction must be one of {_DIRECTIONS}, got {direction!r}")
         self.direction = direction
         if direction == "d2d":
             if host_buffer is not None or shape is not None or dtype is not None:
-                raise ValueError("MemcpyWithCondition('d2d') takes no host_buffer, shape or dtype")
+                raise ValueError("takes no host_buffer, shape or dtype")
             self._grad_copy = GradientOp("memcpy_cond_d2d")
             super().__init__("memcpy_cond_d2d", attrs={}, bprop=self._bprop_copy)
             return
@@ -33,11 +76,11 @@ class MemcpyWithCondition(CopyPrimitive):
         attrs = {"buffer_id": host_buffer.buffer_id}
         if direction == "d2h":
             if shape is not None or dtype is not None:
-                raise ValueError("MemcpyWithCondition('d2h') takes no shape or dtype")
+                raise ValueError("takes no shape or dtype")
             super().__init__("memcpy_cond_d2h", attrs=attrs)
         else:
             if shape is None or dtype is None:
-                raise ValueError("MemcpyWithCondition('h2d') needs shape and dtype")
+                raise ValueError("needs shape and dtype")
             self.shape = check_shape(shape, "shape")
             self.dtype = ms_dtype(dtype, "dtype")
             super().__init__("memcpy_cond_h2d", attrs=attrs, given=(self.shape, self.dtype))

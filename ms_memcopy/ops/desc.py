@@ -1,7 +1,10 @@
 """MemcpyWithDesc: device-to-device copies through a memory-copy descriptor."""
+from typing import Optional
+
 from mindspore import ops
 
-from ._base import CopyPrimitive, GradientOp, check_int, check_int64_input, check_supported, eager_int64, num_elements, static_shape
+from ._base import (CopyPrimitive, GradientOp, check_int, check_int64_input, check_supported, eager_int64, num_elements,
+                    static_shape)
 from ._checks import check_region
 
 
@@ -16,9 +19,36 @@ class MemcpyWithDesc(CopyPrimitive):
     aclrtGetMemcpyDescSize) and sets it before every launch. On a SoC without descriptors the copy
     goes through aclrtMemcpyAsync, with the same result. Differentiable; accepts inputs with unknown
     dimensions in GRAPH_MODE.
+
+    Args:
+        count (int, optional): the elements of the window (>= 0); None (default) copies all of x.
+
+    Inputs:
+        - **x** (Tensor) - the tensor copied, of any supported dtype.
+        - **start** (Tensor) - with count only: int64, one value: the window's first element.
+
+    Outputs:
+        A new Tensor: a copy of x, or with count the 1-D window of ``count`` elements.
+
+    Raises:
+        TypeError: x of an unsupported dtype, start not int64, count not an int.
+        ValueError: count negative or larger than x, a window outside x (nothing is copied).
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy.ops import MemcpyWithDesc
+        >>> x = ms.Tensor(np.arange(6, dtype=np.int32))
+        >>> print(MemcpyWithDesc()(x))
+        [0 1 2 3 4 5]
+        >>> print(MemcpyWithDesc(count=3)(x, ms.Tensor([2], ms.int64)))
+        [2 3 4]
     """
 
-    def __init__(self, count=None):
+    def __init__(self, count: Optional[int] = None):
         if count is None:
             self.count = None
             self._grad_copy = GradientOp("memcpy_desc_copy")

@@ -3,10 +3,13 @@
 Every tensor is seen as a matrix: its leading dimensions are the rows, its last dimension the
 columns (a 1-D tensor is one row, a scalar a 1x1 matrix).
 """
+from typing import Optional, Sequence
+
 from mindspore import ops
 
-from ._base import (CopyPrimitive, GradientOp, check_host_buffer, check_in_place_target, check_int, check_int64_input,
-                    check_shape, check_supported, dtype_name, eager_int64, itemsize, matrix_view, ms_dtype,
+from ..host_buffer import HostBuffer
+from ._base import (CopyPrimitive, DtypeLike, GradientOp, check_host_buffer, check_in_place_target, check_int,
+                    check_int64_input, check_shape, check_supported, eager_int64, itemsize, matrix_view, ms_dtype,
                     static_shape)
 from ._checks import check_host_range, check_region, pitched_span
 
@@ -14,7 +17,7 @@ _MODES = ("extract", "insert", "write", "d2h", "h2d")
 
 
 class Memcpy2D(CopyPrimitive):
-    r"""Pitched 2-D copies.
+    r"""Pitched 2-D copies (aclrtMemcpy2dAsync): sub-matrices of tensors, pitched rows to or from a HostBuffer.
 
     - ``Memcpy2D("extract", height=h, width=w)``: ``y = op(x, row, col)`` is ``x[row:row+h, col:col+w]``
       of the matrix view of x, as a new (h, w) tensor, in one pitched device-to-device copy.
@@ -33,9 +36,74 @@ class Memcpy2D(CopyPrimitive):
     rows wider than 5,000,000 bytes are split into several calls; on a SoC without 2-D
     device-to-device copies, extract and insert use aclrtMemcpyAsync instead, with the same result.
     extract and insert are differentiable and accept inputs with unknown dimensions in GRAPH_MODE.
+
+    Args:
+        mode (str): ``"extract"``, ``"insert"``, ``"write"``, ``"d2h"`` or ``"h2d"``.
+        height (int): extract only: the rows of the region (>= 0).
+        width (int): extract only: the columns of the region (>= 0).
+        host_buffer (HostBuffer): d2h and h2d only: the host memory.
+        pitch (int): d2h and h2d only: the bytes from one row to the next in the HostBuffer (>= a row).
+        shape (tuple[int]): h2d only: the shape of the tensor read.
+        dtype (mindspore.dtype): h2d only: the dtype of the tensor read.
+
+    Inputs:
+        - **x** (Tensor) - extract and d2h: the tensor read, of any supported dtype.
+        - **dst** (Tensor) - insert: the tensor whose region is replaced; write: the Parameter (or
+          whole tensor) written in place.
+        - **src** (Tensor) - insert and write: the matrix written into dst, of dst's dtype.
+        - **row**, **col** (Tensor) - extract, insert, write: int64, one value each: the region's corner.
+        - **offset** (Tensor) - d2h and h2d: int64, one value: the byte offset of the first row.
+
+    Outputs:
+        extract: a new (height, width) Tensor; insert: a new Tensor like dst; h2d: a new Tensor of
+        the given shape and dtype; write and d2h: an int64 Tensor of shape (1,), the bytes written.
+
+    Raises:
+        TypeError: a wrong dtype (unsupported, src differing from dst, offsets not int64), a wrong
+            argument type, or (write) a dst that is a slice or view, or not a Parameter in graphs.
+        ValueError: an unknown mode, missing or unexpected keywords, a region outside the tensor, a
+            pitch smaller than a row, rows outside the HostBuffer, a closed HostBuffer (nothing is copied).
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy import HostBuffer
+        >>> from ms_memcopy.ops import Memcpy2D
+        >>> x = ms.Tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
+        >>> row, col = ms.Tensor([1], ms.int64), ms.Tensor([1], ms.int64)
+        >>> print(Memcpy2D("extract", height=2, width=2)(x, row, col))
+        [[ 5.  6.]
+         [ 9. 10.]]
+        >>> print(Memcpy2D("insert")(x, ms.Tensor(np.zeros((1, 2), np.float32)), row, col))
+        [[ 0.  1.  2.  3.]
+         [ 4.  0.  0.  7.]
+         [ 8.  9. 10. 11.]]
+        >>> dst = ms.Parameter(ms.Tensor(np.zeros((2, 3), np.float32)), name="dst")
+        >>> print(Memcpy2D("write")(dst, ms.Tensor(np.ones((1, 2), np.float32)), row, col))
+        [8]
+        >>> print(dst.asnumpy())
+        [[0. 0. 0.]
+         [0. 1. 1.]]
+        >>> with HostBuffer(32) as buf:
+        ...     buf.numpy()[:] = 0
+        ...     print(Memcpy2D("d2h", host_buffer=buf, pitch=16)(x[:2, :2], ms.Tensor([0], ms.int64)))
+        ...     print(buf.numpy(np.float32))
+        ...     print(Memcpy2D("h2d", host_buffer=buf, pitch=16, shape=(2, 2), dtype=ms.float32)(
+        ...         ms.Tensor([0], ms.int64)))
+        [16]
+        [0. 1. 0. 0. 4. 5. 0. 0.]
+        [[0. 1.]
+         [4. 5.]]
     """
 
-    def __init__(self, mode, *, height=None, width=None, host_buffer=None, pitch=None, shape=None, dtype=None):
+    _forms = _MODES
+
+    def __init__(self, mode: str, *, height: Optional[int] = None, width: Optional[int] = None,
+                 host_buffer: Optional[HostBuffer] = None, pitch: Optional[int] = None,
+                 shape: Optional[Sequence[int]] = None, dtype: Optional[DtypeLike] = None):
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
         self.mode = mode
@@ -46,7 +114,7 @@ class Memcpy2D(CopyPrimitive):
         extra = [k for k, v in given.items() if v is not None and k not in wanted]
         missing = [k for k in wanted if given[k] is None]
         if extra or missing:
-            raise ValueError(f"Memcpy2D({mode!r}) takes {list(wanted) or 'no keyword arguments'}; "
+            raise ValueError(f"takes {list(wanted) or 'no keyword arguments'}; "
                              f"missing {missing}, unexpected {extra}")
         if mode == "extract":
             self.height = check_int(height, "height")
@@ -97,9 +165,7 @@ class Memcpy2D(CopyPrimitive):
                 self._check_extract(matrix_view(shape), r, c)
         elif self.mode in ("insert", "write"):
             dst, src, row, col = args
-            check_supported(dst, "dst")
-            if dtype_name(src["dtype"]) != dtype_name(dst["dtype"]):
-                raise TypeError(f"src has dtype {dtype_name(src['dtype'])} but dst has {dtype_name(dst['dtype'])}")
+            check_supported(dst, "dst")  # (and src has dst's dtype: same_dtype in configs/ops.yaml)
             r, c = check_int64_input(row, "row", 1), check_int64_input(col, "col", 1)
             ds, ss = static_shape(dst["shape"]), static_shape(src["shape"])
             if ds is not None and ss is not None:

@@ -37,8 +37,10 @@ class AclCallError : public std::runtime_error {
   size_t fail_index_;
 };
 
-// The name of an ACL error code ("ACL_ERROR_RT_PARAM_INVALID"), or "ACL_ERROR_UNKNOWN".
-const char *AclErrorName(aclError code);
+// The name of an ACL error code in the shipped headers ("ACL_ERROR_RT_PARAM_INVALID"), or nullptr.
+const char *KnownAclErrorName(aclError code);
+// The same, or "ACL_ERROR_UNKNOWN_<code>" for a code the headers lack (as the Python layer names it).
+std::string AclErrorName(aclError code);
 
 // Throws AclCallError when ret != ACL_SUCCESS, with the runtime's aclGetRecentErrMsg text.
 void CheckAcl(aclError ret, const char *api);

@@ -33,6 +33,9 @@ SOC_YAML = ROOT / "configs" / "soc_profiles.yaml"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_soc_table import generate as generate_soc_table  # noqa: E402
 
+sys.path.insert(0, str(ROOT))
+from ms_memcopy import acl_error_codes  # noqa: E402  (kernel_error.cpp's generated table)
+
 COMMON_FLAGS = ["-std=c++17", "-g", "-O1", "-fno-omit-frame-pointer", "-pthread", "-Wall", "-Wextra"]
 PASSES = {
     "asan+ubsan": {
@@ -85,6 +88,8 @@ def run_pass(name, cxx, programs, work_dir):
     gen_dir = pass_dir / "generated"
     gen_dir.mkdir()
     generate_soc_table(SOC_YAML, gen_dir / "soc_profiles.inc")
+    (gen_dir / acl_error_codes.KERNEL_TABLE_FILE).write_text(
+        acl_error_codes.kernel_table_source(acl_error_codes.read_error_codes(HOST_INCLUDE)))
     objects = compile_runtime(cxx, config["flags"], gen_dir, pass_dir)
     library = pass_dir / "libascendcl.so"
     # A shared library, as the runtime ships: a kernel test may define its own ACL entry points to
@@ -100,7 +105,8 @@ def run_pass(name, cxx, programs, work_dir):
     ok = True
     for source in programs:
         exe = pass_dir / source.stem
-        extra = [*KERNEL_FLAGS, *map(str, KERNEL_SOURCES)] if source.parent == KERNEL_TEST_PROGRAMS else []
+        extra = ([*KERNEL_FLAGS, f"-I{gen_dir}", *map(str, KERNEL_SOURCES)] if source.parent == KERNEL_TEST_PROGRAMS
+                 else [])
         build = run([cxx, *COMMON_FLAGS, *config["flags"], f"-I{HOST_INCLUDE}", str(source), *extra,
                      f"-L{pass_dir}", "-lascendcl", f"-Wl,-rpath,{pass_dir}", "-o", str(exe)])
         if build.returncode != 0:

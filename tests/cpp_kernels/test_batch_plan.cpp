@@ -1,6 +1,7 @@
 // The batch planner of the copy kernels (ops_impl/kernels/batch_copier.cpp): zero-size items are
 // dropped, adjacent items merged, chunks of 4096 items sent, overlapping destinations rejected
-// before any copy, and a failing ACL item reported by the caller's own index.
+// before any copy, and a failing ACL item reported by the caller's own index, with the text the
+// Python layer gives the same failure.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -129,9 +130,19 @@ void TestOverlapRejectedBeforeAnyCopy(Fixture &f) {
   Expect(untouched, "nothing copied when destinations overlap");
 }
 
+// The text of a failed call names the code as ms_memcopy.AclError does, unknown codes included.
+void TestAclErrorTexts() {
+  const std::string known = msmc::AclCallError(107000, "aclrtMemcpyAsync", msmc::kNoFailIndex, "count 9").what();
+  Expect(known == "AclError: aclrtMemcpyAsync failed: ACL_ERROR_RT_PARAM_INVALID (107000): count 9", known);
+  const std::string unknown = msmc::AclCallError(107999, "aclrtMemcpy", 2, "").what();
+  Expect(unknown == "AclError: aclrtMemcpy failed: ACL_ERROR_UNKNOWN_107999 (107999) [fail index 2]", unknown);
+  Expect(std::string(msmc::KnownAclErrorName(0)) == "ACL_SUCCESS", "0 is ACL_SUCCESS");
+}
+
 }  // namespace
 
 int main() {
+  TestAclErrorTexts();
   {
     Fixture f;
     TestChunkedCopyWithZeroSizeItems(f);

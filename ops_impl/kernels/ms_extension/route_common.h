@@ -48,6 +48,7 @@ struct RouteArg {
   const char *name;
   ArgKind kind;
   TypeId dtype;  // the dtype a tensor argument must have, or kTypeUnknown for any supported dtype
+  bool same_dtype;  // one of the op's inputs whose tensors must all have one dtype (same_dtype)
 };
 
 enum class ShapeRule { kGiven, kLike, kDims };

@@ -58,8 +58,10 @@ void CheckJitLevel(const char *label) {
   }
 }
 
-// TypeError for a tensor argument of the wrong dtype, in the primitives' words.
+// TypeError for a tensor argument of the wrong dtype, or for tensors of the op's same_dtype inputs
+// whose dtypes differ, in the primitives' words.
 void CheckDtypes(const RouteOp &op, const char *label, const InferInfoPtrList &in) {
+  std::vector<std::pair<std::string, TypeId>> same_dtype;
   for (int a = 0; a < op.nargs; ++a) {
     const RouteArg &arg = op.args[a];
     std::vector<std::pair<std::string, TypeId>> tensors;
@@ -76,6 +78,17 @@ void CheckDtypes(const RouteOp &op, const char *label, const InferInfoPtrList &i
       if (!mismatch.empty()) {
         MS_EXCEPTION(mindspore::TypeError) << "ms_memcopy " << label << ": " << mismatch;
       }
+    }
+    if (arg.same_dtype) {
+      same_dtype.insert(same_dtype.end(), tensors.begin(), tensors.end());
+    }
+  }
+  for (const auto &[name, type] : same_dtype) {
+    const auto &[first_name, first_type] = same_dtype.front();
+    if (type != first_type) {
+      MS_EXCEPTION(mindspore::TypeError) << "ms_memcopy " << label << ": " << name << " has dtype "
+                                         << DescribeDtype(type) << " but " << first_name << " has "
+                                         << DescribeDtype(first_type);
     }
   }
 }
