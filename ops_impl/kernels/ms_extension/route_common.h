@@ -48,6 +48,7 @@ struct RouteArg {
   const char *name;
   ArgKind kind;
   TypeId dtype;  // the dtype a tensor argument must have, or kTypeUnknown for any supported dtype
+  bool written;  // written in place (rw_write): a graph must pass Parameters
 };
 
 enum class ShapeRule { kGiven, kLike, kDims };
