@@ -307,6 +307,24 @@ def test_eager_mapping_forms(route, form):
             np.testing.assert_array_equal(host[l, 1], block_bytes_of("float16", values[l])[0])
 
 
+def test_pynative_writes_plain_tensors_in_place(route):
+    """Eagerly, SwapBlocks("h2d") and CopyBlocks write plain Tensors in place too (their own storage)."""
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    tensors, values = make_caches("int32")
+    addresses = [t.data_ptr() for t in tensors]
+    buf, bb = host_buffer_for("int32")
+    with buf:
+        host = host_cache(buf, 2, bb)
+        host[:, 1] = 9
+        SwapBlocks("h2d", buf, num_caches=2)(*tensors, [[1, 4]])
+        CopyBlocks(num_caches=2)(*tensors, np.array([[4, 0]]))
+        for t, v, address in zip(tensors, values, addresses):
+            expected = v.copy()
+            expected[4] = expected[0] = np.frombuffer(np.full(bb, 9, np.uint8).tobytes(), np.int32).reshape(3, 5)
+            np.testing.assert_array_equal(t.asnumpy(), expected)
+            assert t.data_ptr() == address
+
+
 @pytest.mark.parametrize("empty", [[], np.zeros((0, 2), np.int64), ms.Tensor(np.zeros((0, 2), np.int64))],
                          ids=["list", "numpy", "tensor"])
 def test_empty_mapping_moves_nothing(ms_mode, empty):

@@ -346,8 +346,7 @@ class VariadicCall(nn.Cell):
         return self.primitive(*args[:self.before], args[self.before:end], *args[end:])
 
     def __call__(self, *args):
-        end = len(args) - self.after
-        return self.primitive(*args[:self.before], args[self.before:end], *args[end:])
+        return self.construct(*args)
 
     def __getattr__(self, name):
         try:
