@@ -452,7 +452,7 @@ void PlanBlocks(KernelState &s, size_t num_caches, const BlockMapping &mapping, 
                 const BlockBase &from, const BlockBase &to) {
   const int64_t *m = mapping.pairs;
   const size_t n = mapping.n;
-  s.items.resize(num_caches * n);
+  s.items.resize(CheckedMul(num_caches, n, "block_mapping"));
   for (size_t l = 0; l < num_caches; ++l) {
     const char *src = from.At(l);
     char *dst = to.At(l);
