@@ -266,9 +266,6 @@ def main(argv=None):
     start = time.perf_counter()
     op_def_route.build(target)
     print(f"op_def route built for {target} in {time.perf_counter() - start:.1f} s")
-    if args.dry_run:
-        print("(on the CPU target the block ops SwapBlocks/CopyBlocks take the aot route: op_def_on_cpu: false "
-              "in configs/ops.yaml; on Ascend every op takes the op_def route)")
     rows = run_checks(target)
     print(table(rows))
     failed = [r for r in rows if r[3].startswith("FAIL")]

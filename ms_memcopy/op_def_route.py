@@ -139,7 +139,9 @@ def build_options(backend, generated_include):
                                 "(`python setup.py build_ext --inplace` or `pip install .`)")
     kernels = kernels_dir()
     lib_dir = str(_paths.LIB_DIR)
-    ldflags = [f"-L{lib_dir}", "-lms_memcopy_kernels"]
+    # mindspore_common (in the wheel's lib directory, which CustomOpBuilder passes with -L): the infer
+    # functions ask it whether a graph is being compiled.
+    ldflags = [f"-L{lib_dir}", "-lms_memcopy_kernels", "-lmindspore_common"]
     if backend == "CPU":
         if _paths.uses_host_runtime():
             ldflags.append("-lascendcl")  # the host ACL runtime; on Ascend CustomOpBuilder links CANN's
@@ -255,6 +257,7 @@ def compile_ascend_kernels(out_dir, jobs=2):
     ms_lib = Path(mindspore.__file__).resolve().parent / "lib"
     library = out_dir / "ms_memcopy_route_ascend_check.so"
     link = [cxx, "-shared", *(c[-1] for c in commands), "-o", str(library), f"-L{ms_lib}", "-lmindspore_core",
+            "-lmindspore_common",
             "-lmindspore_ms_backend", "-lmindspore_pynative", "-lmindspore_pyboost", "-lmindspore_hardware_abstract",
             f"-L{mindspore_plugin_dir()}",
             "-lmindspore_ops_ascend", f"-L{_paths.LIB_DIR}", "-lms_memcopy_kernels", "-lascendcl",

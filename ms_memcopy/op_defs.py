@@ -22,7 +22,7 @@ from . import _paths
 HOST_VALUE_DTYPE = "int64"
 
 _OP_KEYS = {"kernel", "ascend_function", "inputs", "outputs", "attrs", "side_effect_mem", "dynamic_shape",
-            "rw_write", "op_def_on_cpu", "same_dtype"}
+            "rw_write", "same_dtype"}
 _REQUIRED_OP_KEYS = {"kernel", "ascend_function", "inputs", "outputs"}
 _INPUT_KEYS = {"name", "dtype", "variadic"}
 _OUTPUT_KEYS = {"name", "dtype", "variadic", "shape", "dtype_of"}
@@ -75,7 +75,6 @@ class OpDef:
     side_effect_mem: bool
     dynamic_shape: bool
     rw_write: Optional[str] = None  # the input written in place
-    op_def_on_cpu: bool = True  # False: on the CPU target the primitive always takes the aot route
     # Inputs of dtype "any" whose tensors must all have one dtype (every tensor of a variadic one).
     same_dtype: Tuple[str, ...] = ()
 
@@ -202,7 +201,6 @@ def _op(name, entry, dtypes):
         attrs=tuple(attrs),
         side_effect_mem=side_effect_mem,
         dynamic_shape=_flag(name, "dynamic_shape", entry.get("dynamic_shape", False)),
-        op_def_on_cpu=_flag(name, "op_def_on_cpu", entry.get("op_def_on_cpu", True)),
         rw_write=rw_write,
         same_dtype=tuple(same_dtype),
     )

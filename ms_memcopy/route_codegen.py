@@ -144,7 +144,8 @@ def route_table(ops=None):
                  + [(a.name, _ATTR_KINDS[a.type], _type_id("any")) for a in op.attrs]
                  + [(name, kind, _type_id("any")) for name, _, kind in given_args(op)])
         index = {name: i for i, (name, _, _) in enumerate(kinds)}
-        args = ", ".join(f'{{"{name}", ArgKind::{kind}, {dtype}, {"true" if name in op.same_dtype else "false"}}}'
+        args = ", ".join(f'{{"{name}", ArgKind::{kind}, {dtype}, {"true" if name in op.same_dtype else "false"}, '
+                         f'{"true" if name == op.rw_write else "false"}}}'
                          for name, kind, dtype in kinds)
         outs = ", ".join(_output(o, index) for o in op.outputs)
         lines.append(f"const RouteArg kArgs_{fn}[] = {{{args}}};")

@@ -36,12 +36,14 @@ def test_readme_python_example_runs(tmp_path, route):
     assert "window [7.0, 8.0, 9.0, 10.0]" in result.stdout
 
 
-def test_paged_kv_cache_example_passes():
+@pytest.mark.parametrize("route", ["aot", "op_def"])
+def test_paged_kv_cache_example_passes(route):
     """The README's main job at a small size: preemption by swap, a fork, and outputs identical to each
     sequence decoded alone."""
     cmd = [sys.executable, str(ROOT / "examples" / "paged_kv_cache.py"), "--cache-mib", "16", "--layers", "2",
            "--decode", "20", "--fork-decode", "8", "--repeats", "1", "--per-block-swaps", "1"]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, MS_MEMCOPY_ROUTE=route))
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     out = result.stdout
     assert "K/V caches: 4 Parameters x 32 blocks of 16 tokens (128 KiB) = 16 MiB" in out

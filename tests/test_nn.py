@@ -41,7 +41,7 @@ def test_slot_outside_the_buffer_or_twice(ms_mode, route):
                 SwapOutBlocks(store, 2)(x, x, int64(1, 1))
 
 
-def test_bad_block_description():
+def test_bad_block_description(route):
     with HostBuffer(16) as buf:
         with pytest.raises(ValueError, match="at least one element"):
             BlockSlots(buf, block_shape=(0, 3), dtype=ms.float32)
@@ -119,7 +119,7 @@ def test_block_pool_allocates_swaps_and_forks(ms_mode):
         pool.close()
 
 
-def test_block_pool_bad_block_numbers_move_nothing():
+def test_block_pool_bad_block_numbers_move_nothing(route):
     ms.set_context(mode=ms.PYNATIVE_MODE)
     pool = BlockPool(num_caches=1, num_blocks=4, num_host_blocks=2, block_shape=(3,), dtype=ms.int32)
     try:

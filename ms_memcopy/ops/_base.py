@@ -262,7 +262,7 @@ class CopyPrimitive(ops.Custom):
             # Keeps the buffer's id from naming another buffer for as long as this primitive may launch.
             self._buffer_id_lease = self.host_buffer._attach_primitive()
         self._eager_calls = 0
-        self.route = route_for(definition)
+        self.route = op_def_route.selected_route()
         if self.route == "op_def":
             self._init_op_def(definition, attrs, given, bprop)
         else:
@@ -353,16 +353,6 @@ class CopyPrimitive(ops.Custom):
         raise NotImplementedError
 
 
-def route_for(definition):
-    """The route a primitive of this op takes: :func:`op_def_route.selected_route`, except on the CPU
-    target for an op whose definition says ``op_def_on_cpu: false`` (configs/ops.yaml), which takes the
-    aot route."""
-    route = op_def_route.selected_route()
-    if route == "op_def" and not definition.op_def_on_cpu and not op_def_route.on_ascend():
-        return "aot"
-    return route
-
-
 def output_functions(definition, attrs, given):
     """(out_shape, out_dtype) of the aot route's ops.Custom: the output rule of configs/ops.yaml, as
     functions of the input shapes and dtypes (a variadic input's one by one)."""
@@ -417,6 +407,9 @@ class VariadicCall(nn.Cell):
     aot route, passing the variadic tensors to the op_def primitive as one tuple.
 
     The primitive's attributes (``host_buffer``, ``num_tensors``, ...) are readable from this Cell.
+    Called from Python (not from a graph being compiled) it runs the primitive directly in every mode,
+    as the aot route's primitive does: a Cell called so in GRAPH_MODE would compile its construct,
+    which takes tensors only and skips the primitive's eager checks and argument conversions.
     """
 
     def __init__(self, primitive):
@@ -430,6 +423,9 @@ class VariadicCall(nn.Cell):
     def construct(self, *args):
         end = len(args) - self.after
         return self.primitive(*args[:self.before], args[self.before:end], *args[end:])
+
+    def __call__(self, *args):
+        return self.construct(*args)
 
     def __getattr__(self, name):
         try:

@@ -10,7 +10,6 @@ import numbers
 import numpy as np
 import mindspore as ms
 
-from .. import op_def_route
 from ..host_buffer import HostBuffer
 from ._base import (CopyPrimitive, check_host_buffer, check_in_place_target, check_int, check_supported,
                     dtype_name, itemsize, labelled_errors, num_elements, static_shape)
@@ -81,9 +80,7 @@ class _BlockPrimitive(CopyPrimitive):
 
     @classmethod
     def _variadic_call(cls, *args, **kwargs):
-        # The caches are variadic; on CPU these ops take the aot route (op_def_on_cpu: false), where a
-        # call passes them one by one.
-        return op_def_route.on_ascend()
+        return True  # the caches
 
     def __call__(self, *args):
         # On the op_def route the caches arrive as one tuple (VariadicCall packs them).

@@ -367,8 +367,14 @@ BlockCaches CheckCaches(const TensorArg *caches, size_t count) {
   return BlockCaches{num_blocks, block_bytes};
 }
 
-// Reads block_mapping ([n, 2] int64) to the host; returns n.
-size_t ReadMapping(KernelState &s, const TensorArg &mapping) {
+// block_mapping ([n, 2] int64) on the host: its n pairs, read from wherever the entry layer put them
+// (host values on the op_def route, device memory on the aot route).
+struct BlockMapping {
+  const int64_t *pairs;  // 2 * n values
+  size_t n;
+};
+
+BlockMapping ReadMapping(KernelState &s, const TensorArg &mapping) {
   if (std::strcmp(mapping.dtype, "int64") != 0) {
     throw InputError("block_mapping", std::string("must be an int64 tensor, got ") + mapping.dtype);
   }
@@ -376,8 +382,7 @@ size_t ReadMapping(KernelState &s, const TensorArg &mapping) {
     throw InputError("block_mapping", "must have shape [n, 2], got " + ShapeText(mapping));
   }
   const size_t n = static_cast<size_t>(mapping.shape[0]);
-  ReadInt64(s, mapping, "block_mapping", 2 * n);
-  return n;
+  return BlockMapping{ReadInt64(s, mapping, "block_mapping", CheckedMul(size_t{2}, n, "block_mapping")), n};
 }
 
 struct BlockSide {
@@ -393,10 +398,12 @@ void CheckBlock(int64_t block, const BlockSide &side, size_t pair, int column) {
   }
 }
 
-// Checks every pair of the mapping read by ReadMapping: sources and destinations within their side, no
-// destination twice and, when copying within a cache, no block both read and written.
-void CheckMapping(KernelState &s, size_t n, const BlockSide &from, const BlockSide &to, bool same_cache) {
-  const int64_t *m = s.host_values.data();
+// Checks every pair of the mapping: sources and destinations within their side, no destination twice
+// and, when copying within a cache, no block both read and written.
+void CheckMapping(KernelState &s, const BlockMapping &mapping, const BlockSide &from, const BlockSide &to,
+                  bool same_cache) {
+  const int64_t *m = mapping.pairs;
+  const size_t n = mapping.n;
   s.destinations.resize(n);
   for (size_t i = 0; i < n; ++i) {
     CheckBlock(m[2 * i], from, i, 0);
@@ -438,10 +445,11 @@ struct BlockBase {
 };
 
 // One item per (cache, pair): block m[i][0] of `from` cache l -> block m[i][1] of `to` cache l.
-void PlanBlocks(KernelState &s, size_t num_caches, size_t n, size_t block_bytes, const BlockBase &from,
-                const BlockBase &to) {
-  const int64_t *m = s.host_values.data();
-  s.items.resize(num_caches * n);
+void PlanBlocks(KernelState &s, size_t num_caches, const BlockMapping &mapping, size_t block_bytes,
+                const BlockBase &from, const BlockBase &to) {
+  const int64_t *m = mapping.pairs;
+  const size_t n = mapping.n;
+  s.items.resize(CheckedMul(num_caches, n, "block_mapping"));
   for (size_t l = 0; l < num_caches; ++l) {
     const char *src = from.At(l);
     char *dst = to.At(l);
@@ -469,16 +477,16 @@ void SwapBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, cons
   HostBufferLease buffer(s.buffer_id, "host_buffer", stream);
   const BlockCaches c = CheckCaches(caches, num_caches);
   const size_t host_blocks = HostBlocks(buffer, num_caches, c.block_bytes);
-  const size_t n = ReadMapping(s, block_mapping);
+  const BlockMapping mapping = ReadMapping(s, block_mapping);
   const BlockSide device_side{"device", c.num_blocks};
   const BlockSide host_side{"host", host_blocks};
   const BlockBase device{caches, nullptr, 0};
   const BlockBase host{nullptr, buffer.data(), host_blocks * c.block_bytes};
-  CheckMapping(s, n, to_host ? device_side : host_side, to_host ? host_side : device_side, false);
-  PlanBlocks(s, num_caches, n, c.block_bytes, to_host ? device : host, to_host ? host : device);
+  CheckMapping(s, mapping, to_host ? device_side : host_side, to_host ? host_side : device_side, false);
+  PlanBlocks(s, num_caches, mapping, c.block_bytes, to_host ? device : host, to_host ? host : device);
   s.batch.Run(s.items.data(), s.items.size(), to_host ? ACL_MEMCPY_DEVICE_TO_HOST : ACL_MEMCPY_HOST_TO_DEVICE,
               s.device, nullptr, stream);
-  FinishBlocks(s, num_caches, n, c.block_bytes, out, stream);
+  FinishBlocks(s, num_caches, mapping.n, c.block_bytes, out, stream);
 }
 
 }  // namespace
@@ -496,12 +504,12 @@ void SwapBlocksH2D(KernelState &s, const TensorArg *caches, size_t num_caches, c
 void CopyBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
                 const TensorArg &out, aclrtStream stream) {
   const BlockCaches c = CheckCaches(caches, num_caches);
-  const size_t n = ReadMapping(s, block_mapping);
-  CheckMapping(s, n, BlockSide{"device", c.num_blocks}, BlockSide{"device", c.num_blocks}, true);
+  const BlockMapping mapping = ReadMapping(s, block_mapping);
+  CheckMapping(s, mapping, BlockSide{"device", c.num_blocks}, BlockSide{"device", c.num_blocks}, true);
   const BlockBase device{caches, nullptr, 0};
-  PlanBlocks(s, num_caches, n, c.block_bytes, device, device);
+  PlanBlocks(s, num_caches, mapping, c.block_bytes, device, device);
   s.desc.CopyItems(s.items.data(), s.items.size(), stream);
-  FinishBlocks(s, num_caches, n, c.block_bytes, out, stream);
+  FinishBlocks(s, num_caches, mapping.n, c.block_bytes, out, stream);
 }
 
 // ---- the registry of bodies: one entry per op of configs/ops.yaml ------------------------------

@@ -229,6 +229,41 @@ void TestBadMappingMovesNothing(Fixture &f) {
   Expect(refused && desc_copies == 0 && async_copies == 0, "a block both read and written is refused");
 }
 
+// The op_def route hands block_mapping over as host values (TensorArg::host_values): the bodies read
+// the pairs from there, in a kernel state that has never read a mapping back from device memory.
+void TestHostValuesMapping(Fixture &f) {
+  const auto caches = f.Caches();
+  std::vector<int64_t> pairs = {7, 3, 2590, 4};
+  int64_t shape[2] = {2, 2};
+  const msmc::TensorArg mapping{pairs.data(), shape, 2, "int64", true};
+  {
+    msmc::KernelState s;
+    s.buffer_id = f.buffer_id;
+    msmc::SwapBlocksD2H(s, caches.data(), kCaches, mapping, f.Out(), f.stream);
+    Expect(f.Result() == static_cast<int64_t>(kCaches * 2 * kBlockBytes), "d2h from host values: bytes moved");
+    Expect(f.HostValue(0, 3) == 7 && f.HostValue(1, 4) == 102590, "d2h from host values: blocks land");
+  }
+  {
+    msmc::KernelState s;
+    pairs = {7, 2000, 2590, 2001};
+    msmc::CopyBlocks(s, caches.data(), kCaches, mapping, f.Out(), f.stream);
+    f.Result();
+    Expect(f.DeviceValue(1, 2000) == 100007 && f.DeviceValue(0, 2001) == 2590, "copy from host values: blocks land");
+  }
+  {
+    msmc::KernelState s;
+    s.buffer_id = f.buffer_id;
+    pairs = {0, 2599, 1, 2599};
+    bool refused = false;
+    try {
+      msmc::SwapBlocksH2D(s, caches.data(), kCaches, mapping, f.Out(), f.stream);
+    } catch (const msmc::InputError &e) {
+      refused = std::strstr(e.what(), "device block 2599 is written twice") != nullptr;
+    }
+    Expect(refused, "h2d from host values: a destination twice is refused");
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -237,6 +272,7 @@ int main() {
     TestSwapOutChunksAndMerges(f);
     TestSwapInAndCopy(f);
     TestBadMappingMovesNothing(f);
+    TestHostValuesMapping(f);
   }
   return test::Finish();
 }

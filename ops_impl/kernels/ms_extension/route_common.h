@@ -49,6 +49,7 @@ struct RouteArg {
   ArgKind kind;
   TypeId dtype;  // the dtype a tensor argument must have, or kTypeUnknown for any supported dtype
   bool same_dtype;  // one of the op's inputs whose tensors must all have one dtype (same_dtype)
+  bool written;  // written in place (rw_write): a graph must pass Parameters
 };
 
 enum class ShapeRule { kGiven, kLike, kDims };

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "include/utils/utils.h"
 #include "ops/ops_func_impl/op_func_impl.h"
 #include "route_common.h"
 #include "utils/ms_context.h"
@@ -93,6 +94,45 @@ void CheckDtypes(const RouteOp &op, const char *label, const InferInfoPtrList &i
   }
 }
 
+// TypeError for an argument written in place that a graph does not pass as a Parameter: a graph hands
+// any other tensor (an input, a constant, a slice, a result) to the kernel as a temporary, so the
+// write would be lost. InferInfo keeps the abstract to itself; its DebugInfo names the abstract's
+// class, which is "AbstractRefTensor" for a Parameter and "AbstractTensor" for anything else while a
+// graph compiles. Eager calls are checked in Python (there a plain Tensor is written in place).
+void CheckWrittenArgsAreParameters(const RouteOp &op, const char *label, const InferInfoPtrList &in) {
+  static const std::string kPlainTensor = "-> AbstractTensor(";
+  if (!mindspore::JitCompiling()) {
+    return;
+  }
+  for (int a = 0; a < op.nargs; ++a) {
+    const RouteArg &arg = op.args[a];
+    if (!arg.written) {
+      continue;
+    }
+    std::vector<std::pair<std::string, std::string>> tensors;  // (argument, debug info)
+    if (arg.kind == ArgKind::kTensors) {
+      if (in[a]->IsDynamicSequence()) {
+        continue;
+      }
+      const auto elements = in[a]->GetSequenceElements();
+      for (size_t i = 0; i < elements.size(); ++i) {
+        tensors.emplace_back(std::string(arg.name) + "[" + std::to_string(i) + "]", elements[i]->DebugInfo());
+      }
+    } else {
+      tensors.emplace_back(arg.name, in[a]->DebugInfo());
+    }
+    for (const auto &[name, info] : tensors) {
+      if (info.find(kPlainTensor) != std::string::npos) {
+        MS_EXCEPTION(mindspore::TypeError)
+            << "ms_memcopy " << label << ": " << name
+            << " must be a Parameter in graphs (GRAPH_MODE, ms.jit): it is written in place, and a graph hands "
+               "any other tensor (an input, a constant, a slice, a result) to the kernel as a temporary, so the "
+               "write would be lost";
+      }
+    }
+  }
+}
+
 class RouteInfer : public OpFuncImpl {
  public:
   explicit RouteInfer(const char *name) : name_(name) {}
@@ -108,6 +148,12 @@ class RouteInfer : public OpFuncImpl {
       }
     }
     return indices;
+  }
+
+  int32_t CheckValidation(const PrimitivePtr &, const InferInfoPtrList &in) const override {
+    const RouteOp &op = FindRouteOp(name_);
+    CheckWrittenArgsAreParameters(op, BodyOf(op).label, in);
+    return mindspore::OP_CHECK_SUCCESS;
   }
 
   ShapeArray InferShape(const PrimitivePtr &, const InferInfoPtrList &in) const override {
