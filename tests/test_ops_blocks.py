@@ -572,14 +572,13 @@ def test_caches_must_match(route, ms_mode, kind):
     buf, _ = host_buffer_for("float32")
     mapping = ms.Tensor(np.array([[0, 1]], np.int64))
     a = ms.Tensor(np.zeros((6, 3, 5), np.float32))
-    # In a graph the aot route checks while compiling; the op_def route's kernel checks at launch (ValueError,
-    # naming shape and dtype together).
+    # In a graph the aot route checks while compiling; the op_def route's kernel checks shapes at launch
+    # (ValueError, naming shape and dtype together) and its infer function dtypes (same_dtype: TypeError).
     with buf:
         with pytest.raises(ValueError, match=r"caches\[1\]:? has shape \[6, 5, 3\] (and dtype float32 )?"
                                              r"but caches\[0\] has \[6, 3, 5\]"):
             run("cell", block_op(kind, buf), parameters(a, ms.Tensor(np.zeros((6, 5, 3), np.float32))), mapping)
-        dtype_error = TypeError if ms_mode == "pynative" or route == "aot" else ValueError
-        with pytest.raises(dtype_error, match=r"caches\[1\]:? has (dtype float16|shape \[6, 3, 5\] and dtype float16) "
+        with pytest.raises(TypeError, match=r"caches\[1\]:? has (dtype float16|shape \[6, 3, 5\] and dtype float16) "
                                               r"but caches\[0\] has (float32|\[6, 3, 5\] and float32)"):
             run("cell", block_op(kind, buf), parameters(a, ms.Tensor(np.zeros((6, 3, 5), np.float16))), mapping)
         with pytest.raises(TypeError, match=r"built for num_caches=2 and takes 2 caches plus block_mapping, got 2"):
