@@ -131,6 +131,8 @@ def test_create_without_a_device_is_107002(run_python):
 def test_host_wait_count(acl_res, event):
     stream = acl_res.stream()
     before = rt.host_wait_count()
+    rt.synchronize_event(event)  # never recorded: returns at once, no wait
+    assert rt.host_wait_count() == before
     rt.synchronize_stream(stream)
     assert rt.host_wait_count() == before + 1
     rt.record_event(event, stream)

@@ -23,7 +23,8 @@ public:
     void Record(const std::shared_ptr<Stream> &stream);
     // Never recorded, or the stream has not yet reached the latest record: false.
     bool Complete() const;
-    // Waits until the latest record is reached; returns whether it had to wait.
+    // Waits until the latest record is reached; returns whether it had to wait (false for an event
+    // never recorded or already complete).
     bool Wait();
 
 private:

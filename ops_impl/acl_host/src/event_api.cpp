@@ -152,9 +152,8 @@ extern "C" aclError aclrtSynchronizeEvent(aclrtEvent event)
         if (ret != ACL_SUCCESS) {
             return ret;
         }
-        if (!target->Complete()) {
+        if (target->Wait()) {
             aclhost::CountHostWait();
-            (void)target->Wait();
         }
         return ACL_SUCCESS;
     });
