@@ -5,8 +5,8 @@
 // kept by MindSpore for the kernel's lifetime; the ACL runtime is first touched at launch, where
 // MindSpore reports errors with their text) and, for the ops with dynamic_shape, KInferShape (the
 // op's output rule). The list is generated from configs/ops.yaml (aot_entries.inc). A launch declares the framework's tensors as device
-// memory, runs the op body on the calling thread's stream and synchronizes before returning,
-// because MindSpore may reuse the tensors' memory as soon as the kernel returns.
+// memory, runs the op body on the calling thread's stream and completes it before returning
+// (RunOnHostTarget), because MindSpore may reuse the tensors' memory as soon as the kernel returns.
 //
 // Errors: no exception escapes as anything but std::exception, which MindSpore catches and reports
 // with its what() text: "ms_memcopy <op>: ValueError: <argument>: ..." for bad input (nothing was
@@ -62,45 +62,6 @@ KernelState &StateOf(void *extra) {
   return holder->state;
 }
 
-// The arguments of one launch, as TensorArgs, plus the CPU-target launch protocol around a body.
-class CpuLaunch {
- public:
-  CpuLaunch(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes) {
-    args_.reserve(static_cast<size_t>(nparam));
-    for (int i = 0; i < nparam; ++i) {
-      args_.push_back(TensorArg{params[i], shapes[i], ndims[i], dtypes[i]});
-    }
-  }
-  ~CpuLaunch() {
-    if (stream_ != nullptr && !finished_) {
-      (void)CompleteLaunchNoThrow(stream_);  // an error path: drain before the tensors are unregistered
-    }
-  }
-
-  const std::vector<TensorArg> &args() const { return args_; }
-
-  aclrtStream Begin() {
-    stream_ = ThreadStream();
-    memory_.Reserve(args_.size());
-    for (const TensorArg &t : args_) {
-      memory_.Add(t.data, NumBytes(t, "tensor"));
-    }
-    memory_.Register();
-    return stream_;
-  }
-
-  void Finish() {
-    finished_ = true;
-    CompleteLaunch(stream_);
-  }
-
- private:
-  std::vector<TensorArg> args_;
-  DeviceMemoryScope memory_;
-  aclrtStream stream_ = nullptr;
-  bool finished_ = false;
-};
-
 // Runs the body registered for op (op_bodies.h) with the CPU launch protocol.
 int RunAot(const char *op, int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *extra) {
   const OpBody *body = FindOpBody(op);
@@ -110,10 +71,12 @@ int RunAot(const char *op, int nparam, void **params, int *ndims, int64_t **shap
       throw std::logic_error("no op body is registered for this op");
     }
     KernelState &s = StateOf(extra);
-    CpuLaunch launch(nparam, params, ndims, shapes, dtypes);
-    aclrtStream stream = launch.Begin();
-    body->run(s, launch.args().data(), launch.args().size(), stream);
-    launch.Finish();
+    std::vector<TensorArg> args;
+    args.reserve(static_cast<size_t>(nparam));
+    for (int i = 0; i < nparam; ++i) {
+      args.push_back(TensorArg{params[i], shapes[i], ndims[i], dtypes[i]});
+    }
+    RunOnHostTarget(*body, s, args.data(), args.size());
     return 0;
   } catch (const std::exception &e) {
     throw std::runtime_error(std::string("ms_memcopy ") + label + ": " + e.what());

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "kernel_error.h"
+#include "op_bodies.h"
 #ifdef MS_MEMCOPY_HOST_ACL
 #include "acl_host/acl_host_ext.h"
 #endif
@@ -120,6 +121,12 @@ void DeviceMemoryScope::Register() {
 
 void Synchronize(aclrtStream stream) { CheckAcl(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream"); }
 
+
+
+namespace {
+
+// The end of a CPU-target launch (see RunOnHostTarget); built against CANN, where no CPU-target
+// launch exists, a stream synchronization.
 #ifdef MS_MEMCOPY_HOST_ACL
 void CompleteLaunch(aclrtStream stream) { CheckAcl(aclhostCompleteStream(stream), "aclhostCompleteStream"); }
 
@@ -129,5 +136,27 @@ void CompleteLaunch(aclrtStream stream) { Synchronize(stream); }
 
 aclError CompleteLaunchNoThrow(aclrtStream stream) noexcept { return aclrtSynchronizeStream(stream); }
 #endif
+
+}  // namespace
+
+void RunOnHostTarget(const OpBody &body, KernelState &state, const TensorArg *args, size_t count) {
+  state.device = HostTargetDevice();
+  aclrtStream stream = ThreadStream();
+  DeviceMemoryScope memory;
+  memory.Reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (!args[i].host_values) {
+      memory.Add(args[i].data, NumBytes(args[i], "tensor"));
+    }
+  }
+  memory.Register();
+  try {
+    body.run(state, args, count, stream);
+  } catch (...) {
+    (void)CompleteLaunchNoThrow(stream);  // drain what was enqueued before the tensors are unregistered
+    throw;
+  }
+  CompleteLaunch(stream);
+}
 
 }  // namespace msmc

@@ -13,6 +13,10 @@
 
 namespace msmc {
 
+struct KernelState;
+struct OpBody;
+struct TensorArg;
+
 // The device the CPU target's kernels use: DEVICE_ID from the environment (what msrun gives each
 // worker), 0 when it is unset; read once. Throws InputError naming DEVICE_ID when it is not a
 // non-negative int.
@@ -22,8 +26,8 @@ MSMC_KERNELS_API int32_t HostTargetDevice();
 MSMC_KERNELS_API void EnsureDevice();
 
 // A stream owned by the calling thread, created on first use and kept for the life of the process.
-// With the host runtime it is deferred (aclhostSetStreamDeferred): callers complete it after
-// enqueueing (CompleteLaunch), and only then do the queued copies run, on the completing thread.
+// With the host runtime it is deferred (aclhostSetStreamDeferred): RunOnHostTarget completes it after
+// the body, and only then do the queued copies run, on the completing thread.
 MSMC_KERNELS_API aclrtStream ThreadStream();
 
 // Declares framework-owned buffers as device memory until destroyed (host ACL runtime only; with
@@ -50,14 +54,13 @@ class MSMC_KERNELS_API DeviceMemoryScope {
 // Synchronizes stream; throws AclCallError on failure.
 MSMC_KERNELS_API void Synchronize(aclrtStream stream);
 
-// The end of a CPU-target launch: runs the work the launch queued on stream (ThreadStream) on the
-// calling thread and reports its first failure, as MindSpore's CPU kernels must have written their
-// outputs when they return. Not a wait for the device (aclhostCompleteStream): on an NPU the same
-// work runs on the device after the launch has returned. Throws AclCallError on failure.
-MSMC_KERNELS_API void CompleteLaunch(aclrtStream stream);
-// The same for error paths: returns the code instead of throwing.
-// (Built against CANN, where no CPU-target launch exists, both synchronize the stream.)
-MSMC_KERNELS_API aclError CompleteLaunchNoThrow(aclrtStream stream) noexcept;
+// The CPU target's launch of an op body: on the calling thread's stream (ThreadStream), with the
+// tensors (all but host-value inputs) declared as device memory. Before it returns it runs the work the
+// body queued, on the calling thread (aclhostCompleteStream: not a wait for a device; a MindSpore CPU
+// kernel must have written its outputs when it returns, while on an NPU the same work runs on the
+// device after the launch), also when the body fails, before the tensors are unregistered. Throws
+// what the body throws, or AclCallError.
+MSMC_KERNELS_API void RunOnHostTarget(const OpBody &body, KernelState &state, const TensorArg *args, size_t count);
 
 }  // namespace msmc
 

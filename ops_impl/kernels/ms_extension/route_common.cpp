@@ -136,26 +136,6 @@ void LaunchOnDevice(const OpBody &body, KernelState &state, const std::vector<Te
   // No wait for the stream: the body's own memory that queued work reads is guarded by events.
   body.run(state, args.data(), args.size(), stream);
 }
-#else
-void LaunchOnHost(const OpBody &body, KernelState &state, const std::vector<TensorArg> &args) {
-  state.device = HostTargetDevice();
-  aclrtStream stream = ThreadStream();
-  DeviceMemoryScope memory;
-  memory.Reserve(args.size());
-  for (const TensorArg &t : args) {
-    if (!t.host_values) {
-      memory.Add(t.data, NumBytes(t, "tensor"));
-    }
-  }
-  memory.Register();
-  try {
-    body.run(state, args.data(), args.size(), stream);
-  } catch (...) {
-    (void)CompleteLaunchNoThrow(stream);  // drain what was enqueued before the tensors are unregistered
-    throw;
-  }
-  CompleteLaunch(stream);
-}
 #endif
 
 }  // namespace
@@ -273,7 +253,7 @@ void LaunchBody(const OpBody &body, KernelState &state, const std::vector<Tensor
     LaunchOnDevice(body, state, args, static_cast<aclrtStream>(device_stream));
 #else
     (void)device_stream;  // the CPU backend has none
-    LaunchOnHost(body, state, args);
+    RunOnHostTarget(body, state, args.data(), args.size());
 #endif
   } catch (...) {
     Rethrow(body.label);
