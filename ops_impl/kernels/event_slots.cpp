@@ -19,11 +19,7 @@ size_t EventSlots::Acquire() {
   const size_t slot = next_;
   next_ = (next_ + 1) % events_.size();
   if (recorded_[slot]) {
-    aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
-    CheckAcl(aclrtQueryEventStatus(events_[slot], &status), "aclrtQueryEventStatus");
-    if (status != ACL_EVENT_RECORDED_STATUS_COMPLETE) {
-      CheckAcl(aclrtSynchronizeEvent(events_[slot]), "aclrtSynchronizeEvent");
-    }
+    CheckAcl(aclrtSynchronizeEvent(events_[slot]), "aclrtSynchronizeEvent");  // at once when complete
     recorded_[slot] = false;
   }
   return slot;

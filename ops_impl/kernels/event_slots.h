@@ -21,7 +21,6 @@ class MSMC_KERNELS_API EventSlots {
   EventSlots(const EventSlots &) = delete;
   EventSlots &operator=(const EventSlots &) = delete;
 
-  size_t size() const { return events_.size(); }
   // The next slot in turn, once the work that last read it has run.
   size_t Acquire();
   // Records the slot's event on stream: the work queued there so far reads the slot.
