@@ -1230,6 +1230,55 @@ void TestResetDevice()
     CHECK_RET(aclrtResetDevice(0), ACL_SUCCESS);
 }
 
+// Releasing a device or context that is not the newest one keeps the others working (a default stream
+// that was not the last one registered used to be read after std::remove_if had moved it away).
+void TestReleaseInAnyOrder()
+{
+    std::thread([] {
+        // Two devices, the older released first.
+        CHECK_RET(aclrtSetDevice(0), ACL_SUCCESS);
+        CHECK_RET(aclrtSetDevice(1), ACL_SUCCESS);
+        CHECK_RET(aclrtResetDevice(0), ACL_SUCCESS);
+        void *p = DeviceAlloc(64);  // device 1 is still current and usable
+        CHECK_RET(aclrtMemsetAsync(p, 64, 7, 64, nullptr), ACL_SUCCESS);
+        CHECK_RET(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
+        CHECK_RET(aclrtFree(p), ACL_SUCCESS);
+        CHECK_RET(aclrtResetDevice(1), ACL_SUCCESS);
+
+        // A device whose primary context is older than a created one.
+        CHECK_RET(aclrtSetDevice(0), ACL_SUCCESS);
+        aclrtContext created = nullptr;
+        CHECK_RET(aclrtCreateContext(&created, 0), ACL_SUCCESS);
+        CHECK_RET(aclrtResetDevice(0), ACL_SUCCESS);
+        aclrtStream s = nullptr;
+        CHECK_RET(aclrtCreateStream(&s), ACL_SUCCESS);  // in the created context, still live
+        CHECK_RET(aclrtDestroyStream(s), ACL_SUCCESS);
+        CHECK_RET(aclrtDestroyContext(created), ACL_SUCCESS);
+
+        // Two contexts on one device, the older destroyed first; then contexts on two devices, each
+        // destroyed while the other lives.
+        aclrtContext first = nullptr;
+        aclrtContext second = nullptr;
+        CHECK_RET(aclrtCreateContext(&first, 0), ACL_SUCCESS);
+        CHECK_RET(aclrtCreateContext(&second, 0), ACL_SUCCESS);
+        CHECK_RET(aclrtDestroyContext(first), ACL_SUCCESS);
+        CHECK_RET(aclrtSetCurrentContext(second), ACL_SUCCESS);
+        p = DeviceAlloc(64);
+        CHECK_RET(aclrtMemsetAsync(p, 64, 1, 64, nullptr), ACL_SUCCESS);
+        CHECK_RET(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
+        CHECK_RET(aclrtFree(p), ACL_SUCCESS);
+        CHECK_RET(aclrtDestroyContext(second), ACL_SUCCESS);
+        aclrtContext on0 = nullptr;
+        aclrtContext on1 = nullptr;
+        CHECK_RET(aclrtCreateContext(&on0, 0), ACL_SUCCESS);
+        CHECK_RET(aclrtCreateContext(&on1, 1), ACL_SUCCESS);
+        CHECK_RET(aclrtDestroyContext(on0), ACL_SUCCESS);
+        CHECK_RET(aclrtSetCurrentContext(on1), ACL_SUCCESS);
+        CHECK_RET(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
+        CHECK_RET(aclrtDestroyContext(on1), ACL_SUCCESS);
+    }).join();
+}
+
 // Contexts are bound to devices and threads as CANN binds them.
 void TestContexts()
 {
@@ -1462,6 +1511,7 @@ int main()
     TestPeerAccess(stream);
     CHECK_RET(aclrtDestroyStream(stream), ACL_SUCCESS);
     TestContexts();
+    TestReleaseInAnyOrder();
     TestStreams();
     TestThreads();
     TestResetDevice();

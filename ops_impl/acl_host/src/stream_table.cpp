@@ -55,12 +55,16 @@ void StreamTable::AddDefaultStream(const std::shared_ptr<Stream> &stream)
 void StreamTable::RemoveDefaultStream(const Stream *stream)
 {
     std::lock_guard<std::mutex> lock(mutex_);
-    const auto removed = std::remove_if(default_streams_.begin(), default_streams_.end(),
-                                        [stream](const std::shared_ptr<Stream> &s) { return s.get() == stream; });
-    for (auto it = removed; it != default_streams_.end(); ++it) {
-        --streams_per_device_[(*it)->device()];
+    // Erase one element at a time: the elements std::remove_if leaves past its result are moved-from
+    // (null), so they cannot be read for their device.
+    for (auto it = default_streams_.begin(); it != default_streams_.end();) {
+        if (it->get() == stream) {
+            --streams_per_device_[(*it)->device()];
+            it = default_streams_.erase(it);
+        } else {
+            ++it;
+        }
     }
-    default_streams_.erase(removed, default_streams_.end());
 }
 
 std::vector<std::shared_ptr<Stream>> StreamTable::RemoveStreamsOfContext(uint64_t context)
