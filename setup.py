@@ -8,12 +8,12 @@ Two shared libraries are built into ms_memcopy/_lib with g++:
   the host runtime, or against CANN's libascendcl when ASCEND_HOME_PATH or
   ASCEND_TOOLKIT_HOME names a CANN installation.
 
-Then, when MindSpore is importable in the build environment (``pip install
---no-build-isolation``, or ``python setup.py build_ext --inplace`` in the target
-environment), the op_def route's module is built into ms_memcopy/_lib/route/ by
-ms_memcopy.op_def_route.build (the only place its sources and flags are listed;
-first use builds it the same way when the install did not).
-MS_MEMCOPY_BUILD_ROUTE=0 skips it, =1 makes a failure an error.
+Then the op_def route's module (the primitives' one route) is built into
+ms_memcopy/_lib/route/ by ms_memcopy.op_def_route.build (the only place its
+sources and flags are listed) with MindSpore's CustomOpBuilder: pyproject.toml
+puts MindSpore and ninja in the build environment, so ``pip install`` builds it
+and the first primitive call does not. MS_MEMCOPY_BUILD_ROUTE=0 skips it (first
+use then builds it), =1 makes a failure an error.
 
 For wheels, the public headers and the configs are copied into the package
 (ms_memcopy/include, ms_memcopy/configs); a source checkout reads them in place.
@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "ops_impl" / "tools"))
 from gen_soc_table import generate as generate_soc_table  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from ms_memcopy import route_codegen  # noqa: E402  (the aot entries are generated from configs/ops.yaml)
+from ms_memcopy import route_codegen  # noqa: E402  (write_if_changed for generated tables)
 from ms_memcopy import acl_error_codes  # noqa: E402  (the kernels' code -> name table, from the ACL headers)
 
 CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-pthread", "-fvisibility=hidden", "-Wall", "-Wextra"]
@@ -141,7 +141,6 @@ class BuildSharedLibs(build_ext):
 
     def _build_kernels(self, out, tmp):
         gen = tmp / "generated"
-        route_codegen.write_if_changed(gen / "aot_entries.inc", route_codegen.aot_entries())
         route_codegen.write_if_changed(gen / acl_error_codes.KERNEL_TABLE_FILE, acl_error_codes.kernel_table_source(
             acl_error_codes.read_error_codes(HOST_INCLUDE)))
         sources = kernel_sources()

@@ -30,28 +30,16 @@ def emulated_soc():
 
 
 def route_line():
-    """Which route the primitives take (ms_memcopy.op_def_route.selected_route) and why."""
+    """The one route the primitives take, and where its module is built."""
     from . import op_def_route
 
-    env = os.environ.get(op_def_route.ROUTE_ENV)
-    try:
-        route = op_def_route.selected_route()
-    except ValueError as exc:
-        return f"primitive route: invalid ({exc})"
-    if op_def_route.on_ascend():
-        why = "always on Ascend"
-    elif env:
-        why = f"{op_def_route.ROUTE_ENV}={env}"
-    else:
-        why = f"the CPU default; set {op_def_route.ROUTE_ENV}=aot or op_def to choose"
-    kind = {"aot": "ops.Custom(func_type='aot') kernels",
-            "op_def": "CustomOpBuilder op_def primitives with KernelMods"}[route]
     backend = op_def_route.default_backend()
     directory = op_def_route.default_build_dir(backend)
     built = (directory / op_def_route.FINGERPRINT_FILE).exists()
     module = (f"op_def module ({backend}): {'built in' if built else 'not built yet; first use builds it in'} "
               f"{directory}")
-    return f"primitive route: {route} ({why}): {kind}\n{module}"
+    return ("primitive route: op_def (every device): CustomOpBuilder Custom_<op> primitives, KernelMods in "
+            f"graphs, PyboostRunner functions for eager calls\n{module}")
 
 
 def report():

@@ -261,7 +261,6 @@ def main(argv=None):
               "without an NPU run `python -m ms_memcopy npu-check --dry-run`", file=sys.stderr)
         return 2
     ms.set_device(target)
-    os.environ[op_def_route.ROUTE_ENV] = "op_def"
     print(f"ms_memcopy npu-check: target {target}{' (dry run: timings say nothing about an NPU)' if args.dry_run else ''}")
     start = time.perf_counter()
     op_def_route.build(target)

@@ -1,19 +1,21 @@
-"""The op_def route: the copy ops as a MindSpore CustomOpBuilder module.
+"""The op_def route: the copy ops as a MindSpore CustomOpBuilder module, the one route of the
+primitives on every device.
 
 MindSpore runs host C++ that enqueues ACL calls on its own stream, in GRAPH_MODE and eagerly, through
 ``ops.CustomOpBuilder(..., op_def=[yaml])``: the op_def registers a ``Custom_<op>`` primitive with
-an infer function, and a kernel registered under that name runs it (on Ascend a ``KernelMod`` in
-MindSpore's custom kernel factory, on CPU a ``NativeCpuKernelMod``). This module builds that
+an infer function, and a kernel registered under that name runs it in graphs (on Ascend a
+``KernelMod`` in MindSpore's custom kernel factory, on CPU a ``NativeCpuKernelMod``). Eager calls run
+through the module's PyboostRunner functions: ``KernelInstance(op, *init)(*inputs)`` keeps one
+primitive's kernel state across calls and takes int64 inputs as host values. This module builds that
 extension from ``ops_impl/kernels/ms_extension/`` plus two files generated from configs/ops.yaml
 (:mod:`ms_memcopy.route_codegen`), and loads it. Every kernel and PyNative function runs the op's
-body from ``op_bodies.cpp``, the same code the aot route runs.
-
-The primitives of :mod:`ms_memcopy.ops` use this route on Ascend always, and on CPU when
-``MS_MEMCOPY_ROUTE=op_def`` (:func:`selected_route`).
+body from ``op_bodies.cpp``. ``pip install`` builds it (setup.py); :func:`load` builds it only when
+the installation's build is missing or out of date.
 
 The module's functions can also be called directly (PYNATIVE_MODE): each op of configs/ops.yaml is a
 function named by its ``ascend_function`` taking the op_def arguments in order
-(:func:`ms_memcopy.route_codegen.arg_names`) and returning a tuple of tensors::
+(:func:`ms_memcopy.route_codegen.arg_names`; an int64 input as a Tensor, a numpy array or a sequence
+of ints) and returning a tuple of tensors::
 
     from ms_memcopy import op_def_route
     (y,) = op_def_route.load().memcpy2d_extract(x, row, col, 2, 3)
@@ -30,14 +32,11 @@ from pathlib import Path
 from . import _paths, route_codegen
 from .op_defs import op_def
 
-ROUTES = ("aot", "op_def")
-ROUTE_ENV = "MS_MEMCOPY_ROUTE"
-# The CPU default; docs/ascend_route.md gives the measurements behind it.
-DEFAULT_CPU_ROUTE = "aot"
 BACKENDS = ("CPU", "Ascend")
 
 FINGERPRINT_FILE = "ms_memcopy_route.fingerprint"
-ENTRY_SOURCES = ("route_common.cpp", "route_infer.cpp", "route_pynative.cpp", "route_cpu_kernel.cpp",
+PYNATIVE_SOURCE = "route_pynative.cpp"
+ENTRY_SOURCES = ("route_common.cpp", "route_infer.cpp", PYNATIVE_SOURCE, "route_cpu_kernel.cpp",
                  "route_ascend_kernel.cpp")
 
 _lock = threading.Lock()
@@ -54,14 +53,8 @@ def on_ascend():
 
 
 def selected_route():
-    """The route a primitive built now takes: "op_def" on Ascend; on CPU ``$MS_MEMCOPY_ROUTE``
-    ("aot" or "op_def"), by default :data:`DEFAULT_CPU_ROUTE`."""
-    if on_ascend():
-        return "op_def"
-    route = os.environ.get(ROUTE_ENV, "") or DEFAULT_CPU_ROUTE
-    if route not in ROUTES:
-        raise ValueError(f"{ROUTE_ENV} must be one of {ROUTES}, got {route!r}")
-    return route
+    """The route a primitive takes: "op_def", on every device (kept for code that asked)."""
+    return "op_def"
 
 
 # ---- build ------------------------------------------------------------------------------------
@@ -230,8 +223,10 @@ def compile_ascend_kernels(out_dir, jobs=2):
     the wheel's headers and this project's ACL headers, and links them against the wheel's
     libmindspore_ops_ascend with ``--allow-shlib-undefined`` (CANN's libraries are absent). The
     result cannot be loaded without CANN: this keeps the Ascend code compiling where there is none.
-    The PyNative entries are left out: for Ascend, MindSpore's extension header pulls in CANN's own
-    headers. Returns the library's path; raises RuntimeError with the compiler's output on failure."""
+    Every unit is compiled with the project's Ascend branches on. The PyNative entries include
+    MindSpore's extension header, whose Ascend form needs CANN's own headers: that unit is compiled
+    with the header's CPU form and the project's branches on (``MSMC_ASCEND_BRANCHES``, route_common.h).
+    Returns the library's path; raises RuntimeError with the compiler's output on failure."""
     import subprocess
     from concurrent.futures import ThreadPoolExecutor
 
@@ -240,12 +235,16 @@ def compile_ascend_kernels(out_dir, jobs=2):
     out_dir = Path(out_dir)
     route_builder = builder("CPU", out_dir)  # backend "Ascend" would require CANN
     options = build_options("CPU", out_dir / "generated" / "include")
-    cflags = [flag for flag in route_builder.get_cflags() if flag != "-pie"] + ["-DCUSTOM_ASCEND_OP"]
+    cflags = [flag for flag in route_builder.get_cflags() if flag != "-pie"]
     includes = [f"-I{p}" for p in route_builder.get_include_paths()]
     includes.append(f"-I{sysconfig.get_paths()['include']}")
     cxx = os.environ.get("CXX", "g++")
-    commands = [[cxx, *cflags, *includes, "-c", source, "-o", str(out_dir / (Path(source).stem + ".o"))]
-                for source in options["sources"] if not source.endswith("route_pynative.cpp")]
+
+    def ascend_branches(source):
+        return "-DMSMC_ASCEND_BRANCHES" if source.endswith(PYNATIVE_SOURCE) else "-DCUSTOM_ASCEND_OP"
+
+    commands = [[cxx, *cflags, ascend_branches(source), *includes, "-c", source, "-o",
+                 str(out_dir / (Path(source).stem + ".o"))] for source in options["sources"]]
 
     def run(command):
         return subprocess.run(command, capture_output=True, text=True)
@@ -258,14 +257,35 @@ def compile_ascend_kernels(out_dir, jobs=2):
     library = out_dir / "ms_memcopy_route_ascend_check.so"
     link = [cxx, "-shared", *(c[-1] for c in commands), "-o", str(library), f"-L{ms_lib}", "-lmindspore_core",
             "-lmindspore_common",
-            "-lmindspore_ms_backend", "-lmindspore_pynative", "-lmindspore_pyboost", "-lmindspore_hardware_abstract",
+            "-lmindspore_ms_backend", "-lmindspore_pynative", "-lmindspore_pynative_utils", "-lmindspore_pyboost",
+            "-lmindspore_hardware_abstract",
             f"-L{mindspore_plugin_dir()}",
             "-lmindspore_ops_ascend", f"-L{_paths.LIB_DIR}", "-lms_memcopy_kernels", "-lascendcl",
-            "-Wl,--allow-shlib-undefined", "-Wl,--no-undefined"]
+            *_python_link_flags(), "-Wl,--allow-shlib-undefined"]
     result = run(link)
     if result.returncode != 0:
         raise RuntimeError(f"linking the Ascend kernels failed:\n{result.stderr[-4000:]}")
     return library
+
+
+def _load_cpu_plugin():
+    """Loads the wheel's CPU plugin libraries the module links, from this MindSpore: a module built by
+    ``pip install`` in an isolated build environment carries that environment's path, so the loader
+    must find them already loaded (by their names) rather than look them up."""
+    import ctypes
+
+    for name in ("libmindspore_hardware_abstract.so", "libmindspore_ops_cpu.so"):
+        ctypes.CDLL(str(mindspore_plugin_dir() / name), mode=ctypes.RTLD_GLOBAL)
+
+
+def _python_link_flags():
+    """The flags that resolve the PyNative unit's Python symbols in a link made with --no-undefined
+    (an extension module takes them from the interpreter at load time); none where Python has no
+    shared library, and then undefined symbols are not checked."""
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        return []
+    library = sysconfig.get_config_var("LDLIBRARY")  # libpython3.X.so
+    return [f"-L{sysconfig.get_config_var('LIBDIR')}", f"-l{library[3:-3]}", "-Wl,--no-undefined"]
 
 
 def load(backend=None, build_dir=None):
@@ -293,6 +313,8 @@ def load(backend=None, build_dir=None):
         from . import _kernels_lib
 
         _kernels_lib.library()
+        if backend == "CPU":
+            _load_cpu_plugin()
         directory = Path(build_dir) if build_dir is not None else default_build_dir(backend)
         path = build(backend, directory)
         # The raw extension, not CustomOpBuilder.load()'s proxy: its generated Python functions do

@@ -1,6 +1,6 @@
 """The op definitions of configs/ops.yaml, read and validated once.
 
-This module is the only reader of that file: the primitives take their kernel symbols,
+This module is the only reader of that file: the primitives take their op names,
 attributes, side effects and dtype lists from here, and so do the generators of the op_def
 route (its op_def YAML and the C++ table of every op's arguments and output rules).
 
@@ -21,9 +21,8 @@ from . import _paths
 # op_def route declares it value-dependent, so its kernel gets the values on the host.
 HOST_VALUE_DTYPE = "int64"
 
-_OP_KEYS = {"kernel", "ascend_function", "inputs", "outputs", "attrs", "side_effect_mem", "dynamic_shape",
-            "rw_write", "same_dtype"}
-_REQUIRED_OP_KEYS = {"kernel", "ascend_function", "inputs", "outputs"}
+_OP_KEYS = {"ascend_function", "inputs", "outputs", "attrs", "side_effect_mem", "rw_write", "same_dtype"}
+_REQUIRED_OP_KEYS = {"ascend_function", "inputs", "outputs"}
 _INPUT_KEYS = {"name", "dtype", "variadic"}
 _OUTPUT_KEYS = {"name", "dtype", "variadic", "shape", "dtype_of"}
 _ATTR_KEYS = {"name", "type"}
@@ -67,13 +66,11 @@ class AttrDef:
 @dataclasses.dataclass(frozen=True)
 class OpDef:
     name: str
-    kernel: str
     ascend_function: str
     inputs: Tuple[TensorDef, ...]
     outputs: Tuple[OutputDef, ...]
     attrs: Tuple[AttrDef, ...]
     side_effect_mem: bool
-    dynamic_shape: bool
     rw_write: Optional[str] = None  # the input written in place
     # Inputs of dtype "any" whose tensors must all have one dtype (every tensor of a variadic one).
     same_dtype: Tuple[str, ...] = ()
@@ -194,13 +191,11 @@ def _op(name, entry, dtypes):
         _fail(name, "rw_write", "an op that writes an input in place must also set side_effect_mem: true")
     return OpDef(
         name=name,
-        kernel=entry["kernel"],
         ascend_function=entry["ascend_function"],
         inputs=tuple(ins),
         outputs=tuple(outs),
         attrs=tuple(attrs),
         side_effect_mem=side_effect_mem,
-        dynamic_shape=_flag(name, "dynamic_shape", entry.get("dynamic_shape", False)),
         rw_write=rw_write,
         same_dtype=tuple(same_dtype),
     )
@@ -236,33 +231,3 @@ def op_def(name) -> OpDef:
 
 def all_op_defs():
     return dict(_load()[1])
-
-
-def reg_info(op: OpDef, variadic_count: Optional[int] = None):
-    """The CustomRegOp registration of op on CPU (needed where a C++ infer hook gives the shape)."""
-    from mindspore.ops import CustomRegOp
-
-    reg = CustomRegOp(op.name)
-    index = 0
-    for t in op.inputs:
-        for name in expanded_names(t, variadic_count):
-            reg = reg.input(index, name)
-            index += 1
-    for i, t in enumerate(op.outputs):
-        reg = reg.output(i, t.name)
-    for a in op.attrs:
-        reg = reg.attr(a.name, "required", a.type)
-    for dtype in supported_dtypes():
-        row = [(dtype if t.dtype == "any" else t.dtype, "DefaultFormat")
-               for t in (*op.inputs, *op.outputs) for _ in expanded_names(t, variadic_count)]
-        reg = reg.dtype_format(*row)
-    return reg.target("CPU").get_op_info()
-
-
-def expanded_names(t: TensorDef, variadic_count):
-    """The names of t's tensors: its own, or <name>0 ... for a variadic input of variadic_count."""
-    if not t.variadic:
-        return (t.name,)
-    if variadic_count is None:
-        raise ValueError(f"{t.name} is variadic: give its length")
-    return tuple(f"{t.name}{i}" for i in range(variadic_count))

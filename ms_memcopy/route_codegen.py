@@ -161,29 +161,6 @@ def route_table(ops=None):
     return "\n".join(lines)
 
 
-def aot_entries(ops=None):
-    """The aot route's entry symbols of every op (aot_entries.inc, included by aot_entry.cpp):
-    MSMC_AOT_ENTRY(<kernel>, "<op>") for each, and for the ops with dynamic_shape the infer hook
-    <kernel>InferShape evaluating the op's output rule (MSMC_AOT_INFER_LIKE / MSMC_AOT_INFER_DIMS)."""
-    ops = list((all_op_defs() if ops is None else ops).values())
-    lines = ["// Generated from configs/ops.yaml by ms_memcopy.route_codegen; do not edit."]
-    for op in ops:
-        lines.append(f'MSMC_AOT_ENTRY({op.kernel}, "{op.name}")')
-        if not op.dynamic_shape:
-            continue
-        out = op.outputs[0]
-        if len(op.outputs) != 1 or any(t.variadic for t in op.inputs) or out.shape == "given":
-            raise ValueError(f"{op.name}: dynamic_shape needs one output and no variadic input, with a shape rule")
-        if out.shape == "like":
-            lines.append(f"MSMC_AOT_INFER_LIKE({op.kernel}, {op.input_names.index(out.like)})")
-        else:
-            if any(isinstance(d, tuple) for d in out.shape):
-                raise ValueError(f"{op.name}: a dynamic_shape output's dimensions are ints or attributes")
-            dims = ", ".join(str(d) if isinstance(d, int) else f'extra->GetAttrInt("{d}")' for d in out.shape)
-            lines.append(f"MSMC_AOT_INFER_DIMS({op.kernel}, {dims})")
-    return "\n".join(lines) + "\n"
-
-
 def write_if_changed(path, text):
     """Writes text to path unless it already holds it (keeps ninja from rebuilding); returns path."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -73,10 +73,10 @@ def dtype_of(name):
     return ms.bool_ if name == "bool" else getattr(ms, name)
 
 
-def check_on_profile(run_python, script, profile, timeout=180, route=None):
-    """Runs script (which prints OK at the end) in a fresh interpreter on the SoC profile (and primitive
-    route, when given) and asserts it passed."""
-    env = {"MS_MEMCOPY_SOC": profile, **({"MS_MEMCOPY_ROUTE": route} if route else {})}
+def check_on_profile(run_python, script, profile, timeout=180):
+    """Runs script (which prints OK at the end) in a fresh interpreter on the SoC profile and asserts
+    it passed."""
+    env = {"MS_MEMCOPY_SOC": profile}
     result = run_python(script.replace("{profile}", profile), env=env, timeout=timeout)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert result.stdout.strip().endswith("OK")

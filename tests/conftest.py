@@ -176,16 +176,14 @@ def run_python(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # Primitive tests (tests/test_ops_*.py, test_nn.py)
 #
-# route      runs the test with the primitives built on the aot route and on the op_def route
-#            (MS_MEMCOPY_ROUTE; the op_def module is built once per machine and loaded once per session).
-# ms_mode    runs the test in GRAPH_MODE and in PYNATIVE_MODE (CPU target), on both routes.
+# ms_mode    runs the test in GRAPH_MODE and in PYNATIVE_MODE (CPU target).
 # style      runs the test with the op called in an nn.Cell's construct, in ms.jit, and eagerly.
 # ---------------------------------------------------------------------------------------------
 
-@pytest.fixture(params=["aot", "op_def"])
-def route(request, monkeypatch):
-    monkeypatch.setenv("MS_MEMCOPY_ROUTE", request.param)
-    return request.param
+@pytest.fixture
+def route():
+    """The primitives' one route (kept so that tests can name it in their ids and texts)."""
+    return "op_def"
 
 
 @pytest.fixture(params=["graph", "pynative"])

@@ -11,7 +11,7 @@ from ms_memcopy import _paths, acl_error_codes
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "ops_impl" / "kernels"
 # The kernel sources the tests link, without the MindSpore entry layers.
-KERNEL_SOURCES = sorted(p for p in KERNELS.glob("*.cpp") if p.name != "aot_entry.cpp")
+KERNEL_SOURCES = sorted(KERNELS.glob("*.cpp"))
 PROGRAMS = sorted((Path(__file__).resolve().parent / "cpp_kernels").glob("*.cpp"))
 
 

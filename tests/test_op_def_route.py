@@ -1,9 +1,9 @@
 """The op_def route (ms_memcopy.op_def_route, ms_memcopy.route_codegen, ops_impl/kernels/ms_extension/).
 
-The primitives' results on this route are tested by the primitive tests (their `route` fixture);
-this file tests what is particular to it: the definitions it is generated from and their
-validation, the generated op_def and C++ table, MindSpore's generator accepting them, PYNATIVE
-ordering against built-in ops, the refusal of jit_level O2, and the route switch.
+The primitives' results on this route are tested by the primitive tests; this file tests what is
+particular to the module: the definitions it is generated from and their validation, the generated
+op_def and C++ table, MindSpore's generator accepting them, PYNATIVE ordering against built-in ops,
+the eager KernelInstance, the Ascend compile check and the refusal of jit_level O2.
 """
 import os
 import re
@@ -29,7 +29,7 @@ def table_with(**extra_ops):
 
 
 IN_PLACE_OP = {  # an op that writes an input in place, as a definition would declare it
-    "kernel": "MsMemcopyWriteRows", "ascend_function": "write_rows",
+    "ascend_function": "write_rows",
     "inputs": [{"name": "dst", "dtype": "any"}, {"name": "src", "dtype": "any"},
                {"name": "row", "dtype": "int64"}],
     "outputs": [{"name": "nbytes", "dtype": "int64", "shape": [1]}],
@@ -141,26 +141,23 @@ def test_every_op_has_a_body():
         assert f'{{"{op.name}", ' in registry, op.name
 
 
-# ---- the switch ---------------------------------------------------------------------------------
+# ---- one route ----------------------------------------------------------------------------------
 
-def test_route_switch(monkeypatch):
-    import mindspore as ms
-
-    assert ms.get_context("device_target") == "CPU"
-    monkeypatch.delenv(op_def_route.ROUTE_ENV, raising=False)
-    assert op_def_route.selected_route() == op_def_route.DEFAULT_CPU_ROUTE
-    monkeypatch.setenv(op_def_route.ROUTE_ENV, "op_def")
+def test_one_route_everywhere(monkeypatch):
+    """MS_MEMCOPY_ROUTE chose between two CPU routes; the aot route is gone and the variable does nothing."""
+    monkeypatch.setenv("MS_MEMCOPY_ROUTE", "aot")
     assert op_def_route.selected_route() == "op_def"
-    monkeypatch.setenv(op_def_route.ROUTE_ENV, "fast")
-    with pytest.raises(ValueError, match="MS_MEMCOPY_ROUTE must be one of"):
-        op_def_route.selected_route()
+    from ms_memcopy.ops import MemcpyWithDesc
+
+    assert MemcpyWithDesc().name == "Custom_memcpy_desc_copy"
+    assert not (ROOT / "ops_impl" / "kernels" / "aot_entry.cpp").exists()
 
 
 def test_info_prints_the_route():
-    env = dict(os.environ, MS_MEMCOPY_ROUTE="op_def", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = subprocess.run([sys.executable, "-m", "ms_memcopy", "info"], env=env, capture_output=True, text=True,
                          timeout=120, check=True).stdout
-    assert re.search(r"^primitive route: op_def \(MS_MEMCOPY_ROUTE=op_def\)", out, re.M), out
+    assert re.search(r"^primitive route: op_def \(every device\)", out, re.M), out
 
 
 # ---- with the module (built once per machine, loaded once per session) ----------------------------
@@ -198,7 +195,6 @@ def test_primitives_run_in_order_with_builtin_ops(pynative, monkeypatch):
     from ms_memcopy.ops import MemcpyWithCondition
 
     ms = pynative
-    monkeypatch.setenv(op_def_route.ROUTE_ENV, "op_def")
     copy = MemcpyWithCondition("d2d")
     x = ms.Tensor(np.arange(4096, dtype=np.float32))
     wrong = 0
@@ -210,40 +206,44 @@ def test_primitives_run_in_order_with_builtin_ops(pynative, monkeypatch):
 
 def test_kernel_errors_keep_their_type_and_text_eagerly(pynative, monkeypatch):
     """An error only the kernel sees (here a HostBuffer closed after the Python checks) reaches
-    Python from an asynchronous PYNATIVE launch as ValueError with the kernel's text."""
+    Python from an asynchronous PYNATIVE launch as ValueError with the kernel's text, both through
+    the eager KernelInstance and through MindSpore's single-op path (which gradients take)."""
     from mindspore.ops.primitive import _run_op
 
     from ms_memcopy import HostBuffer
     from ms_memcopy.ops import MemcpyWithCondition
 
     ms = pynative
-    monkeypatch.setenv(op_def_route.ROUTE_ENV, "op_def")
     buf = HostBuffer(64)
     op = MemcpyWithCondition("d2h", host_buffer=buf)
     buf.close()
     offset = ms.Tensor(np.array([0], np.int64))
-    with pytest.raises(ValueError, match="MemcpyWithCondition\\(d2h\\): ValueError: host_buffer: the HostBuffer is closed"):
+    closed = "MemcpyWithCondition\\(d2h\\): ValueError: host_buffer: the HostBuffer is closed"
+    with pytest.raises(ValueError, match=closed):
         _run_op(op, op.name, (ms.Tensor(np.ones(4, np.float32)), offset, *op._init_values)).asnumpy()
+    kernel = op_def_route.load().KernelInstance(op._op_def.name, *op._init_values)
+    with pytest.raises(ValueError, match=closed):
+        kernel(ms.Tensor(np.ones(4, np.float32)), np.zeros(1, np.int64))[0].asnumpy()
 
 
 @pytest.mark.slow
 def test_ascend_kernels_compile_and_link(tmp_path):
-    """The Ascend KernelMods (-DCUSTOM_ASCEND_OP) against the wheel's headers and this project's ACL
-    headers; linked with --allow-shlib-undefined, since CANN's libraries are not here."""
+    """Every unit of the module with the project's Ascend branches on (the Ascend KernelMods with
+    -DCUSTOM_ASCEND_OP, the PyNative entries with MSMC_ASCEND_BRANCHES) against the wheel's headers and
+    this project's ACL headers; linked with --allow-shlib-undefined, since CANN's libraries are not here."""
     library = op_def_route.compile_ascend_kernels(tmp_path)
     symbols = subprocess.run(["nm", "-C", str(library)], capture_output=True, text=True, check=True).stdout
     assert "RouteAscendKernel" in symbols and "CustomKernelFactory::Register" in symbols
+    assert "KernelInstance" in symbols and "RouteRunner" in symbols  # the PyNative entries are in it
     for op in op_defs.all_op_defs().values():
         assert f"gCustom_{op.ascend_function}FuncImpl" in symbols
 
 
 def test_variadic_primitive_keeps_its_attributes(monkeypatch):
-    """On the op_def route MemcpyBatch d2h is a Cell packing its tensors; it still reads like the
-    primitive it wraps."""
+    """MemcpyBatch d2h is a Cell packing its tensors; it still reads like the primitive it wraps."""
     from ms_memcopy import HostBuffer
     from ms_memcopy.ops import MemcpyBatch
 
-    monkeypatch.setenv(op_def_route.ROUTE_ENV, "op_def")
     with HostBuffer(64) as buf:
         op = MemcpyBatch("d2h", buf, num_tensors=3)
         assert (op.direction, op.num_tensors, op.host_buffer, op.route) == ("d2h", 3, buf, "op_def")
@@ -263,8 +263,7 @@ def test_call_runs_an_op(pynative):
         op_def_route.call("memcpy2d_h2d", (i64(0),), {"buffer_id": 1, "pitch": 8})
 
 
-@pytest.mark.parametrize("route", ["aot", "op_def"])
-def test_jit_level_o2_is_refused(run_python, route):
+def test_jit_level_o2_is_refused(run_python):
     """In a child interpreter: jit_config cannot be reset to its default once set."""
     result = run_python(f"""
 import sys
@@ -292,7 +291,7 @@ def run_o1(x):
     return op(x) * 3
 
 print("O1:", run_o1(x).asnumpy().tolist())
-""", env={"MS_MEMCOPY_ROUTE": route}, timeout=300)
+""", timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert re.search(r"refused: ms_memcopy (MemcpyWithDesc|memcpy_desc_copy): .*cannot be compiled with jit_level O2 .*use jit_level O0 "
                      r"or O1", result.stdout), result.stdout

@@ -693,4 +693,4 @@ print("OK")
 @pytest.mark.parametrize("profile", PROFILES)
 def test_in_place_ops_on_every_profile(run_python, route, profile):
     """The same results whichever calls the chip has (batch, descriptors, 2-D device-to-device copies)."""
-    check_on_profile(run_python, PROFILE_SCRIPT, profile, route=route)
+    check_on_profile(run_python, PROFILE_SCRIPT, profile)

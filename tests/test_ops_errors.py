@@ -1,12 +1,10 @@
 """Bad input: a ValueError or TypeError naming the argument, raised before any byte is copied.
 
-Where the offending value is known before the launch (eager calls, constants in a graph, shapes,
-dtypes, a closed HostBuffer) the Python exception type is raised in both modes. A value that only
-exists while a compiled graph runs is checked by the kernel; MindSpore reports kernel errors as
-RuntimeError, with the kernel's "ValueError: <argument>: ..." text.
+Eager calls check before launching. In a graph, dtypes and argument types are checked by the op's
+infer function while compiling (TypeError); values (constants and graph inputs alike) and shapes are
+checked by the kernel before it copies anything, and reach Python as ValueError with the kernel's
+"ValueError: <argument>: ..." text.
 """
-import os
-
 import numpy as np
 import pytest
 
@@ -34,20 +32,16 @@ def untouched(buf):
 
 def runtime_value_error(mode):
     """What a bad value held in a graph input raises: ValueError eagerly; in a graph the kernel's
-    error, which the op_def route raises as ValueError and the aot route's MindSpore as RuntimeError."""
+    ValueError, whose text carries the kernel's "ValueError: <argument>: ..." form."""
     if mode == "pynative":
         return ValueError, ""
-    return (ValueError if on_op_def_route() else RuntimeError), "ValueError: "
-
-
-def on_op_def_route():
-    return os.environ.get("MS_MEMCOPY_ROUTE") == "op_def"
+    return ValueError, "ValueError: "
 
 
 def graph_checked_at_launch(mode):
-    """True where a mistake the aot route finds while compiling the graph (from shapes, dtypes or
-    constant values) is found by the op_def route's kernel, with the kernel's text, as ValueError."""
-    return mode == "graph" and on_op_def_route()
+    """True where a mistake found from shapes or constant values is found by the graph's kernel at
+    launch, with the kernel's text, as ValueError (eager calls check before launching)."""
+    return mode == "graph"
 
 
 class ConstOffsets(nn.Cell):

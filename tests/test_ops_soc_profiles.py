@@ -50,17 +50,12 @@ print("OK")
 '''
 
 
-# Every profile on the aot route; on the op_def route (same op bodies) the two chips lacking the most calls.
-CASES = [(profile, "aot") for profile in PROFILES] + [("Ascend910", "op_def"), ("Ascend310P", "op_def")]
+@pytest.mark.parametrize("profile", PROFILES)
+def test_primitives_identical_on_every_profile(run_python, profile):
+    check_on_profile(run_python, SCRIPT, profile, timeout=300)
 
 
-@pytest.mark.parametrize("profile, route", CASES)
-def test_primitives_identical_on_every_profile(run_python, profile, route):
-    check_on_profile(run_python, SCRIPT, profile, timeout=300, route=route)
-
-
-@pytest.mark.parametrize("route", ["aot", "op_def"])
-def test_acl_failure_inside_a_kernel_names_the_call_code_and_message(run_python, route):
+def test_acl_failure_inside_a_kernel_names_the_call_code_and_message(run_python):
     """An ACL error in a kernel (here: the emulated SoC is unknown) carries the call, the code's name and
     number, and the runtime's message."""
     script = r'''
@@ -72,7 +67,7 @@ try:
 except RuntimeError as e:
     print("ERROR:", e)
 '''
-    result = run_python(script, env={"MS_MEMCOPY_SOC": "Ascend999", "MS_MEMCOPY_ROUTE": route}, timeout=300)
+    result = run_python(script, env={"MS_MEMCOPY_SOC": "Ascend999"}, timeout=300)
     assert "ms_memcopy MemcpyWithDesc: AclError: aclInit failed: ACL_ERROR_INVALID_PARAM (100000): " in result.stdout, \
         result.stdout + result.stderr[-2000:]
     assert "Ascend910B" in result.stdout  # the runtime's message lists the valid profiles

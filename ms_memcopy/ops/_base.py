@@ -1,16 +1,19 @@
-"""The base of the copy primitives: an ops.Custom(func_type="aot") over a kernel of configs/ops.yaml.
+"""The base of the copy primitives: the ``Custom_<op>`` primitive of an op of configs/ops.yaml.
+
+One route on every device (:mod:`ms_memcopy.op_def_route`): graphs (GRAPH_MODE, ms.jit) run the op's
+registered KernelMod (a NativeCpuKernelMod on CPU, a KernelMod in CustomKernelFactory on Ascend);
+an eager call runs the op's body through the module's PyboostRunner function with the int64 values
+passed as host values and the kernel state kept per primitive instance (:class:`CopyPrimitive`), so no
+single-op graph is compiled per value. Only a call recorded for a gradient (PYNATIVE under ms.grad)
+goes through MindSpore's single-op path, which records the op's bprop.
 
 Validation happens in three places, each as early as the values are known:
-- at compile time: on the aot route ``__infer__`` (GRAPH_MODE compile and PYNATIVE alike): dtypes,
-  ranks and static sizes, whether the HostBuffer is open, and the values of constant offset inputs;
-  on the op_def route the op's infer function (dtypes, TypeError);
-- ``__call__`` (eager execution, both routes): the offset values of the actual tensors, and that
-  in-place targets are whole tensors, not slices; on the aot route, when compiling a graph, also
-  that every input written in place (``rw_write`` in configs/ops.yaml) is a Parameter;
-- the kernel: everything again at launch, before any byte moves (in GRAPH_MODE this is where
-  offsets held in graph inputs, and on the op_def route constant ones, are checked). The op_def
-  route raises ValueError; the aot route's MindSpore reports a RuntimeError whose text reads
-  "ValueError: <argument>: ...".
+- at compile time the op's infer function: dtypes (TypeError), in-place inputs that are not
+  Parameters (TypeError), jit_level O2;
+- ``__call__`` (an eager call): argument types and dtypes, the offset and mapping values, and that
+  in-place targets are whole tensors, not slices;
+- the kernel: everything again at launch, before any byte moves (in graphs this is where offsets held
+  in graph inputs are checked), raising ValueError.
 
 Every error of these checks reads "ms_memcopy <primitive>(<mode>): <argument> ...", the prefix the
 kernels give theirs (the op's label, :func:`labelled_errors`).
@@ -18,18 +21,19 @@ kernels give theirs (the op's label, :func:`labelled_errors`).
 import contextlib
 import functools
 import numbers
+import threading
 from typing import Union
 
 import numpy as np
 import mindspore as ms
 from mindspore import nn, ops
-from mindspore.ops import signature as sig
 from mindspore.ops._grad_experimental.grad_base import bprop_getters
 from mindspore.ops.primitive import _run_op
 
-from .. import _kernels_lib, _paths, op_def_route, route_codegen
+from .. import _kernels_lib, op_def_route, route_codegen
+from .._framework import recording_gradients
 from ..host_buffer import HostBuffer
-from ..op_defs import expanded_names, op_def, reg_info, supported_dtypes
+from ..op_defs import op_def, supported_dtypes
 
 
 ERROR_PREFIX = "ms_memcopy "
@@ -107,14 +111,6 @@ def matrix_view(shape):
     return num_elements(shape[:-1]), shape[-1]
 
 
-OUTPUT_SIGNATURE_ATTR = "output_signature"
-
-
-def output_signature(shapes, dtypes):
-    """A text naming the shapes and dtypes of the outputs a primitive was built for."""
-    return ";".join(f"{dtype_name(d)}{list(s)}" for s, d in zip(shapes, dtypes))
-
-
 INT64_MAX = 2**63 - 1
 
 
@@ -176,13 +172,54 @@ def check_supported(arg, argument):
     return name
 
 
+class _HostValuesOfCall(threading.local):
+    """The host values of the int64 tensors of the eager call in progress on this thread, read once
+    for the checks and the launch ({id(tensor): (tensor, values)})."""
+
+    by_id = None
+
+
+_host_values_of_call = _HostValuesOfCall()
+
+
+@contextlib.contextmanager
+def reading_host_values_once():
+    """Within the block, each int64 tensor of the call is read back to the host (``asnumpy``) at most
+    once (:func:`host_values`). Re-entrant: an inner block shares the outer one's values."""
+    if _host_values_of_call.by_id is not None:
+        yield
+        return
+    _host_values_of_call.by_id = {}
+    try:
+        yield
+    finally:
+        _host_values_of_call.by_id = None
+
+
+def remember_host_values(tensor, values):
+    """Gives the host values of tensor, known without reading it back (a mapping given as numpy)."""
+    if _host_values_of_call.by_id is not None:
+        _host_values_of_call.by_id[id(tensor)] = (tensor, np.asarray(values, dtype=np.int64))
+
+
+def host_values(tensor):
+    """The values of an int64 tensor on the host (numpy): read once per eager call."""
+    memo = _host_values_of_call.by_id
+    if memo is not None and id(tensor) in memo:
+        return memo[id(tensor)][1]
+    values = tensor.asnumpy()
+    if memo is not None:
+        memo[id(tensor)] = (tensor, values)  # the tensor is kept so that its id stays its own
+    return values
+
+
 def eager_int64(value, argument):
     """The values of an int64 tensor given to an eager call (numpy, flattened)."""
     if not isinstance(value, ms.Tensor):
         raise TypeError(f"{argument} must be an int64 Tensor, not {type(value).__name__}")
     if value.dtype != ms.int64:
         raise TypeError(f"{argument} must be an int64 tensor, got {dtype_name(value.dtype)}")
-    return value.asnumpy().reshape(-1)
+    return host_values(value).reshape(-1)
 
 
 def flat_input_names(definition, count):
@@ -213,23 +250,25 @@ def check_same_dtype(definition, args):
 
 
 class CopyPrimitive(ops.Custom):
-    """A copy primitive over the op that configs/ops.yaml defines as op_name, on one of two routes
-    (chosen when the primitive is built, :func:`ms_memcopy.op_def_route.selected_route`):
+    """A copy primitive over the op that configs/ops.yaml defines as op_name: the op's ``Custom_<op>``
+    primitive of the op_def route's CustomOpBuilder module, with the attributes as its init arguments.
 
-    - ``aot``: an ``ops.Custom(func_type="aot")`` over the op's kernel symbol in
-      libms_memcopy_kernels.so (CPU only);
-    - ``op_def``: the op's ``Custom_<op>`` primitive of the op_def route's CustomOpBuilder module,
-      with the attributes as its init arguments; MindSpore runs its registered kernel (a
-      NativeCpuKernelMod on CPU, a KernelMod on Ascend) in GRAPH_MODE and eagerly.
+    In graphs MindSpore runs the op's registered kernel. An eager call runs the op's body through the
+    module's :class:`KernelInstance` of this primitive (created at the first eager call, released with
+    the primitive): int64 inputs go in as host values and the kernel state (result and descriptor
+    rings, events, pinned slots) is reused across calls.
 
     Subclasses give the attribute values, for an op whose outputs the caller describes
-    (``shape: given`` in configs/ops.yaml) ``given=(shapes, dtypes)``, the bprop, and two checks: ``_check_infer(args)`` with MindSpore's abstract arguments (aot route; the op_def
-    route checks in its infer function and kernel) and ``_check_eager(inputs)`` with the tensors of
-    an eager call (both routes). A bprop must depend only on its arguments: the op_def route
-    registers the first one built for each op.
+    (``shape: given`` in configs/ops.yaml) ``given=(shapes, dtypes)``, the bprop, and two checks:
+    ``_check_infer(args)`` on the abstract arguments (shapes, dtypes, constant values) and
+    ``_check_eager(inputs)`` on the tensors of an eager call; an eager call runs both. A bprop must
+    depend only on its arguments: the first one built for each op is registered.
     """
 
     _forms = ()  # the values of a public subclass's first argument (its mode or direction)
+
+    #: Kept for code that read it: the primitives have one route, on every device.
+    route = "op_def"
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -237,7 +276,7 @@ class CopyPrimitive(ops.Custom):
             cls.__init__ = _labelled_init(cls, cls.__dict__["__init__"])
 
     def __new__(cls, *args, **kwargs):
-        if cls._variadic_call(*args, **kwargs) and op_def_route.selected_route() == "op_def":
+        if cls._variadic_call(*args, **kwargs):
             primitive = super().__new__(cls)
             primitive.__init__(*args, **kwargs)
             return VariadicCall(primitive)
@@ -245,11 +284,12 @@ class CopyPrimitive(ops.Custom):
 
     @classmethod
     def _variadic_call(cls, *args, **kwargs):
-        """True when the primitive built from these arguments has a variadic input (the op_def
-        route then packs a call's tensors into the op's tuple argument, see VariadicCall)."""
+        """True when the primitive built from these arguments has a variadic input (a call's tensors
+        are then packed into the op's tuple argument, see VariadicCall)."""
         return False
 
     def __init__(self, op_name, *, attrs, given=None, variadic_count=None, bprop=None):
+        del variadic_count  # the op_def's tuple input takes any count; subclasses check theirs
         definition = op_def(op_name)
         if set(attrs) != set(definition.attr_names):
             raise AssertionError(f"{op_name}: attributes {sorted(attrs)} differ from configs/ops.yaml "
@@ -261,45 +301,7 @@ class CopyPrimitive(ops.Custom):
         if "buffer_id" in attrs:
             # Keeps the buffer's id from naming another buffer for as long as this primitive may launch.
             self._buffer_id_lease = self.host_buffer._attach_primitive()
-        self._eager_calls = 0
-        self.route = op_def_route.selected_route()
-        if self.route == "op_def":
-            self._init_op_def(definition, attrs, given, bprop)
-        else:
-            out_shape, out_dtype = output_functions(definition, attrs, given)
-            super().__init__(
-                f"{_paths.KERNELS_LIBRARY}:{definition.kernel}",
-                out_shape=None if definition.dynamic_shape else out_shape,
-                out_dtype=out_dtype,
-                func_type="aot",
-                bprop=bprop,
-                reg_info=reg_info(definition, variadic_count) if definition.dynamic_shape else None,
-            )
-            for name, value in attrs.items():
-                self.add_prim_attr(name, value)
-            if given is not None:
-                # PYNATIVE caches an op's inferred outputs under its attributes and inputs: two primitives
-                # that differ only in the outputs they were built for must not share that entry.
-                shapes, dtypes = given if definition.outputs[0].variadic else ([given[0]], [given[1]])
-                self.add_prim_attr(OUTPUT_SIGNATURE_ATTR, output_signature(shapes, dtypes))
-        if definition.side_effect_mem:
-            self.add_prim_attr("side_effect_mem", True)
-        self._in_place_inputs, self._in_place_names = (), ()
-        if definition.rw_write is not None and self.route == "aot":
-            # (the op_def route's primitive has it from its op_def: args_signature rw_write)
-            named = [(t, name) for t in definition.inputs for name in expanded_names(t, variadic_count)]
-            self._in_place_inputs = tuple(i for i, (t, _) in enumerate(named) if t.name == definition.rw_write)
-            # What Primitive.__init__ does with a class's __mindspore_signature__, per instance: the
-            # number of inputs of a variadic op is known only now.
-            self.set_signatures(self._fill_signature(tuple(
-                sig.make_sig(name, sig.sig_rw.RW_WRITE if t.name == definition.rw_write else sig.sig_rw.RW_READ)
-                for t, name in named)))
-            self._in_place_names = tuple(
-                f"{t.name}[{name[len(t.name):]}]" if t.variadic else name
-                for i, (t, name) in enumerate(named) if i in self._in_place_inputs)
-
-    def _init_op_def(self, definition, attrs, given, bprop):
-        op_def_route.load()  # registers the Custom_<op> primitives and their kernels (built once)
+        op_def_route.load()  # registers the Custom_<op> primitives and their kernels
         ops.Primitive.__init__(self, f"Custom_{definition.ascend_function}")
         values = [attrs[name] for name in definition.attr_names]
         if given is not None:
@@ -312,20 +314,20 @@ class CopyPrimitive(ops.Custom):
             self._set_prim_arg(name, value)
             self.init_attrs[name] = value
         self._init_values = tuple(values)
+        self._kernel = None  # the eager calls' KernelInstance
         self.bprop = None if bprop is None else _register_op_def_bprop(definition, bprop)
+        if definition.side_effect_mem:
+            self.add_prim_attr("side_effect_mem", True)
 
     def __infer__(self, *args):
         _check_jit_level(self._label)
         with labelled_errors(self._label):
             check_same_dtype(self._op_def, args)
             self._check_infer(args)
-            if not self._eager_calls:  # compiling a graph (PYNATIVE infers on the calling thread, in __call__)
-                for index, name in zip(self._in_place_inputs, self._in_place_names):
-                    check_graph_in_place_target(args[index], name)
         return super().__infer__(*args)
 
     def __call__(self, *args):
-        with labelled_errors(self._label):
+        with labelled_errors(self._label), reading_host_values_once():
             return self._checked_call(args)
 
     def _checked_call(self, args):
@@ -333,18 +335,21 @@ class CopyPrimitive(ops.Custom):
         flat = [t for group in args for t in (group if isinstance(group, tuple) else (group,))]
         check_tensors(self._op_def, flat)  # wrong types and dtypes are TypeErrors before any value check
         check_same_dtype(self._op_def, [{"dtype": t.dtype} for t in flat])
-        if self.route == "aot":
-            self._check_eager(args)
-            self._eager_calls += 1
-            try:
-                return super().__call__(*args)
-            finally:
-                self._eager_calls -= 1
+        _check_jit_level(self._label)
         self._check_eager(flat)
-        # The aot route's compile-time checks run on every call too (in __infer__): the same here, on
-        # the tensors' metadata, so that an eager call raises the same errors on both routes.
         self._check_infer([{"shape": tuple(t.shape), "dtype": t.dtype, "value": None} for t in flat])
-        return _run_op(self, self.name, (*args, *self._init_values))
+        if recording_gradients():
+            # MindSpore records the op for autograd only on its own single-op path (a graph per value).
+            return _run_op(self, self.name, (*args, *self._init_values))
+        return self._launch_eagerly(args)
+
+    def _launch_eagerly(self, args):
+        if self._kernel is None:
+            self._kernel = op_def_route.load().KernelInstance(self._op_def.name, *self._init_values)
+        values = [np.ascontiguousarray(host_values(x), dtype=np.int64) if t.host_values else x
+                  for t, x in zip(self._op_def.inputs, args)]
+        outputs = self._kernel(*values)
+        return tuple(outputs) if self._op_def.outputs[0].variadic else outputs[0]
 
     def _check_infer(self, args):
         raise NotImplementedError
@@ -353,63 +358,22 @@ class CopyPrimitive(ops.Custom):
         raise NotImplementedError
 
 
-def output_functions(definition, attrs, given):
-    """(out_shape, out_dtype) of the aot route's ops.Custom: the output rule of configs/ops.yaml, as
-    functions of the input shapes and dtypes (a variadic input's one by one)."""
-    out = definition.outputs[0]
-    if len(definition.outputs) != 1:
-        raise AssertionError(f"{definition.name}: the aot route takes ops with one (possibly variadic) output")
-    if given is not None:
-        shapes, dtypes = given
-        return (lambda *_: shapes), (lambda *_: dtypes)
-
-    def index_of(name, count):
-        # The position of input `name` among count flattened inputs, and the variadic input's length.
-        variadic = count - (len(definition.inputs) - 1)
-        position = 0
-        for t in definition.inputs:
-            if t.name == name:
-                return position, variadic
-            position += variadic if t.variadic else 1
-        raise AssertionError(name)
-
-    def out_shape(*shapes):
-        if out.shape == "like":
-            return shapes[index_of(out.like, len(shapes))[0]]
-        dims = []
-        for d in out.shape:
-            if isinstance(d, int):
-                dims.append(d)
-            elif isinstance(d, tuple):  # ("len", variadic input)
-                dims.append(index_of(d[1], len(shapes))[1])
-            else:
-                dims.append(attrs[d])
-        return tuple(dims)
-
-    def out_dtype(*dtypes):
-        if out.dtype_of is not None:
-            return dtypes[index_of(out.dtype_of, len(dtypes))[0]]
-        return ms_dtype(out.dtype, "output")
-
-    return out_shape, out_dtype
-
-
 def _check_jit_level(label):
-    """The aot route's side of the refusal the op_def route's infer function makes: these kernels run
-    kernel by kernel, which jit_level O2 (task sink) does not do."""
+    """The refusal the op's infer function makes, for calls that reach no infer function: these
+    kernels run kernel by kernel, which jit_level O2 (task sink) does not do."""
     if ms.get_context("mode") == ms.GRAPH_MODE and (ms.get_context("jit_config") or {}).get("jit_level") == "O2":
         raise RuntimeError(f"{ERROR_PREFIX}{label}: runs kernel by kernel and cannot be compiled with "
                            "jit_level O2 (task sink); use jit_level O0 or O1")
 
 
 class VariadicCall(nn.Cell):
-    """A primitive with a variadic input on the op_def route: ``op(t0, ..., tk, offsets)`` as on the
-    aot route, passing the variadic tensors to the op_def primitive as one tuple.
+    """A primitive with a variadic input: ``op(t0, ..., tk, offsets)``, passing the variadic tensors to
+    the op_def primitive as one tuple.
 
     The primitive's attributes (``host_buffer``, ``num_tensors``, ...) are readable from this Cell.
-    Called from Python (not from a graph being compiled) it runs the primitive directly in every mode,
-    as the aot route's primitive does: a Cell called so in GRAPH_MODE would compile its construct,
-    which takes tensors only and skips the primitive's eager checks and argument conversions.
+    Called from Python (not from a graph being compiled) it runs the primitive directly in every mode:
+    a Cell called so in GRAPH_MODE would compile its construct, which takes tensors only and skips the
+    primitive's eager checks and argument conversions.
     """
 
     def __init__(self, primitive):
@@ -515,11 +479,3 @@ def check_in_place_target(tensor, argument):
                         f"temporary copy of it and be lost; pass the whole tensor and select the region with "
                         f"the op's own arguments")
     return tensor
-
-
-def check_graph_in_place_target(arg, argument):
-    """At graph compile time, an in-place target must be a Parameter (a reference in the graph)."""
-    if not isinstance(arg["dtype"], ms.dtype.RefType):
-        raise TypeError(f"{argument} must be a Parameter in graphs (GRAPH_MODE, ms.jit): it is written in place, "
-                        f"and a graph hands any other tensor (an input, a constant, a slice, a result) to the "
-                        f"kernel as a temporary, so the write would be lost")

@@ -12,7 +12,8 @@ import mindspore as ms
 
 from ..host_buffer import HostBuffer
 from ._base import (CopyPrimitive, check_host_buffer, check_in_place_target, check_int, check_supported,
-                    dtype_name, itemsize, labelled_errors, num_elements, static_shape)
+                    dtype_name, itemsize, labelled_errors, num_elements, reading_host_values_once,
+                    remember_host_values, static_shape)
 from ._checks import check_block_mapping
 
 _DIRECTIONS = ("d2h", "h2d")
@@ -83,18 +84,20 @@ class _BlockPrimitive(CopyPrimitive):
         return True  # the caches
 
     def __call__(self, *args):
-        # On the op_def route the caches arrive as one tuple (VariadicCall packs them).
+        # The caches arrive as one tuple (VariadicCall packs them).
         grouped = len(args) == 2 and isinstance(args[0], (tuple, list))
         flat = (*args[0], args[1]) if grouped else args
-        with labelled_errors(self._label):
-            self._check_count(len(flat))
-            values = _mapping_values(flat[-1])
-        mapping = flat[-1] if isinstance(flat[-1], ms.Tensor) else ms.Tensor(values)
-        self._eager_mapping = values  # checked from these values, not by reading the tensor back
-        try:
-            return super().__call__(args[0], mapping) if grouped else super().__call__(*flat[:-1], mapping)
-        finally:
-            self._eager_mapping = None
+        with reading_host_values_once():
+            with labelled_errors(self._label):
+                self._check_count(len(flat))
+                values = _mapping_values(flat[-1])
+            mapping = flat[-1] if isinstance(flat[-1], ms.Tensor) else ms.Tensor(values)
+            remember_host_values(mapping, values)  # checked and launched from these values
+            self._eager_mapping = values
+            try:
+                return super().__call__(args[0], mapping) if grouped else super().__call__(*flat[:-1], mapping)
+            finally:
+                self._eager_mapping = None
 
     def _check_count(self, count):
         if count != self.num_caches + 1:

@@ -1,6 +1,6 @@
-// Errors raised by the copy kernels. The launch functions throw them; the entry layers
-// (aot_entry.cpp, the CustomOpBuilder entry) turn them into the framework's error, keeping
-// the text, which is what users see.
+// Errors raised by the copy kernels. The launch functions throw them; the entry layer (the
+// CustomOpBuilder module, ms_extension/) turns them into the framework's error, keeping the text,
+// which is what users see.
 #ifndef MS_MEMCOPY_KERNELS_KERNEL_ERROR_H_
 #define MS_MEMCOPY_KERNELS_KERNEL_ERROR_H_
 

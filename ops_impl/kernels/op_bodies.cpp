@@ -368,7 +368,7 @@ BlockCaches CheckCaches(const TensorArg *caches, size_t count) {
 }
 
 // block_mapping ([n, 2] int64) on the host: its n pairs, read from wherever the entry layer put them
-// (host values on the op_def route, device memory on the aot route).
+// (host values from the entry layer, or device memory read back, as the C++ tests pass it).
 struct BlockMapping {
   const int64_t *pairs;  // 2 * n values
   size_t n;

@@ -1,5 +1,5 @@
-// The body of each primitive's kernel, shared by the entry layers: the CPU aot entry
-// (aot_entry.cpp) and the CustomOpBuilder entry of the Ascend route. A body validates its inputs
+// The body of each primitive's kernel, shared by every entry of the CustomOpBuilder module
+// (ms_extension/: eager PyboostRunner functions, CPU and Ascend KernelMods). A body validates its inputs
 // (InputError before any byte moves), plans the copy and launches it on `stream` through
 // copy_launch.h. It never waits for the stream: what queued work reads from the kernel's own memory
 // (staged results, descriptors) sits in slots guarded by events (event_slots.h), and the ACL calls
@@ -103,9 +103,9 @@ MSMC_KERNELS_API void SwapBlocksH2D(KernelState &s, const TensorArg *caches, siz
 MSMC_KERNELS_API void CopyBlocks(KernelState &s, const TensorArg *caches, size_t num_caches,
                                  const TensorArg &block_mapping, const TensorArg &out, aclrtStream stream);
 
-// One op of configs/ops.yaml as the entry layers run it: every entry (aot, op_def PyNative, op_def
-// CPU and Ascend KernelMods) finds the op's body here by its op name. `args` holds the op's tensors in
-// the aot order: inputs (a variadic input's tensors one by one), then outputs.
+// One op of configs/ops.yaml as the entry layers run it: every entry (PyNative function, CPU and
+// Ascend KernelMods) finds the op's body here by its op name. `args` holds the op's tensors in
+// op order: inputs (a variadic input's tensors one by one), then outputs.
 struct OpBody {
   const char *op;     // the op's name in configs/ops.yaml
   const char *label;  // the primitive and mode, for messages ("Memcpy2D(extract)")

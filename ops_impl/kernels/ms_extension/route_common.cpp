@@ -125,7 +125,7 @@ void EvalGiven(const RouteOp &op, const ArgReader &reader, OutputSpec *spec) {
   }
 }
 
-#ifdef CUSTOM_ASCEND_OP
+#if MSMC_ASCEND
 void LaunchOnDevice(const OpBody &body, KernelState &state, const std::vector<TensorArg> &args, aclrtStream stream) {
   int32_t device = 0;
   const aclError ret = aclrtGetDevice(&device);
@@ -249,7 +249,7 @@ void ThrowInput(const std::string &argument, const std::string &reason) {
 
 void LaunchBody(const OpBody &body, KernelState &state, const std::vector<TensorArg> &args, void *device_stream) {
   try {
-#ifdef CUSTOM_ASCEND_OP
+#if MSMC_ASCEND
     LaunchOnDevice(body, state, args, static_cast<aclrtStream>(device_stream));
 #else
     (void)device_stream;  // the CPU backend has none

@@ -5,7 +5,7 @@
 //
 // Built with -DCUSTOM_ASCEND_OP for backend "Ascend" (tensors are device memory, launches run on the
 // stream MindSpore gives); without it (backend "CPU") tensors are host memory and launches follow the
-// CPU protocol of the aot entries.
+// CPU target's protocol (RunOnHostTarget, launch_context.h).
 #ifndef MS_MEMCOPY_KERNELS_MS_EXTENSION_ROUTE_COMMON_H_
 #define MS_MEMCOPY_KERNELS_MS_EXTENSION_ROUTE_COMMON_H_
 
@@ -20,6 +20,15 @@
 #include "acl/acl.h"
 #include "mindapi/base/type_id.h"
 #include "op_bodies.h"
+
+// The project's Ascend branches: on in the Ascend build (CustomOpBuilder adds CUSTOM_ASCEND_OP), and in
+// the compile check of a unit whose MindSpore header needs CANN's headers under CUSTOM_ASCEND_OP (it
+// includes that header in its CPU form, then sets MSMC_ASCEND_BRANCHES: see op_def_route.py).
+#if defined(CUSTOM_ASCEND_OP) || defined(MSMC_ASCEND_BRANCHES)
+#define MSMC_ASCEND 1
+#else
+#define MSMC_ASCEND 0
+#endif
 
 namespace msmc {
 namespace route {
@@ -137,10 +146,10 @@ TensorArg ToTensorArg(void *data, const Shape &shape, TypeId type, std::vector<s
 // ---- launches -------------------------------------------------------------------------------------------
 
 // Runs body on one launch's tensors (inputs, then outputs) following the backend's protocol: on CPU
-// the tensors are declared device memory on the calling thread's stream, which is synchronized
-// before returning (MindSpore reuses the memory as soon as the kernel returns); on Ascend the body
-// runs on `device_stream`, synchronized after it only when the body holds host state. Errors are
-// rethrown through Rethrow(body.label).
+// the tensors are declared device memory on the calling thread's stream, whose queued work runs before
+// returning (MindSpore reuses the memory as soon as the kernel returns); on Ascend the body runs on
+// `device_stream` and the launch returns without waiting. Errors are rethrown through
+// Rethrow(body.label).
 void LaunchBody(const OpBody &body, KernelState &state, const std::vector<TensorArg> &args, void *device_stream);
 
 }  // namespace route

@@ -1,9 +1,15 @@
-// The op_def route's PyNative entries: one Python function per op of the generated table, named
-// like the op, registered in this CustomOpBuilder module. Each takes the op_def arguments in order
-// (a tensor, a tuple of tensors for a variadic input, then the attribute and given-output values as
-// ints or tuples of ints) and returns a tuple of the op's output tensors. It evaluates the output
-// rules of configs/ops.yaml on the actual inputs, allocates the outputs, and runs the op's body
-// through a PyboostRunner on the stream MindSpore launches the op on.
+// The op_def route's eager entries (PYNATIVE, and a primitive called from Python in any mode).
+//
+// KernelInstance: one per primitive instance. It holds the op's init arguments (attributes, given
+// output shapes and dtypes) and the KernelState its launches reuse (result and descriptor rings,
+// events, pinned slots), which lives as long as the instance and any launch still queued. Calling it
+// with the op's inputs (a tensor, a tuple of tensors for a variadic input, and the values of each
+// int64 input as host values) runs the op's body through a PyboostRunner on the stream MindSpore
+// launches the op on. No single-op graph is compiled, so a new offset or mapping costs what a
+// repeated one does, and nothing is kept per value.
+//
+// One Python function per op of the generated table, named like the op, takes every op_def argument
+// in order and runs a fresh instance once (a debugging form; the primitives keep an instance).
 //
 // On the CPU target the runner launches its kernel inline in its device task, as MindSpore's built-in
 // CPU kernels do: the documented form (launching from MindSpore's separate launch queue) lets a
@@ -14,7 +20,11 @@
 #include <utility>
 #include <vector>
 
+// MindSpore's extension header first, in the form the build asked for: with CUSTOM_ASCEND_OP it
+// needs CANN's headers, so the compile check of the Ascend branches (MSMC_ASCEND_BRANCHES) includes
+// its CPU form and turns the project's own branches on after it (route_common.h).
 #include "ms_extension/api.h"
+#include "pybind11/numpy.h"
 #include "route_common.h"
 #include "route_ops.inc"
 
@@ -24,60 +34,73 @@ namespace {
 
 using Tensors = std::vector<ms::Tensor>;
 
+// The values of an int64 input, read on the host before the launch is queued.
+struct HostValues {
+  std::vector<int64_t> values;
+  Shape shape;
+};
+
 // One op_def argument as the caller gave it.
 struct ArgValue {
-  Tensors tensors;                    // kTensor, kHostValues: one; kTensors: all
+  Tensors tensors;                    // kTensor: one; kTensors: all
+  HostValues host;                    // kHostValues
   std::optional<int64_t> int_value;   // kInt, kGivenDtype
   std::vector<int64_t> ints;          // kInts and the other given tuples
 };
 
+bool IsInput(ArgKind kind) {
+  return kind == ArgKind::kTensor || kind == ArgKind::kTensors || kind == ArgKind::kHostValues;
+}
+
+int InputCount(const RouteOp &op) {
+  int n = 0;
+  while (n < op.nargs && IsInput(op.args[n].kind)) {
+    ++n;
+  }
+  return n;
+}
+
 class RouteRunner : public ms::pynative::PyboostRunner {
  public:
-  RouteRunner(const RouteOp &op, const OpBody &body) : PyboostRunner(op.name), body_(body) {}
-
-  KernelState &state() { return state_; }
-  void set_host_value_inputs(std::vector<bool> flags) { host_value_inputs_ = std::move(flags); }
+  RouteRunner(const RouteOp &op, const OpBody &body, std::shared_ptr<KernelState> state, std::vector<ArgValue> values)
+      : PyboostRunner(op.name), op_(op), body_(body), state_(std::move(state)), values_(std::move(values)) {}
 
   void LaunchKernel() override {
     std::vector<TensorArg> args;
-    args.reserve(inputs().size() + outputs().size());
+    args.reserve(inputs().size() + outputs().size() + values_.size());
     unnamed_.clear();
     unnamed_.reserve(inputs().size() + outputs().size());  // c_str() pointers must stay valid
-    bool reads_values = false;
-    for (size_t i = 0; i < inputs().size(); ++i) {
-      args.push_back(ToArg(inputs()[i]));
-      reads_values = reads_values || host_value_inputs_[i];
+    size_t next = 0;
+    for (int a = 0; a < InputCount(op_); ++a) {
+      const ArgValue &v = values_[static_cast<size_t>(a)];
+      if (op_.args[a].kind == ArgKind::kHostValues) {
+        const HostValues &h = v.host;
+        args.push_back(TensorArg{const_cast<int64_t *>(h.values.data()), h.shape.data(),
+                                 static_cast<int>(h.shape.size()), "int64", true});
+        continue;
+      }
+      for (size_t i = 0; i < v.tensors.size(); ++i) {
+        args.push_back(ToArg(inputs()[next++]));
+      }
     }
     for (const ms::Tensor &t : outputs()) {
       args.push_back(ToArg(t));
     }
-#ifdef CUSTOM_ASCEND_OP
-    // The body reads int64 inputs back with a synchronous copy, which does not wait for the stream
-    // that produces them.
-    if (reads_values) {
-      try {
-        Synchronize(static_cast<aclrtStream>(stream()));
-      } catch (...) {
-        Rethrow(body_.label);
-      }
-    }
-#else
-    (void)reads_values;  // the CPU body reads host memory in stream order
-#endif
-    LaunchBody(body_, state_, args, stream());
+    LaunchBody(body_, *state_, args, stream());
   }
 
  protected:
-#ifndef CUSTOM_ASCEND_OP
+#if !MSMC_ASCEND
   void _DispatchLaunchTask() override { LaunchKernel(); }
 #endif
 
  private:
   TensorArg ToArg(const ms::Tensor &t) { return ToTensorArg(t.GetDataPtr(), t.shape(), t.data_type(), &unnamed_); }
 
+  const RouteOp &op_;
   const OpBody &body_;
-  KernelState state_;
-  std::vector<bool> host_value_inputs_;
+  std::shared_ptr<KernelState> state_;
+  std::vector<ArgValue> values_;
   std::vector<std::string> unnamed_;
 };
 
@@ -92,20 +115,48 @@ std::vector<int64_t> ToInts(const py::handle &obj, const char *argument) {
   return values;
 }
 
-std::vector<ArgValue> Convert(const RouteOp &op, const py::args &args) {
-  if (args.size() != static_cast<size_t>(op.nargs)) {
-    ThrowInput("arguments", "takes " + std::to_string(op.nargs) + " arguments, got " + std::to_string(args.size()));
+// The values of an int64 input given as a numpy array or a sequence of ints (no wait), or as a
+// Tensor (read back with asnumpy(), which waits for the op that produces it).
+HostValues ToHostValues(const py::handle &obj, const char *argument) {
+  py::object source = py::reinterpret_borrow<py::object>(obj);
+  if (py::isinstance<ms::Tensor>(obj) || py::hasattr(obj, "asnumpy")) {
+    source = source.attr("asnumpy")();
   }
-  std::vector<ArgValue> values(args.size());
-  for (int a = 0; a < op.nargs; ++a) {
+  py::array array = py::array::ensure(source);
+  if (!array) {
+    PyErr_Clear();
+    throw py::type_error(std::string(argument) + " must be int64 values (a numpy array, a sequence of ints or an "
+                         "int64 Tensor)");
+  }
+  if (array.dtype().kind() != 'i' && array.dtype().kind() != 'u' && array.size() != 0) {
+    throw py::type_error(std::string(argument) + " must be int64 values, got dtype " +
+                         py::str(array.dtype()).cast<std::string>());
+  }
+  auto ints = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(array);
+  if (!ints) {
+    PyErr_Clear();
+    throw py::type_error(std::string(argument) + " must be int64 values");
+  }
+  HostValues h;
+  h.values.assign(ints.data(), ints.data() + ints.size());
+  h.shape.assign(ints.shape(), ints.shape() + ints.ndim());
+  return h;
+}
+
+// Converts args[0..] onto the op_def arguments first..first+args.size() of op.
+void Convert(const RouteOp &op, const py::args &args, int first, std::vector<ArgValue> *values) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const int a = first + static_cast<int>(i);
     const RouteArg &arg = op.args[a];
-    const py::handle obj = args[static_cast<size_t>(a)];
-    ArgValue &v = values[static_cast<size_t>(a)];
+    const py::handle obj = args[i];
+    ArgValue &v = (*values)[static_cast<size_t>(a)];
     try {
       switch (arg.kind) {
         case ArgKind::kTensor:
-        case ArgKind::kHostValues:
           v.tensors.push_back(py::cast<ms::Tensor>(obj));
+          break;
+        case ArgKind::kHostValues:
+          v.host = ToHostValues(obj, arg.name);
           break;
         case ArgKind::kTensors:
           for (const py::handle &item : obj) {
@@ -122,47 +173,44 @@ std::vector<ArgValue> Convert(const RouteOp &op, const py::args &args) {
           v.ints = ToInts(obj, arg.name);
       }
     } catch (const py::cast_error &) {
-      ThrowInput(arg.name, "has the wrong type for this op_def argument");
+      throw py::type_error(std::string(arg.name) + " has the wrong type for this op_def argument");
     }
   }
-  return values;
 }
 
 ArgReader ReaderOf(const std::vector<ArgValue> &values) {
   ArgReader r;
-  r.shape = [&values](int i) { return values[i].tensors.at(0).shape(); };
-  r.dtype = [&values](int i) { return values[i].tensors.at(0).data_type(); };
-  r.int_value = [&values](int i) { return values[i].int_value; };
-  r.ints = [&values](int i) -> std::optional<std::vector<int64_t>> { return values[i].ints; };
-  r.length = [&values](int i) -> std::optional<size_t> { return values[i].tensors.size(); };
+  r.shape = [&values](int i) {
+    const ArgValue &v = values[static_cast<size_t>(i)];
+    return v.tensors.empty() ? v.host.shape : v.tensors.at(0).shape();
+  };
+  r.dtype = [&values](int i) {
+    const ArgValue &v = values[static_cast<size_t>(i)];
+    return v.tensors.empty() ? mindspore::kNumberTypeInt64 : v.tensors.at(0).data_type();
+  };
+  r.int_value = [&values](int i) { return values[static_cast<size_t>(i)].int_value; };
+  r.ints = [&values](int i) -> std::optional<std::vector<int64_t>> { return values[static_cast<size_t>(i)].ints; };
+  r.length = [&values](int i) -> std::optional<size_t> { return values[static_cast<size_t>(i)].tensors.size(); };
   return r;
 }
 
 // Runs in MindSpore's frontend task, where the inputs' shapes are known.
-Tensors Run(const RouteOp &op, const OpBody &body, const std::vector<ArgValue> &values) {
+Tensors Run(const RouteOp &op, const OpBody &body, const std::shared_ptr<KernelState> &state,
+            const std::vector<ArgValue> &values) {
   try {
-    auto runner = std::make_shared<RouteRunner>(op, body);
     Tensors inputs;
-    std::vector<bool> host_value_inputs;
-    for (int a = 0; a < op.nargs; ++a) {
-      const RouteArg &arg = op.args[a];
-      const ArgValue &v = values[static_cast<size_t>(a)];
-      if (arg.kind == ArgKind::kInt) {
-        SetAttr(runner->state(), arg.name, *v.int_value);
-      }
-      for (const ms::Tensor &t : v.tensors) {
+    for (int a = 0; a < InputCount(op); ++a) {
+      for (const ms::Tensor &t : values[static_cast<size_t>(a)].tensors) {
         inputs.push_back(t);
-        host_value_inputs.push_back(arg.kind == ArgKind::kHostValues);
       }
     }
-    runner->set_host_value_inputs(std::move(host_value_inputs));
     const OutputSpec spec = EvalOutputs(op, ReaderOf(values));
     Tensors outputs;
     outputs.reserve(spec.shapes.size());
     for (size_t i = 0; i < spec.shapes.size(); ++i) {
       outputs.emplace_back(spec.dtypes[i], spec.shapes[i]);
     }
-    runner->Run(inputs, outputs);
+    std::make_shared<RouteRunner>(op, body, state, values)->Run(inputs, outputs);
     return outputs;
   } catch (...) {
     Rethrow(body.label);
@@ -179,25 +227,18 @@ size_t OutputCount(const RouteOp &op, const std::vector<ArgValue> &values) {
   return static_cast<size_t>(op.noutputs);
 }
 
-py::object Call(const char *name, const py::args &args) {
-  const RouteOp &op = FindRouteOp(name);
-  const OpBody &body = BodyOf(op);
-  std::vector<ArgValue> values;
-  try {
-    values = Convert(op, args);
-  } catch (...) {
-    Rethrow(body.label);
-  }
+py::object Dispatch(const RouteOp &op, const OpBody &body, const std::shared_ptr<KernelState> &state,
+                    std::vector<ArgValue> values) {
   auto py_output = mindspore::tensor::MakeVector<false>(OutputCount(op, values));
   auto promises = mindspore::tensor::TransformVectorPromise(py_output);
   mindspore::pynative::DispatchOp(std::make_shared<mindspore::pynative::PassthroughFrontendTask>(
-      [&op, &body, values, promises]() {
+      [&op, &body, state, values = std::move(values), promises]() {
         for (const ArgValue &v : values) {
           for (const ms::Tensor &t : v.tensors) {
             t.ConvertStubNodeToTensor();
           }
         }
-        const Tensors outputs = Run(op, body, values);
+        const Tensors outputs = Run(op, body, state, values);
         std::vector<mindspore::tensor::TensorPtr> results;
         results.reserve(outputs.size());
         for (const ms::Tensor &t : outputs) {
@@ -209,14 +250,95 @@ py::object Call(const char *name, const py::args &args) {
   return py::reinterpret_steal<py::object>(mindspore::tensor::TransformVectorOutput(py_output));
 }
 
+class KernelInstance {
+ public:
+  // init: the op_def arguments after the inputs (attributes, then given output shapes and dtypes).
+  KernelInstance(const std::string &name, const py::args &init)
+      : op_(FindRouteOp(name.c_str())), body_(BodyOf(op_)), state_(std::make_shared<KernelState>()) {
+    const int inputs = InputCount(op_);
+    if (init.size() != static_cast<size_t>(op_.nargs - inputs)) {
+      throw py::type_error(std::string(name) + " takes " + std::to_string(op_.nargs - inputs) +
+                           " init arguments, got " + std::to_string(init.size()));
+    }
+    init_.resize(static_cast<size_t>(op_.nargs));
+    try {
+      Convert(op_, init, inputs, &init_);
+      for (int a = inputs; a < op_.nargs; ++a) {
+        if (op_.args[a].kind == ArgKind::kInt) {
+          SetAttr(*state_, op_.args[a].name, *init_[static_cast<size_t>(a)].int_value);
+        }
+      }
+    } catch (const py::error_already_set &) {
+      throw;
+    } catch (const py::builtin_exception &) {
+      throw;
+    } catch (...) {
+      Rethrow(body_.label);
+    }
+  }
+
+  py::object Call(const py::args &args) {
+    const int inputs = InputCount(op_);
+    if (args.size() != static_cast<size_t>(inputs)) {
+      throw py::type_error(std::string("ms_memcopy ") + body_.label + ": takes " + std::to_string(inputs) +
+                           " inputs, got " + std::to_string(args.size()));
+    }
+    std::vector<ArgValue> values = init_;
+    try {
+      Convert(op_, args, 0, &values);
+    } catch (const py::error_already_set &) {
+      throw;
+    } catch (const py::builtin_exception &) {
+      throw;
+    } catch (...) {
+      Rethrow(body_.label);
+    }
+    return Dispatch(op_, body_, state_, std::move(values));
+  }
+
+  const char *op_name() const { return op_.name; }
+
+ private:
+  const RouteOp &op_;
+  const OpBody &body_;
+  std::shared_ptr<KernelState> state_;  // shared with the launches still queued
+  std::vector<ArgValue> init_;
+};
+
+py::object CallOnce(const char *name, const py::args &args) {
+  const RouteOp &op = FindRouteOp(name);
+  const int inputs = InputCount(op);
+  if (args.size() != static_cast<size_t>(op.nargs)) {
+    throw py::type_error(std::string(name) + " takes " + std::to_string(op.nargs) + " arguments, got " +
+                         std::to_string(args.size()));
+  }
+  py::tuple init(op.nargs - inputs);
+  py::tuple call(inputs);
+  for (int a = 0; a < op.nargs; ++a) {
+    if (a < inputs) {
+      call[static_cast<size_t>(a)] = args[static_cast<size_t>(a)];
+    } else {
+      init[static_cast<size_t>(a - inputs)] = args[static_cast<size_t>(a)];
+    }
+  }
+  KernelInstance instance(name, py::args(init));
+  return instance.Call(py::args(call));
+}
+
 }  // namespace
 }  // namespace route
 }  // namespace msmc
 
 #define MSMC_ROUTE_FUNCTION(NAME) \
-  m.def(#NAME, [](const py::args &args) { return msmc::route::Call(#NAME, args); });
+  m.def(#NAME, [](const py::args &args) { return msmc::route::CallOnce(#NAME, args); });
 
 PYBIND11_MODULE(MS_EXTENSION_NAME, m) {
   m.doc() = "ms_memcopy's op_def route: the copy ops as CustomOpBuilder functions and kernels";
+  py::class_<msmc::route::KernelInstance>(m, "KernelInstance",
+                                          "One primitive's kernel: its init arguments and the state its eager "
+                                          "launches reuse. KernelInstance(op, *init)(*inputs).")
+      .def(py::init<const std::string &, const py::args &>())
+      .def("__call__", &msmc::route::KernelInstance::Call)
+      .def_property_readonly("op", &msmc::route::KernelInstance::op_name);
   MSMC_ROUTE_OPS(MSMC_ROUTE_FUNCTION)
 }
