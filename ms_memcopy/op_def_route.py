@@ -274,8 +274,9 @@ def _load_cpu_plugin():
     must find them already loaded (by their names) rather than look them up."""
     import ctypes
 
-    for name in ("libmindspore_hardware_abstract.so", "libmindspore_ops_cpu.so"):
-        ctypes.CDLL(str(mindspore_plugin_dir() / name), mode=ctypes.RTLD_GLOBAL)
+    for path in (mindspore_plugin_dir().parent / "libmindspore_hardware_abstract.so",
+                 mindspore_plugin_dir() / "libmindspore_ops_cpu.so"):
+        ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
 
 
 def _python_link_flags():
