@@ -160,13 +160,58 @@ def d2h_case(nbytes):
     return Case("ops.d2h", "tensor -> pinned HostBuffer", max(4, nbytes // 4 * 4), build=build)
 
 
+def eager_case():
+    """Eager (PYNATIVE) calls on a 16-element float32 tensor: an offset or block mapping new at every
+    call against one repeated, and against ops.Identity called eagerly on the same tensor. Every call
+    waits for MindSpore's queues, as a caller reading the result does."""
+    def build(stack):
+        o = _ops()
+        import mindspore as ms
+        from mindspore import ops as msops
+
+        from ms_memcopy._framework import sync_launches
+
+        previous = ms.get_context("mode")
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+        stack.callback(ms.set_context, mode=previous)
+        x = g.tensor(np.arange(SMALL, dtype=np.float32))
+        slots = 4096
+        buf = _host_buffer(stack, slots * SMALL * 4)
+        d2h = o.MemcpyWithCondition("d2h", host_buffer=buf)
+        offsets = [_int64(i * SMALL * 4) for i in range(slots)]
+        caches = [ms.Parameter(g.tensor(np.zeros((64, SMALL), np.float32)), name=f"bench_eager_cache{i}")
+                  for i in range(2)]
+        copy = o.CopyBlocks(num_caches=2)
+        mappings = [np.array([[i % 32, 32 + (i * 7) % 32]], np.int64) for i in range(slots)]
+        identity = msops.Identity()
+
+        def calls(fn):
+            state = {"i": 0}
+
+            def step():
+                fn(state["i"] % slots)
+                state["i"] += 1
+                sync_launches()
+            step()
+            return g.python_loop(step)
+
+        return {
+            "MemcpyWithCondition d2h, new offset": (OURS, calls(lambda i: d2h(x, offsets[i]))),
+            "MemcpyWithCondition d2h, same offset": (OURS, calls(lambda i: d2h(x, offsets[0]))),
+            "CopyBlocks, new mapping": (OURS, calls(lambda i: copy(*caches, mappings[i]))),
+            "CopyBlocks, same mapping": (OURS, calls(lambda i: copy(*caches, mappings[0]))),
+            "ms Identity (eager)": (BASELINE, calls(lambda i: identity(x))),
+        }
+    return Case("ops.eager", f"eager call on {SMALL} float32", SMALL * 4, build=build, samples_scale=3)
+
+
 def _keep(loop, *arrays):
     loop.arrays = arrays  # the C loop holds raw addresses: keep the arrays alive with it
     return loop
 
 
 def cases(settings):
-    out = [overhead_case()]
+    out = [overhead_case(), eager_case()]
     out += [batch_case(size, count, settings.prim_builtin_max_count) for size, count in settings.prim_batch]
     out += [extract_case(w, r) for r in settings.prim_region_sizes for w in settings.prim_row_widths
             if r // w <= 5242880]

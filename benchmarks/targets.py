@@ -114,6 +114,22 @@ def overhead_target(results):
                    f"{max(min_ratios.values()):.2f}x); " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
 
 
+def eager_target(results):
+    goal = ("an eager call with a new offset or mapping each time within 1.2x of one with a repeated value, "
+            "and within 1.2x of ops.Identity called eagerly")
+    rows = _find(results, "ops.eager")
+    if not rows:
+        return _target("eager calls", goal, "not measured", "")
+    r = rows[0]
+    ident = _us(r, "ms Identity (eager)")
+    parts, ok = [f"Identity {ident:.0f} us"], True
+    for op, value in (("MemcpyWithCondition d2h", "offset"), ("CopyBlocks", "mapping")):
+        new, same = _us(r, f"{op}, new {value}"), _us(r, f"{op}, same {value}")
+        ok = ok and new <= 1.2 * same and new <= 1.2 * ident
+        parts.append(f"{op}: new {value} {new:.0f} us = {new / same:.2f}x same {value}, {new / ident:.2f}x Identity")
+    return _target("eager calls", goal, "met" if ok else "missed", "; ".join(parts))
+
+
 def _ours(result):
     return {k: v["us"] for k, v in result["impls"].items() if v["role"] == "ours"}
 
@@ -192,7 +208,7 @@ SMOKE_STATUS = "not evaluated (a smoke run checks that every case runs; its size
 def evaluate(results, mode=None):
     """Every goal's status on results; a smoke run reports each goal as not evaluated rather than met or missed."""
     evaluated = [f(results) for f in (batch_target, large_copy_target, copy2d_target, graph_batch_target,
-                                      overhead_target, write_target)]
+                                      overhead_target, eager_target, write_target)]
     evaluated += swap_targets(results) + [copy_blocks_target(results)]
     if mode == "smoke":
         for target in evaluated:

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "acl_optional.h"
 #include "copy_launch.h"
 #include "kernel_error.h"
 
@@ -101,6 +102,10 @@ void BatchCopier::RunChunk(size_t begin, size_t end, const aclrtMemcpyBatchAttr 
   size_t attr_index = 0;
   size_t fail_index = SIZE_MAX;
   aclrtMemcpyBatchAttr attrs[1] = {attr};
+  if (aclrtMemcpyBatchAsync == nullptr) {  // a CANN without it (acl_optional.h)
+    g_batch_supported.store(0, std::memory_order_relaxed);
+    return;
+  }
   const aclError ret = aclrtMemcpyBatchAsync(plan_.dsts.data() + begin, plan_.sizes.data() + begin,
                                              plan_.srcs.data() + begin, plan_.sizes.data() + begin, end - begin,
                                              attrs, &attr_index, 1, &fail_index, stream);

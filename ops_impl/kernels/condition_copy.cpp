@@ -1,12 +1,7 @@
+// MemcpyWithCondition's copy: aclrtMemcpyAsyncWithCondition, or aclrtMemcpyAsync where it is missing or refused.
+#include "acl_optional.h"
 #include "copy_launch.h"
 #include "kernel_error.h"
-
-// Declared weak so that the kernels still load against a CANN release that has dropped the
-// deprecated symbol; the copy then goes through aclrtMemcpyAsync.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-extern "C" aclError aclrtMemcpyAsyncWithCondition(void *dst, size_t destMax, const void *src, size_t count,
-                                                  aclrtMemcpyKind kind, aclrtStream stream) __attribute__((weak));
 
 namespace msmc {
 
@@ -15,12 +10,19 @@ void CopyWithCondition(void *dst, size_t dest_max, const void *src, size_t count
   if (count == 0) {
     return;
   }
+  // The call is deprecated: a CANN without the symbol, or a driver without the user-memory attributes
+  // it queries (207000), gets the same copy through aclrtMemcpyAsync.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   if (aclrtMemcpyAsyncWithCondition != nullptr) {
-    CheckAcl(aclrtMemcpyAsyncWithCondition(dst, dest_max, src, count, kind, stream), "aclrtMemcpyAsyncWithCondition");
-  } else {
-    CheckAcl(aclrtMemcpyAsync(dst, dest_max, src, count, kind, stream), "aclrtMemcpyAsync");
+    const aclError ret = aclrtMemcpyAsyncWithCondition(dst, dest_max, src, count, kind, stream);
+    if (ret != ACL_ERROR_RT_FEATURE_NOT_SUPPORT) {
+      CheckAcl(ret, "aclrtMemcpyAsyncWithCondition");
+      return;
+    }
   }
+#pragma GCC diagnostic pop
+  CheckAcl(aclrtMemcpyAsync(dst, dest_max, src, count, kind, stream), "aclrtMemcpyAsync");
 }
 
 }  // namespace msmc
-#pragma GCC diagnostic pop

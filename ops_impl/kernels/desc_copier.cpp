@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "acl_optional.h"
 #include "copy_launch.h"
 #include "kernel_error.h"
 
@@ -31,6 +32,10 @@ void *DescCopier::DescriptorFor(size_t slot, size_t index) {
 }
 
 bool DescCopier::Supported() {
+  if (supported_ < 0 && (aclrtGetMemcpyDescSize == nullptr || aclrtSetMemcpyDesc == nullptr ||
+                         aclrtMemcpyAsyncWithDesc == nullptr)) {
+    supported_ = 0;  // a CANN without them (acl_optional.h)
+  }
   if (supported_ < 0) {
     const aclError ret = aclrtGetMemcpyDescSize(ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, &desc_size_);
     if (ret == ACL_ERROR_RT_FEATURE_NOT_SUPPORT) {

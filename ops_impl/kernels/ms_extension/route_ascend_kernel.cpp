@@ -25,11 +25,15 @@ namespace {
 using mindspore::kernel::KernelAttr;
 using mindspore::kernel::KernelTensor;
 
-// aclmdlRICaptureGetInfo(stream, &status, &model) where the runtime has it (looked up at run time:
-// older CANN releases lack it). Status 0 is "not capturing".
+// aclmdlRICaptureGetInfo(stream, &status, &model) where the runtime has it (older CANN releases lack
+// it). MindSpore loads CANN with RTLD_LOCAL, so the symbol is looked up through the loaded
+// libascendcl's own handle, not RTLD_DEFAULT. Status 0 is "not capturing".
 bool StreamIsCapturing(void *stream) {
   using CaptureGetInfo = int (*)(void *, int *, void **);
-  static const auto get_info = reinterpret_cast<CaptureGetInfo>(dlsym(RTLD_DEFAULT, "aclmdlRICaptureGetInfo"));
+  static const auto get_info = []() -> CaptureGetInfo {
+    void *acl = dlopen("libascendcl.so", RTLD_LAZY | RTLD_NOLOAD);
+    return acl == nullptr ? nullptr : reinterpret_cast<CaptureGetInfo>(dlsym(acl, "aclmdlRICaptureGetInfo"));
+  }();
   if (get_info == nullptr) {
     return false;
   }
