@@ -298,6 +298,68 @@ print("O1:", run_o1(x).asnumpy().tolist())
     assert "O1: [0.0, 3.0, 6.0, 9.0]" in result.stdout
 
 
+def test_jit_level_o2_is_refused_for_jit_in_pynative(run_python):
+    """ms.jit inside PYNATIVE_MODE compiles a graph too: with jit_level O2 in the context it is refused
+    with the project's message, while eager calls in the same process still run."""
+    result = run_python(f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+import numpy as np
+import mindspore as ms
+ms.set_device("CPU")
+from ms_memcopy.ops import MemcpyWithDesc
+ms.set_context(mode=ms.PYNATIVE_MODE, jit_config={{"jit_level": "O2"}})
+op = MemcpyWithDesc()
+x = ms.Tensor(np.arange(4, dtype=np.float32))
+
+@ms.jit
+def run(x):
+    return op(x) * 2
+
+try:
+    run(x)
+except RuntimeError as e:
+    print("refused:", e)
+print("eager:", op(x).asnumpy().tolist())
+""", timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert re.search(r"refused: ms_memcopy MemcpyWithDesc: .*cannot be compiled with jit_level O2", result.stdout), \
+        result.stdout
+    assert "eager: [0.0, 1.0, 2.0, 3.0]" in result.stdout
+
+
+def test_graphs_with_a_variadic_op_log_no_parser_error(run_python):
+    """A variadic primitive is a Cell forwarding attributes to its primitive; MindSpore's parser asks
+    every Cell for a bprop, which must not be forwarded (it logged "Parse resolve function error")."""
+    result = run_python(f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+import numpy as np
+import mindspore as ms
+from mindspore import nn
+ms.set_device("CPU")
+ms.set_context(mode=ms.GRAPH_MODE)
+from ms_memcopy.ops import CopyBlocks
+caches = [ms.Parameter(ms.Tensor(np.arange(32, dtype=np.float32).reshape(8, 4)), name=f"c{{i}}") for i in range(2)]
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.op = CopyBlocks(num_caches=2)
+        self.c0, self.c1 = caches
+
+    def construct(self, mapping):
+        return self.op(self.c0, self.c1, mapping)
+
+print("moved:", Net()(ms.Tensor(np.array([[0, 5]], np.int64))).asnumpy().tolist())
+print("block:", caches[1].asnumpy()[5].tolist())
+""", timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "moved: [32]" in result.stdout and "block: [0.0, 1.0, 2.0, 3.0]" in result.stdout
+    assert "Parse resolve function error" not in result.stderr, result.stderr[-2000:]
+    assert "[ERROR]" not in result.stderr, result.stderr[-2000:]
+
+
 def test_build_dir_order(monkeypatch, tmp_path):
     """An explicit directory, then the installation's build, then MindSpore's cache, then the user's."""
     monkeypatch.setattr(op_def_route, "packaged_build_dir", lambda backend: tmp_path / "pkg" / backend)

@@ -366,6 +366,9 @@ def _check_jit_level(label):
                            "jit_level O2 (task sink); use jit_level O0 or O1")
 
 
+_CELL_HOOKS = frozenset({"bprop"})
+
+
 class VariadicCall(nn.Cell):
     """A primitive with a variadic input: ``op(t0, ..., tk, offsets)``, passing the variadic tensors to
     the op_def primitive as one tuple.
@@ -396,7 +399,9 @@ class VariadicCall(nn.Cell):
             return super().__getattr__(name)
         except AttributeError:
             primitive = self.__dict__.get("primitive") or self._primitives.get("primitive")
-            if primitive is None or name.startswith("__"):
+            # MindSpore asks a Cell for hooks such as bprop: the primitive's own must not answer for it
+            # (a forwarded bprop made every graph parse it and log "Parse resolve function error").
+            if primitive is None or name.startswith("_") or name in _CELL_HOOKS:
                 raise
             return getattr(primitive, name)
 

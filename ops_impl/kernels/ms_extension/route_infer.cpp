@@ -46,13 +46,16 @@ ArgReader ReaderOf(const InferInfoPtrList &in) {
 }
 
 // The copies are host code run kernel by kernel: a graph compiled for task sink (jit_level O2) or
-// captured as a whole cannot run them.
+// captured as a whole cannot run them. Checked whenever a graph is being compiled: in GRAPH_MODE, and
+// for ms.jit inside PYNATIVE_MODE.
 void CheckJitLevel(const char *label) {
   auto context = mindspore::MsContext::GetInstance();
-  if (context == nullptr || context->get_param<int>(mindspore::MS_CTX_EXECUTION_MODE) != mindspore::kGraphMode) {
+  if (context == nullptr) {
     return;
   }
-  if (context->GetJitLevel() == "O2") {
+  const bool compiling_graph = mindspore::JitCompiling() ||
+                               context->get_param<int>(mindspore::MS_CTX_EXECUTION_MODE) == mindspore::kGraphMode;
+  if (compiling_graph && context->GetJitLevel() == "O2") {
     MS_EXCEPTION(mindspore::RuntimeError)
         << "ms_memcopy " << label
         << ": runs kernel by kernel and cannot be compiled with jit_level O2 (task sink); use jit_level O0 or O1";

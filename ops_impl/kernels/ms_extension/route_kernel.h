@@ -11,6 +11,7 @@
 
 #include "include/runtime/hardware_abstract/kernel_base/kernel_tensor.h"
 #include "route_common.h"
+#include "route_raise.h"
 
 namespace msmc {
 namespace route {
@@ -26,7 +27,7 @@ class KernelCore {
     try {
       InitAttrs(inputs);
     } catch (const std::exception &e) {
-      Raise(e);
+      RaiseInFramework(e);
     }
   }
 
@@ -36,22 +37,13 @@ class KernelCore {
     try {
       LaunchBodyOn(inputs, outputs, stream);
     } catch (const std::exception &e) {
-      Raise(e);
+      RaiseInFramework(e);
     }
   }
 
   const char *label() const { return body_.label; }
 
  private:
-  // MindSpore's own exceptions keep their type and text on every path back to Python (an
-  // std::exception leaving a PYNATIVE device task arrives as "Unknown Error!").
-  [[noreturn]] static void Raise(const std::exception &e) {
-    if (dynamic_cast<const std::invalid_argument *>(&e) != nullptr) {
-      MS_EXCEPTION(mindspore::ValueError) << e.what();
-    }
-    MS_EXCEPTION(mindspore::RuntimeError) << e.what();
-  }
-
   void InitAttrs(const std::vector<KernelTensor *> &inputs) {
     try {
       Map(inputs.size());

@@ -27,6 +27,7 @@
 #include "pybind11/numpy.h"
 #include "route_common.h"
 #include "route_ops.inc"
+#include "route_raise.h"
 
 namespace msmc {
 namespace route {
@@ -86,7 +87,11 @@ class RouteRunner : public ms::pynative::PyboostRunner {
     for (const ms::Tensor &t : outputs()) {
       args.push_back(ToArg(t));
     }
-    LaunchBody(body_, *state_, args, stream());
+    try {
+      LaunchBody(body_, *state_, args, stream());
+    } catch (const std::exception &e) {
+      RaiseInFramework(e);  // it leaves MindSpore's device task
+    }
   }
 
  protected:
