@@ -346,7 +346,7 @@ class CopyPrimitive(ops.Custom):
     def _launch_eagerly(self, args):
         if self._kernel is None:
             self._kernel = op_def_route.load().KernelInstance(self._op_def.name, *self._init_values)
-        values = [np.ascontiguousarray(host_values(x), dtype=np.int64) if t.host_values else x
+        values = [np.ascontiguousarray(host_values(x), dtype=np.int64) if t.host_values else _dense(x)
                   for t, x in zip(self._op_def.inputs, args)]
         outputs = self._kernel(*values)
         return tuple(outputs) if self._op_def.outputs[0].variadic else outputs[0]
@@ -356,6 +356,15 @@ class CopyPrimitive(ops.Custom):
 
     def _check_eager(self, inputs):
         raise NotImplementedError
+
+
+def _dense(tensors):
+    """A tensor (or tuple of tensors) whose memory is laid out densely, as the kernels read it: a strided
+    view (a transposed or column slice) is copied first. In-place targets were checked to be whole
+    tensors already, so this copies only inputs that are read."""
+    if isinstance(tensors, tuple):
+        return tuple(_dense(t) for t in tensors)
+    return tensors if tensors.is_contiguous() else tensors.contiguous()
 
 
 def _check_jit_level(label):
