@@ -113,6 +113,7 @@ std::vector<ArgValue> Convert(const RouteOp &op, const py::args &args) {
           }
           break;
         case ArgKind::kInt:
+        case ArgKind::kLength:
         case ArgKind::kGivenDtype:
           v.int_value = py::cast<int64_t>(obj);
           break;
