@@ -30,7 +30,7 @@ import threading
 from pathlib import Path
 
 from . import _paths, route_codegen
-from .op_defs import op_def
+from .op_defs import all_op_defs, op_def
 
 ROUTES = ("aot", "op_def")
 ROUTE_ENV = "MS_MEMCOPY_ROUTE"
@@ -46,6 +46,7 @@ PASS_DEVICES = {"CPU": "cpu", "Ascend": "ascend"}
 
 _lock = threading.Lock()
 _modules = {}
+_registered_pass_devices = set()
 
 
 # ---- which route ------------------------------------------------------------------------------
@@ -313,20 +314,25 @@ def load(backend=None, build_dir=None):
 
 def register_tuple_pass(backend, module_path):
     """Registers the module's graph pass (:data:`route_codegen.TUPLE_PASS_NAME`, route_tuple_pass.cpp)
-    for backend's device with ``mindspore.graph.register_custom_pass``; :func:`load` does, once.
+    for backend's device with ``mindspore.graph.register_custom_pass``, once per process (MindSpore
+    would run a pass registered twice twice); :func:`load` does.
 
     The pass gives the kernels of the ops with a variadic input their tensors one by one: without it,
     an Ascend graph folds them into one temporary copy (RealMakeTuple), which the kernels refuse.
-    MindSpore applies it to the graphs compiled after the registration; registering it again would
-    run it twice. Raises RuntimeError when MindSpore refuses it."""
+    MindSpore applies it to the graphs compiled after the registration. Raises RuntimeError when
+    MindSpore refuses it."""
     from mindspore.graph import register_custom_pass
 
     device = PASS_DEVICES[_check_backend(backend)]
+    if device in _registered_pass_devices:
+        return
     if not register_custom_pass(route_codegen.TUPLE_PASS_NAME, str(module_path), device):
+        variadic = ", ".join(op.name for op in all_op_defs().values() if op.length_attr is not None)
         raise RuntimeError(f"ms_memcopy: mindspore.graph.register_custom_pass refused the op_def route's graph pass "
                            f"{route_codegen.TUPLE_PASS_NAME} from {module_path} for device {device!r} (MindSpore's "
                            f"log says why); without it a graph on {backend} may hand the ops with a variadic input "
-                           f"(MemcpyBatch d2h, SwapBlocks, CopyBlocks) their tensors folded into one temporary copy")
+                           f"({variadic}) their tensors folded into one temporary copy")
+    _registered_pass_devices.add(device)
 
 
 def loaded(backend):

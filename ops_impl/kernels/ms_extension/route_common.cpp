@@ -175,8 +175,9 @@ void CheckVariadicLength(const RouteOp &op, const ArgReader &reader) {
   const std::optional<size_t> length = reader.length(variadic);
   const std::optional<int64_t> expected = reader.int_value(length_arg);
   if (length.has_value() && expected.has_value() && static_cast<int64_t>(*length) != *expected) {
-    ThrowInput(op.args[variadic].name, "holds " + std::to_string(*length) + " tensor(s) but the primitive was built for " +
-                                           op.args[length_arg].name + "=" + std::to_string(*expected));
+    ThrowInput(op.args[variadic].name, "holds " + std::to_string(*length) +
+                                           " tensor(s) but the primitive was built for " + op.args[length_arg].name +
+                                           "=" + std::to_string(*expected));
   }
 }
 

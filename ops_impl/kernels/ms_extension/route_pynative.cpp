@@ -186,6 +186,7 @@ py::object Call(const char *name, const py::args &args) {
   std::vector<ArgValue> values;
   try {
     values = Convert(op, args);
+    CheckVariadicLength(op, ReaderOf(values));  // here, not in the frontend task, which loses the error's text
   } catch (...) {
     Rethrow(body.label);
   }
