@@ -271,12 +271,18 @@ for num_caches in (2, 1):
 """
 
 
-def test_a_folded_tuple_input_is_refused(run_python):
+def test_a_folded_tuple_input_is_refused(run_python, tmp_path):
     """MindSpore folds the caches into one RealMakeTuple copy before a kernel declaring a TUPLE
     input; the kernel core refuses it whether the count differs (2 caches) or not (1 cache), and the
     Parameters keep their values."""
-    out = run_python(_FOLDED_GRAPH.replace("MODULE_PATH", repr(str(folded_tuple_module()))), timeout=300)
+    ir_dir = tmp_path / "ir"
+    out = run_python(_FOLDED_GRAPH.replace("MODULE_PATH", repr(str(folded_tuple_module()))), timeout=300,
+                     env={"MS_DEV_SAVE_GRAPHS": "1", "MS_DEV_SAVE_GRAPHS_PATH": str(ir_dir)})
     assert out.returncode == 0, out.stdout + out.stderr[-3000:]
+    final_graphs = sorted(ir_dir.rglob("hwopt_common_final_graph_*.ir"))
+    assert len(final_graphs) == 2
+    for dump in final_graphs:
+        assert copy_blocks_inputs(dump.read_text())[0][1] == "RealMakeTuple"
     refusals = re.findall(r"^refused: (.*)$", out.stdout, re.M)
     assert "ran" not in out.stdout and len(refusals) == 2, out.stdout
     pass_hint = (f"ms_memcopy's graph pass {route_codegen.TUPLE_PASS_NAME} unfolds this input: "
