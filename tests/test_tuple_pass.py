@@ -61,7 +61,8 @@ def test_a_variadic_input_without_its_length_attribute_is_an_error():
         op_defs.parse(table)
 
 
-def test_a_refused_registration_is_an_error(tmp_path):
+def test_a_refused_registration_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(op_def_route, "_registered_pass_devices", set())  # as if not registered yet
     with pytest.raises(RuntimeError, match=r"register_custom_pass refused the op_def route's graph pass "
                                            r"ms_memcopy_unfold_tuple_inputs .* for device 'cpu'.*copy_blocks"):
         op_def_route.register_tuple_pass("CPU", tmp_path / "no_such_plugin.so")

@@ -109,7 +109,8 @@ class KernelCore {
 
   // The first kernel input and the input count of every op_def argument. A variadic input arrives
   // flattened, and so does a tuple[int] argument; the table's generator allows tuple arguments only
-  // in ops without a variadic input, after every argument the kernel reads.
+  // in ops without a variadic input, after every argument the kernel reads. Throws when the variadic
+  // input arrived folded (CheckNotFolded).
   void Map(const std::vector<KernelTensor *> &inputs) {
     const size_t ninputs = inputs.size();
     if (mapped_inputs_ == ninputs) {
