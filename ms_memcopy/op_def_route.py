@@ -11,6 +11,9 @@ extension from ``ops_impl/kernels/ms_extension/`` plus two files generated from 
 (:mod:`ms_memcopy.route_codegen`), and loads it. Every kernel and PyNative function runs the op's
 body from ``op_bodies.cpp``. ``pip install`` builds it (setup.py); :func:`load` builds it only when
 the installation's build is missing or out of date.
+The module is also a MindSpore graph pass plugin: its pass unfolds the tuple input of the ops with
+a variadic input, which an Ascend graph would otherwise fold into one temporary copy
+(:func:`register_tuple_pass`).
 
 The module's functions can also be called directly (PYNATIVE_MODE): each op of configs/ops.yaml is a
 function named by its ``ascend_function`` taking the op_def arguments in order
@@ -30,17 +33,20 @@ import threading
 from pathlib import Path
 
 from . import _paths, route_codegen
-from .op_defs import op_def
+from .op_defs import all_op_defs, op_def
 
 BACKENDS = ("CPU", "Ascend")
 
 FINGERPRINT_FILE = "ms_memcopy_route.fingerprint"
 PYNATIVE_SOURCE = "route_pynative.cpp"
 ENTRY_SOURCES = ("route_common.cpp", "route_infer.cpp", PYNATIVE_SOURCE, "route_cpu_kernel.cpp",
-                 "route_ascend_kernel.cpp")
+                 "route_ascend_kernel.cpp", "route_tuple_pass.cpp")
+# register_custom_pass's name of each backend's device
+PASS_DEVICES = {"CPU": "cpu", "Ascend": "ascend"}
 
 _lock = threading.Lock()
 _modules = {}
+_registered_pass_devices = set()
 
 
 # ---- which route ------------------------------------------------------------------------------
@@ -133,8 +139,8 @@ def build_options(backend, generated_include):
     kernels = kernels_dir()
     lib_dir = str(_paths.LIB_DIR)
     # mindspore_common (in the wheel's lib directory, which CustomOpBuilder passes with -L): the infer
-    # functions ask it whether a graph is being compiled.
-    ldflags = [f"-L{lib_dir}", "-lms_memcopy_kernels", "-lmindspore_common"]
+    # functions ask it whether a graph is being compiled; mindspore_backend_common: the graph pass.
+    ldflags = [f"-L{lib_dir}", "-lms_memcopy_kernels", "-lmindspore_common", "-lmindspore_backend_common"]
     if backend == "CPU":
         if _paths.uses_host_runtime():
             ldflags.append("-lascendcl")  # the host ACL runtime; on Ascend CustomOpBuilder links CANN's
@@ -256,7 +262,7 @@ def compile_ascend_kernels(out_dir, jobs=2):
     ms_lib = Path(mindspore.__file__).resolve().parent / "lib"
     library = out_dir / "ms_memcopy_route_ascend_check.so"
     link = [cxx, "-shared", *(c[-1] for c in commands), "-o", str(library), f"-L{ms_lib}", "-lmindspore_core",
-            "-lmindspore_common",
+            "-lmindspore_common", "-lmindspore_backend_common",
             "-lmindspore_ms_backend", "-lmindspore_pynative", "-lmindspore_pynative_utils", "-lmindspore_pyboost",
             "-lmindspore_hardware_abstract",
             f"-L{mindspore_plugin_dir()}",
@@ -300,7 +306,11 @@ def load(backend=None, build_dir=None):
 
     Returns:
         The extension module: one function per op (PYNATIVE_MODE). Loading it registers the
-        ``Custom_<op>`` primitives and their kernels for GRAPH_MODE.
+        ``Custom_<op>`` primitives and their kernels for GRAPH_MODE, and the module's graph pass
+        (:func:`register_tuple_pass`).
+
+    Raises:
+        RuntimeError: MindSpore refused the graph pass.
     """
     backend = _check_backend(backend or default_backend())
     with _lock:
@@ -321,8 +331,32 @@ def load(backend=None, build_dir=None):
         # The raw extension, not CustomOpBuilder.load()'s proxy: its generated Python functions do
         # not handle prim_init arguments, and the primitives of ms_memcopy.ops are built here.
         module = CustomOpBuilder._import_module(path)
+        register_tuple_pass(backend, path)
         _modules[backend] = module
         return module
+
+
+def register_tuple_pass(backend, module_path):
+    """Registers the module's graph pass (:data:`route_codegen.TUPLE_PASS_NAME`, route_tuple_pass.cpp)
+    for backend's device with ``mindspore.graph.register_custom_pass``, once per process (MindSpore
+    would run a pass registered twice twice); :func:`load` does.
+
+    The pass gives the kernels of the ops with a variadic input their tensors one by one: without it,
+    an Ascend graph folds them into one temporary copy (RealMakeTuple), which the kernels refuse.
+    MindSpore applies it to the graphs compiled after the registration. Raises RuntimeError when
+    MindSpore refuses it."""
+    from mindspore.graph import register_custom_pass
+
+    device = PASS_DEVICES[_check_backend(backend)]
+    if device in _registered_pass_devices:
+        return
+    if not register_custom_pass(route_codegen.TUPLE_PASS_NAME, str(module_path), device):
+        variadic = ", ".join(op.name for op in all_op_defs().values() if op.length_attr is not None)
+        raise RuntimeError(f"ms_memcopy: mindspore.graph.register_custom_pass refused the op_def route's graph pass "
+                           f"{route_codegen.TUPLE_PASS_NAME} from {module_path} for device {device!r} (MindSpore's "
+                           f"log says why); without it a graph on {backend} may hand the ops with a variadic input "
+                           f"({variadic}) their tensors folded into one temporary copy")
+    _registered_pass_devices.add(device)
 
 
 def loaded(backend):

@@ -84,9 +84,19 @@ class OpDef:
         return tuple(t.name for t in self.inputs)
 
     @property
+    def length_attr(self):
+        """The int attribute holding the length of the op's variadic input (num_<input>), or None."""
+        return next((length_attr_name(t.name) for t in self.inputs if t.variadic), None)
+
+    @property
     def outputs_given(self):
         """True when the caller gives the outputs' shapes and dtypes (no input describes them)."""
         return any(o.shape == "given" for o in self.outputs)
+
+
+def length_attr_name(input_name):
+    """The attribute holding the length of variadic input input_name."""
+    return f"num_{input_name}"
 
 
 def _fail(op, where, message):
@@ -174,6 +184,10 @@ def _op(name, entry, dtypes):
         _fail(name, "inputs/attrs", f"a name is used twice in {names}")
     if sum(t.variadic for t in ins) > 1:
         _fail(name, "inputs", "at most one input may be variadic")
+    for t in ins:
+        if t.variadic and attr_types.get(length_attr_name(t.name)) != "int":
+            _fail(name, "attrs", f"variadic input {t.name!r} needs an int attribute {length_attr_name(t.name)!r} "
+                                 f"(its length)")
     outs = [_output(name, f"outputs[{i}]", o, dtypes, by_name, attr_types) for i, o in enumerate(entry["outputs"])]
     if any(o.shape == "given" for o in outs) and len(outs) != 1:
         _fail(name, "outputs", "shape: given is for an op with a single (possibly variadic) output")

@@ -5,7 +5,8 @@ Two files per build, both written into the build directory (never committed):
 - the op_def YAML that ``ops.CustomOpBuilder(op_def=...)`` turns into the ``Custom_<op>``
   primitive registrations (:func:`op_def_yaml`);
 - ``route_ops.inc``, the C++ table of every op's arguments and output rules that the module's
-  infer functions, kernels and PyNative functions are instantiated from (:func:`route_table`).
+  infer functions, kernels and PyNative functions are instantiated from (:func:`route_table`), and
+  the name of the module's graph pass (:data:`TUPLE_PASS_NAME`).
 
 Each op becomes an op_def whose arguments are, in order: its inputs (``tensor``, or
 ``tuple[tensor]`` for a variadic one), its attributes (``prim_init``: set when the primitive is
@@ -14,7 +15,8 @@ built, so the call takes the inputs only), and for an op whose outputs the calle
 and ``given_dtypes`` for a variadic output (``given_`` names: MindSpore reads init arguments as attributes of the primitive,
 and the primitives have their own ``shape`` and ``dtype``). Int64 inputs (offsets, rows, columns) are value-dependent: kernels get their values
 on the host. ``side_effect_mem`` becomes ``labels: side_effect_mem: True`` and ``rw_write: <input>``
-becomes ``args_signature: rw_write: <input>``.
+becomes ``args_signature: rw_write: <input>``. The length attribute of a variadic input
+(``num_<input>``) is an int attribute the kernels check the tensors they got against.
 """
 import yaml
 
@@ -22,6 +24,9 @@ from .op_defs import OpDef, all_op_defs, supported_dtypes
 
 OP_DEF_FILE = "ms_memcopy_route_ops.yaml"
 TABLE_FILE = "route_ops.inc"
+# The graph pass the module provides as a MindSpore pass plugin (route_tuple_pass.cpp): it unfolds the
+# tuple input of the ops with a variadic input.
+TUPLE_PASS_NAME = "ms_memcopy_unfold_tuple_inputs"
 
 _ATTR_TYPES = {"int": "int", "listInt": "tuple[int]", "str": "str"}
 _ATTR_KINDS = {"int": "kInt", "listInt": "kInts", "str": "kStr"}
@@ -48,6 +53,10 @@ def arg_names(op: OpDef):
 def call_arg_names(op: OpDef):
     """The arguments a call of the primitive passes (the rest are prim_init)."""
     return list(op.input_names)
+
+
+def _attr_kind(op: OpDef, a):
+    return "kLength" if a.name == op.length_attr else _ATTR_KINDS[a.type]
 
 
 def _input_kind(t):
@@ -134,6 +143,7 @@ def route_table(ops=None):
              "// also defines kRouteOps, the table of route_common.h.",
              "#ifndef MSMC_ROUTE_OPS",
              "#define MSMC_ROUTE_OPS(X) " + " ".join(f"X({n})" for n in names),
+             f'#define MSMC_TUPLE_PASS_NAME "{TUPLE_PASS_NAME}"',
              "#endif",
              "#if defined(MSMC_ROUTE_TABLE_DEFINITIONS) && !defined(MSMC_ROUTE_TABLE_DEFINED)",
              "#define MSMC_ROUTE_TABLE_DEFINED",
@@ -141,7 +151,7 @@ def route_table(ops=None):
     for op in ops:
         fn = op.ascend_function
         kinds = ([(t.name, _input_kind(t), _type_id(t.dtype)) for t in op.inputs]
-                 + [(a.name, _ATTR_KINDS[a.type], _type_id("any")) for a in op.attrs]
+                 + [(a.name, _attr_kind(op, a), _type_id("any")) for a in op.attrs]
                  + [(name, kind, _type_id("any")) for name, _, kind in given_args(op)])
         index = {name: i for i, (name, _, _) in enumerate(kinds)}
         args = ", ".join(f'{{"{name}", ArgKind::{kind}, {dtype}, {"true" if name in op.same_dtype else "false"}, '

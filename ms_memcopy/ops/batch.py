@@ -112,6 +112,7 @@ class MemcpyBatch(CopyPrimitive):
             if num_tensors is None:
                 raise ValueError("direction 'd2h' needs num_tensors")
             self.num_tensors = check_int(num_tensors, "num_tensors", minimum=1)
+            attrs["num_tensors"] = self.num_tensors
             super().__init__("memcpy_batch_d2h", attrs=attrs, variadic_count=num_tensors)
         else:
             if num_tensors is not None:

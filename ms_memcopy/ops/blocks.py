@@ -77,7 +77,7 @@ class _BlockPrimitive(CopyPrimitive):
     def __init__(self, op_name, num_caches, attrs):
         self.num_caches = check_int(num_caches, "num_caches", minimum=1)
         self._eager_mapping = None
-        super().__init__(op_name, attrs=attrs, variadic_count=self.num_caches)
+        super().__init__(op_name, attrs={**attrs, "num_caches": self.num_caches}, variadic_count=self.num_caches)
 
     @classmethod
     def _variadic_call(cls, *args, **kwargs):

@@ -42,12 +42,11 @@ const DtypeEntry *Find(TypeId type) {
 }
 
 int ArgOfKind(const RouteOp &op, ArgKind kind) {
-  for (int i = 0; i < op.nargs; ++i) {
-    if (op.args[i].kind == kind) {
-      return i;
-    }
+  const int index = FindArg(op, kind);
+  if (index < 0) {
+    throw std::logic_error(std::string(op.name) + ": the op_def has no argument for its given outputs");
   }
-  throw std::logic_error(std::string(op.name) + ": the op_def has no argument for its given outputs");
+  return index;
 }
 
 std::vector<int64_t> GivenInts(const RouteOp &op, const ArgReader &reader, ArgKind kind) {
@@ -158,7 +157,32 @@ const OpBody &BodyOf(const RouteOp &op) {
   return *body;
 }
 
+int FindArg(const RouteOp &op, ArgKind kind) {
+  for (int i = 0; i < op.nargs; ++i) {
+    if (op.args[i].kind == kind) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+void CheckVariadicLength(const RouteOp &op, const ArgReader &reader) {
+  const int variadic = FindArg(op, ArgKind::kTensors);
+  const int length_arg = FindArg(op, ArgKind::kLength);
+  if (variadic < 0 || length_arg < 0) {
+    return;
+  }
+  const std::optional<size_t> length = reader.length(variadic);
+  const std::optional<int64_t> expected = reader.int_value(length_arg);
+  if (length.has_value() && expected.has_value() && static_cast<int64_t>(*length) != *expected) {
+    ThrowInput(op.args[variadic].name, "holds " + std::to_string(*length) +
+                                           " tensor(s) but the primitive was built for " + op.args[length_arg].name +
+                                           "=" + std::to_string(*expected));
+  }
+}
+
 OutputSpec EvalOutputs(const RouteOp &op, const ArgReader &reader) {
+  CheckVariadicLength(op, reader);
   OutputSpec spec;
   for (int o = 0; o < op.noutputs; ++o) {
     const RouteOutput &out = op.outputs[o];

@@ -44,6 +44,7 @@ enum class ArgKind {
   kTensors,      // a variadic input: tuple[tensor], flattened into the kernel's inputs
   kHostValues,   // an int64 tensor input whose values the kernel reads on the host (value-dependent)
   kInt,          // an int attribute (prim_init)
+  kLength,       // the variadic input's length: an int attribute (prim_init, num_<input>)
   kInts,         // a tuple[int] attribute
   kStr,          // a str attribute
   kGivenShape,   // the output's shape, given by the caller (tuple[int])
@@ -96,6 +97,8 @@ struct RouteOp {
 const RouteOp &FindRouteOp(const char *name);
 // The body of op (op_bodies.h); throws std::logic_error naming the op when none is registered.
 const OpBody &BodyOf(const RouteOp &op);
+// The index of op's first argument of `kind`, or -1 (kTensors: the variadic input; kLength: its length).
+int FindArg(const RouteOp &op, ArgKind kind);
 
 // ---- output rules ---------------------------------------------------------------------------------
 
@@ -114,8 +117,12 @@ struct OutputSpec {
 };
 
 // The outputs' shapes and dtypes of op. Throws std::invalid_argument ("ValueError: <arg>: ...") for
-// a bad given shape or dtype, and when a given one is not a constant.
+// a bad given shape or dtype, when a given one is not a constant, and (CheckVariadicLength) for a
+// variadic input of another length than the op's length attribute.
 OutputSpec EvalOutputs(const RouteOp &op, const ArgReader &reader);
+// Throws std::invalid_argument when both op's variadic input's length and its length attribute are
+// known and differ.
+void CheckVariadicLength(const RouteOp &op, const ArgReader &reader);
 
 // ---- dtypes -------------------------------------------------------------------------------------------
 

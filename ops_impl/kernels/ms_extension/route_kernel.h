@@ -2,16 +2,20 @@
 // KernelTensors, shared by the CPU kernel (route_cpu_kernel.cpp) and the Ascend kernel
 // (route_ascend_kernel.cpp). It maps the op_def arguments of the generated table onto the kernel's
 // inputs (a variadic input arrives flattened, attributes arrive as inputs), reads the attributes
-// once, takes value-dependent inputs as host values, and runs the op's body from op_bodies.h.
+// once, takes value-dependent inputs as host values, and runs the op's body from op_bodies.h. It
+// refuses a variadic input that arrived folded into one tensor (CheckNotFolded).
 #ifndef MS_MEMCOPY_KERNELS_MS_EXTENSION_ROUTE_KERNEL_H_
 #define MS_MEMCOPY_KERNELS_MS_EXTENSION_ROUTE_KERNEL_H_
 
+#include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "include/runtime/hardware_abstract/kernel_base/kernel_tensor.h"
 #include "route_common.h"
 #include "route_raise.h"
+#include "route_ops.inc"  // MSMC_TUPLE_PASS_NAME
 
 namespace msmc {
 namespace route {
@@ -46,7 +50,7 @@ class KernelCore {
  private:
   void InitAttrs(const std::vector<KernelTensor *> &inputs) {
     try {
-      Map(inputs.size());
+      Map(inputs);
       for (int a = 0; a < op_.nargs; ++a) {
         const RouteArg &arg = op_.args[a];
         if (arg.kind == ArgKind::kInt) {
@@ -63,7 +67,7 @@ class KernelCore {
   void LaunchBodyOn(const std::vector<KernelTensor *> &inputs, const std::vector<KernelTensor *> &outputs,
                     void *stream) {
     try {
-      Map(inputs.size());
+      Map(inputs);
       args_.clear();
       unnamed_.clear();
       args_.reserve(inputs.size() + outputs.size());
@@ -97,8 +101,10 @@ class KernelCore {
 
   // The first kernel input and the input count of every op_def argument. A variadic input arrives
   // flattened, and so does a tuple[int] argument; the table's generator allows tuple arguments only
-  // in ops without a variadic input, after every argument the kernel reads.
-  void Map(size_t ninputs) {
+  // in ops without a variadic input, after every argument the kernel reads. Throws when the variadic
+  // input arrived folded (CheckNotFolded).
+  void Map(const std::vector<KernelTensor *> &inputs) {
+    const size_t ninputs = inputs.size();
     if (mapped_inputs_ == ninputs) {
       return;
     }
@@ -120,7 +126,37 @@ class KernelCore {
       throw std::logic_error("the kernel got " + std::to_string(ninputs) + " inputs for " + std::to_string(next) +
                              " op_def arguments");
     }
+    CheckNotFolded(inputs);
     mapped_inputs_ = ninputs;
+  }
+
+  // A variadic input that reaches the kernel as one tuple object (MindSpore's RealMakeTuple: a new
+  // contiguous copy of the tensors) would have the body read and write that copy: in-place writes
+  // would be lost. The primitive's length attribute says how many tensors the kernel must get.
+  void CheckNotFolded(const std::vector<KernelTensor *> &inputs) const {
+    const int variadic = FindArg(op_, ArgKind::kTensors);
+    const int length_arg = FindArg(op_, ArgKind::kLength);
+    if (variadic < 0 || length_arg < 0) {
+      return;
+    }
+    const size_t first = first_[static_cast<size_t>(variadic)];
+    const size_t count = count_[static_cast<size_t>(variadic)];
+    const int64_t expected = inputs[first_[static_cast<size_t>(length_arg)]]->GetValueWithCheck<int64_t>();
+    bool tuple_object = false;
+    for (size_t i = first; i < first + count; ++i) {
+      tuple_object =
+          tuple_object || (inputs[i]->host_info_exist() && inputs[i]->type_id() == mindspore::kObjectTypeTuple);
+    }
+    if (!tuple_object && static_cast<int64_t>(count) == expected) {
+      return;
+    }
+    throw std::runtime_error(
+        std::string(op_.args[variadic].name) + " arrived folded: the kernel got " + std::to_string(count) +
+        (tuple_object ? " input(s), a tuple object among them," : " input(s)") + " where the primitive was built for " +
+        op_.args[length_arg].name + "=" + std::to_string(expected) +
+        ". The graph passed the tensors as one folded tuple (RealMakeTuple, a temporary copy of them), so the op "
+        "would read and write that copy instead of the tensors. ms_memcopy's graph pass " MSMC_TUPLE_PASS_NAME
+        " unfolds this input: op_def_route.load() registers it, and it applies to graphs compiled after that");
   }
 
   TensorArg ToArg(const KernelTensor &t) {

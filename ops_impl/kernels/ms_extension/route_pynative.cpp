@@ -169,6 +169,7 @@ void Convert(const RouteOp &op, const py::args &args, int first, std::vector<Arg
           }
           break;
         case ArgKind::kInt:
+        case ArgKind::kLength:
         case ArgKind::kGivenDtype:
           v.int_value = py::cast<int64_t>(obj);
           break;
@@ -291,6 +292,7 @@ class KernelInstance {
     std::vector<ArgValue> values = init_;
     try {
       Convert(op_, args, 0, &values);
+      CheckVariadicLength(op_, ReaderOf(values));  // here: an error in the frontend task loses its text
     } catch (const py::error_already_set &) {
       throw;
     } catch (const py::builtin_exception &) {
