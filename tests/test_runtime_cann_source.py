@@ -130,6 +130,28 @@ def test_misaligned_descriptor_is_rejected_at_the_call(acl_res):
     assert code(rt.synchronize_stream, stream) == 0, "nothing was enqueued, so nothing fails later"
 
 
+@pytest.mark.parametrize("count,stored", [(4 * 2**30, 0), (4 * 2**30 - 1, 2**32 - 1), (4 * 2**30 - 64, 2**32 - 64)])
+def test_descriptor_count_is_stored_in_32_bits(acl_res, count, stored):
+    """CANN's Context::SetMemcpyDesc accepts count <= 4 GiB and stores it in rtMemcpyAddrInfo::len, a
+    uint32_t: exactly 4 GiB is stored as 0 and the copy moves nothing; aclrtMemcpyAsyncWithDesc and the
+    synchronize succeed (CANN's host side never reads the length, so nothing in its source fails it).
+    The device memory is never touched beyond the first page: the host runtime maps it lazily."""
+    base = acl_res.device(2 * count)
+    src, dst = base, base + count
+    rt.memcpy(src, 64, np.full(64, 0x11, np.uint8), 64, H2D)
+    rt.memcpy(dst, 64, np.full(64, 0xEE, np.uint8), 64, H2D)
+    desc = acl_res.device(rt.get_memcpy_desc_size(INNER_D2D))
+    rt.set_memcpy_desc(desc, INNER_D2D, src, dst, count)
+    raw = acl_res.download(desc, 32)
+    assert int(raw[24:28].view(np.uint32)[0]) == stored  # the count field (docs/host_runtime.md)
+    assert int(raw[28:32].view(np.uint32)[0]) == 0  # reserved
+    if stored == 0:
+        stream = acl_res.stream()
+        rt.memcpy_async_with_desc(desc, INNER_D2D, stream)
+        rt.synchronize_stream(stream)
+        np.testing.assert_array_equal(acl_res.download(dst, 64), np.full(64, 0xEE, np.uint8))
+
+
 def test_recent_error_message_is_kept_and_newest_first(acl_device):
     import ms_memcopy.acl as acl
 
