@@ -297,7 +297,8 @@ def malloc(size, policy=ACL_MEM_MALLOC_HUGE_FIRST):
 
 
 def malloc_host(size):
-    """aclrtMallocHost(&ptr, size): page-locked host memory; returns its address."""
+    """aclrtMallocHost(&ptr, size): page-locked host memory; returns its address. Needs a current context
+    on the calling thread (107002 without one)."""
     out = ctypes.c_void_p()
     _call("aclrtMallocHost", ctypes.byref(out), cv.size(size, "size"))
     return out.value or 0

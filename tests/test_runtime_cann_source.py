@@ -152,6 +152,21 @@ def test_descriptor_count_is_stored_in_32_bits(acl_res, count, stored):
         np.testing.assert_array_equal(acl_res.download(dst, 64), np.full(64, 0xEE, np.uint8))
 
 
+def test_malloc_host_needs_a_context_after_its_null_and_size_checks(run_python):
+    """CANN: the ACL layer's NULL and size-0 checks (100000), then ApiImpl::HostMalloc's context check
+    (107002); aclrtFreeHost needs no context (an unknown pointer is 107000, not 107002)."""
+    result = run_python(
+        "import ctypes\n"
+        "from ms_memcopy import _acl_lib\n"
+        "malloc_host, free_host = _acl_lib.func('aclrtMallocHost'), _acl_lib.func('aclrtFreeHost')\n"
+        "p = ctypes.c_void_p()\n"
+        "print(malloc_host(None, 64), malloc_host(ctypes.byref(p), 0), malloc_host(ctypes.byref(p), 64), p.value,\n"
+        "      free_host(None), free_host(ctypes.c_void_p(64 * 1024)))\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [str(INVALID_PARAM), str(INVALID_PARAM), str(RT_CONTEXT_NULL), "None",
+                                     str(INVALID_PARAM), str(RT_PARAM_INVALID)]
+
+
 def test_recent_error_message_is_kept_and_newest_first(acl_device):
     import ms_memcopy.acl as acl
 

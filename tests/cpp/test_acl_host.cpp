@@ -166,19 +166,27 @@ void TestBeforeAnyDevice()
     aclrtStream stream = nullptr;
     CHECK_RET(aclrtCreateStream(&stream), ACL_ERROR_RT_CONTEXT_NULL);
     CHECK_RET(aclrtSynchronizeStream(nullptr), ACL_ERROR_RT_CONTEXT_NULL);
-    // Pinned host memory needs no device.
-    void *host = PinnedAlloc(16);
-    // aclrtMemcpy2dAsync's NULL stream without a device is CANN's NULL current stream: 107000, not 107002.
+    // Pinned host memory needs a context (CANN's ApiImpl::HostMalloc), after the ACL layer's NULL and
+    // size-0 checks; aclrtFreeHost needs none (unknown memory: 107000, not 107002).
+    void *host = nullptr;
+    CHECK_RET(aclrtMallocHost(&host, 16), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_MSG("aclrtSetDevice");
+    CHECK(host == nullptr);
+    CHECK_RET(aclrtMallocHost(nullptr, 16), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtMallocHost(&host, 0), ACL_ERROR_INVALID_PARAM);
     unsigned char pageable[16] = {};
-    CHECK_RET(aclrtMemcpy2dAsync(host, 4, pageable, 4, 4, 4, ACL_MEMCPY_HOST_TO_DEVICE, nullptr),
+    unsigned char other[16] = {};
+    CHECK_RET(aclrtFreeHost(nullptr), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtFreeHost(pageable), ACL_ERROR_RT_PARAM_INVALID);
+    // aclrtMemcpy2dAsync's NULL stream without a device is CANN's NULL current stream: 107000, not 107002.
+    CHECK_RET(aclrtMemcpy2dAsync(other, 4, pageable, 4, 4, 4, ACL_MEMCPY_HOST_TO_DEVICE, nullptr),
               ACL_ERROR_RT_PARAM_INVALID);
     CHECK_MSG("no device is set");
-    CHECK_RET(aclrtMemcpyAsync(host, 16, pageable, 16, ACL_MEMCPY_HOST_TO_DEVICE, nullptr),
+    CHECK_RET(aclrtMemcpyAsync(other, 16, pageable, 16, ACL_MEMCPY_HOST_TO_DEVICE, nullptr),
               ACL_ERROR_RT_CONTEXT_NULL);
     // A device never set has no reference to release: CANN's 507007.
     CHECK_RET(aclrtResetDevice(0), ACL_ERROR_RT_CONTEXT_RELEASE_ERROR);
     CHECK_MSG("no reference");
-    CHECK_RET(aclrtFreeHost(host), ACL_SUCCESS);
 }
 
 void TestInitFinalize()
