@@ -175,3 +175,31 @@ def test_complete_stream_runs_the_queued_copies_without_counting(acl_res):
     np.testing.assert_array_equal(acl_res.download(dev, 512), src)
     assert code_of(rt.complete_stream, None) == 100000
     assert code_of(rt.complete_stream, 0x7fff0000) == 107017
+
+
+def test_live_resource_counts(acl_res):
+    """aclhostGetLiveResourceCounts: the events created and not destroyed, the pinned allocations not freed."""
+    import ctypes
+
+    from ms_memcopy import _acl_lib
+
+    before = rt.live_resource_counts()
+    assert before == (before.events, before.pinned_allocations)
+    events = [rt.create_event() for _ in range(3)] + [rt.create_event_with_flag(ACL_EVENT_SYNC)]
+    pinned = [rt.malloc_host(64), rt.malloc_host(1 << 20)]
+    dev = acl_res.device(64)  # device memory is not counted
+    assert rt.live_resource_counts() == (before.events + 4, before.pinned_allocations + 2)
+    rt.record_event(events[0], None)
+    rt.destroy_event(events[0])  # destroyed with its record queued: no longer live
+    assert rt.live_resource_counts().events == before.events + 3
+    for e in events[1:]:
+        rt.destroy_event(e)
+    for p in pinned:
+        rt.free_host(p)
+    assert code_of(rt.free_host, pinned[0]) == 107000  # a failed free changes nothing
+    assert rt.live_resource_counts() == before
+    assert dev
+    count = ctypes.c_uint64()
+    call = _acl_lib.func("aclhostGetLiveResourceCounts")
+    assert call(None, ctypes.byref(count)) == 100000
+    assert call(ctypes.byref(count), None) == 100000

@@ -3,6 +3,7 @@
 #ifndef MS_MEMCOPY_ACL_HOST_EVENT_H_
 #define MS_MEMCOPY_ACL_HOST_EVENT_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -44,6 +45,7 @@ public:
     aclrtEvent Add(std::shared_ptr<Event> event);
     std::shared_ptr<Event> Find(aclrtEvent handle) const;    // empty when unknown
     std::shared_ptr<Event> Remove(aclrtEvent handle);        // empty when unknown
+    size_t Count() const;                                    // live handles
 
 private:
     EventTable() = default;
