@@ -245,7 +245,9 @@ def create_event():
 
 
 def create_event_with_flag(flag):
-    """aclrtCreateEventWithFlag(flag): a new event handle (int); flag combines ACL_EVENT_* bits."""
+    """aclrtCreateEventWithFlag(flag): a new event handle (int); flag is an OR of ACL_EVENT_SYNC,
+    ACL_EVENT_CAPTURE_STREAM_PROGRESS, 0x4 and ACL_EVENT_TIME_LINE, or ACL_EVENT_DEVICE_USE_ONLY or
+    ACL_EVENT_EXTERNAL alone."""
     out = ctypes.c_void_p()
     _call("aclrtCreateEventWithFlag", ctypes.byref(out), cv.uint32(flag, "flag"))
     return out.value or 0
@@ -341,7 +343,9 @@ def memset(ptr, max_count, value, count):
 
 
 def memset_async(ptr, max_count, value, count, stream=None):
-    """aclrtMemsetAsync(devPtr, maxCount, value, count, stream): the memset, in stream order."""
+    """aclrtMemsetAsync(devPtr, maxCount, value, count, stream): the memset of device memory, in stream order;
+    host memory (pinned or pageable) is set before the call returns, without waiting for the stream, as in
+    CANN."""
     max_count, count = cv.size(max_count, "max_count"), cv.size(count, "count")
     c_stream = cv.stream(stream)
     _call("aclrtMemsetAsync", cv.address(ptr, "ptr", need=max_count, write=True), max_count,

@@ -322,8 +322,8 @@ class Model:
             raise Rejected(RT_PARAM_INVALID)
         if c["api"] == "aclrtMemsetAsync" and c["stream"] == "s1":
             raise Rejected(RT_CONTEXT_STREAM)
-        if self.loc(ptr) == "pageable":
-            raise Rejected(RT_PARAM_INVALID)
+        if self.loc(ptr) == "pageable" and c["api"] == "aclrtMemset":
+            raise Rejected(RT_PARAM_INVALID)  # aclrtMemsetAsync sets pageable memory on the calling thread
         self.check_extent(ptr, count)
         return OK, [("set", ptr, c["value"] & 0xFF, count)]
 

@@ -227,7 +227,7 @@ def test_raising_layer_context_calls(run_python):
         "except AclError as e:\n"
         "    print(e.code, e.api)\n")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["107002", "aclrtSetCurrentContext"]
+    assert result.stdout.split() == ["107000", "aclrtSetCurrentContext"]  # ApiErrorDecorator::ContextSetCurrent
 
 
 def test_raising_layer_memory_calls(acl_res):

@@ -16,9 +16,10 @@ namespace aclhost {
 
 class Event : public std::enable_shared_from_this<Event> {
 public:
-    explicit Event(int32_t device) : device_(device) {}
+    Event(int32_t device, uint32_t flag) : device_(device), flag_(flag) {}
 
     int32_t device() const { return device_; }
+    uint32_t flag() const { return flag_; }  // the aclrtCreateEventWithFlag flag
 
     // Puts the marker on stream; a record replaces the previous one (the event then tracks the new one).
     void Record(const std::shared_ptr<Stream> &stream);
@@ -32,6 +33,7 @@ private:
     void Reached(uint64_t generation);
 
     const int32_t device_;
+    const uint32_t flag_;
     mutable std::mutex mutex_;
     uint64_t recorded_ = 0;  // generation of the latest record (0: never recorded)
     uint64_t reached_ = 0;   // latest generation the stream has reached
