@@ -102,6 +102,7 @@ HOST_PROTOTYPES = {
     "aclhostLaunchHostFunc": (aclError, [_stream, aclhostHostFunc, c_void_p]),
     "aclhostCompleteStream": (aclError, [_stream]),
     "aclhostGetHostWaitCount": (aclError, [POINTER(ctypes.c_uint64)]),
+    "aclhostGetLiveResourceCounts": (aclError, [POINTER(ctypes.c_uint64), POINTER(ctypes.c_uint64)]),
     "aclhostGetSocProfile": (c_char_p, []),
 }
 

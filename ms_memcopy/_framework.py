@@ -1,5 +1,9 @@
 """What ms_memcopy needs from MindSpore outside the primitives, in one place."""
+import os
+import re
 import sys
+
+from . import _paths
 
 
 def _pynative_executor():
@@ -21,3 +25,20 @@ def sync_launches():
     if "mindspore" not in sys.modules:
         return
     _pynative_executor().sync()
+
+
+def acl_device():
+    """The ACL device of MindSpore's device. With the host ACL runtime (the CPU target) it is DEVICE_ID
+    from the environment, default 0, the device the copy kernels set (HostTargetDevice in
+    ops_impl/kernels/launch_context.cpp). With CANN it is MindSpore's current device once MindSpore has
+    been imported, else DEVICE_ID too. A DEVICE_ID that is not a non-negative int32 is a ValueError."""
+    ms = sys.modules.get("mindspore")
+    if ms is not None and not _paths.uses_host_runtime():
+        return int(ms.get_current_device().device_id)
+    text = os.environ.get("DEVICE_ID", "")
+    if text == "":
+        return 0
+    # what HostTargetDevice accepts: strtol's base-10 syntax, the whole text, a value in [0, INT32_MAX]
+    if re.fullmatch(r"[ \t\n\v\f\r]*[+-]?[0-9]+", text) is None or not 0 <= int(text) <= 2**31 - 1:
+        raise ValueError(f'DEVICE_ID is not a device id: "{text}"')
+    return int(text)

@@ -22,7 +22,8 @@ import weakref
 import numpy as np
 
 from . import _kernels_lib
-from ._framework import sync_launches
+from ._framework import acl_device, sync_launches
+from .acl_constants import ACL_ERROR_RT_CONTEXT_NULL
 from .errors import AclError
 
 _ALIGNMENT = 64
@@ -40,6 +41,7 @@ class _Allocation:
         elif pinned:
             from . import runtime
 
+            _ensure_current_context(runtime)
             self.ptr = runtime.malloc_host(nbytes)
             finalizer = weakref.finalize(self, _free_pinned, self.ptr)
             finalizer.atexit = False  # the ACL runtime may be gone at interpreter shutdown
@@ -48,6 +50,17 @@ class _Allocation:
             shift = (-raw.ctypes.data) % _ALIGNMENT
             self._keepalive = raw
             self.ptr = raw.ctypes.data + shift
+
+
+def _ensure_current_context(runtime):
+    """aclrtMallocHost needs a current context on the calling thread (CANN's ApiImpl::HostMalloc): on a
+    thread without one, set MindSpore's device there first."""
+    try:
+        runtime.get_current_context()
+    except AclError as exc:
+        if exc.code != ACL_ERROR_RT_CONTEXT_NULL:
+            raise
+        runtime.set_device(acl_device())
 
 
 def _free_pinned(ptr):
@@ -116,6 +129,12 @@ class HostBuffer:
     Use it as a context manager or call :meth:`close`; any use after close raises ValueError.
     ``numpy()`` is a zero-copy view, taken after the copies in flight that touch the buffer are done.
 
+    aclrtMallocHost needs a current ACL context on the calling thread. When the thread has none, a
+    pinned buffer first sets MindSpore's device on it (``aclrtSetDevice``, kept for the life of the
+    thread): with the host ACL runtime (CPU target) that is ``DEVICE_ID`` from the environment, default
+    0, the device the copy kernels use; with CANN, MindSpore's current device. A thread that already has
+    a context (a device set, or a context made current) allocates on it unchanged.
+
     Args:
         nbytes (int): size in bytes (0 is allowed: an empty buffer).
         pinned (bool): True (default) for page-locked memory from aclrtMallocHost, False for pageable
@@ -123,8 +142,9 @@ class HostBuffer:
 
     Raises:
         TypeError: nbytes not an int, pinned not a bool.
-        ValueError: nbytes negative.
-        AclError: aclrtMallocHost failed.
+        ValueError: nbytes negative, or (pinned, on a thread without a context) DEVICE_ID is not a
+            device id.
+        AclError: aclrtSetDevice or aclrtMallocHost failed.
 
     Supported Platforms:
         ``Ascend`` ``CPU``

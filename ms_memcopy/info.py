@@ -12,6 +12,7 @@ _GATED_CALLS = {
     "memcpy_desc": "aclrtGetMemcpyDescSize, aclrtSetMemcpyDesc, aclrtMemcpyAsyncWithDesc",
     "memcpy2d_d2d": "aclrtMemcpy2dAsync device-to-device",
     "peer_access": "aclrtDeviceCanAccessPeer, aclrtDeviceEnablePeerAccess, aclrtDeviceDisablePeerAccess",
+    "event_device_use_only": "aclrtCreateEventWithFlag(ACL_EVENT_DEVICE_USE_ONLY)",
 }
 _ALWAYS = "aclrtMemcpy, aclrtMemcpyAsync, aclrtMemcpyAsyncWithCondition, aclrtMemcpy2d(Async) H2D/D2H"
 

@@ -47,8 +47,8 @@ exactly these ways:
   lengths that differ) raises TypeError/ValueError naming the argument before
   any C call; values C checks itself (kinds, zero sizes, NULL) go to C.
 * ``register_device_memory``, ``unregister_device_memory``, their ``_batch`` forms,
-  ``get_mem_location``, ``set_stream_deferred``, ``launch_host_func``, ``host_wait_count``, ``complete_stream`` and
-  ``soc_profile`` exist only
+  ``get_mem_location``, ``set_stream_deferred``, ``launch_host_func``, ``host_wait_count``,
+  ``live_resource_counts``, ``complete_stream`` and ``soc_profile`` exist only
   with the host runtime (NotImplementedError naming the call otherwise).
   ``launch_host_func(stream, fn)`` takes any Python callable (no userData:
   use a closure); the wrapper keeps it alive until the stream has run it.
@@ -70,7 +70,7 @@ __all__ = [
     "create_context", "destroy_context", "set_current_context", "get_current_context",
     "create_stream", "destroy_stream", "synchronize_stream", "synchronize_stream_with_timeout",
     "create_event", "create_event_with_flag", "destroy_event", "record_event", "query_event_status",
-    "synchronize_event", "host_wait_count", "complete_stream",
+    "synchronize_event", "host_wait_count", "live_resource_counts", "complete_stream",
     "malloc", "malloc_host", "free", "free_host", "get_mem_info", "memset", "memset_async",
     "memcpy", "memcpy_async", "memcpy_async_with_condition", "memcpy2d", "memcpy2d_async",
     "get_memcpy_desc_size", "set_memcpy_desc", "memcpy_async_with_desc",
@@ -78,12 +78,15 @@ __all__ = [
     "register_device_memory", "unregister_device_memory", "register_device_memory_batch",
     "unregister_device_memory_batch", "get_mem_location", "set_stream_deferred",
     "launch_host_func", "soc_profile",
-    "MemLocation",
+    "MemLocation", "LiveResourceCounts",
 ]
 
 #: aclhostGetMemLocation's result: an aclrtMemLocationType, the device id (DEVICE memory), and the
 #: allocation holding the pointer (base address and size; 0 for UNREGISTERED memory).
 MemLocation = namedtuple("MemLocation", ["type", "device_id", "base", "size"])
+
+#: aclhostGetLiveResourceCounts's result: the live events and the live pinned host allocations.
+LiveResourceCounts = namedtuple("LiveResourceCounts", ["events", "pinned_allocations"])
 
 
 def _call(api, *args, fail_index=None):
@@ -242,7 +245,9 @@ def create_event():
 
 
 def create_event_with_flag(flag):
-    """aclrtCreateEventWithFlag(flag): a new event handle (int); flag combines ACL_EVENT_* bits."""
+    """aclrtCreateEventWithFlag(flag): a new event handle (int); flag is an OR of ACL_EVENT_SYNC,
+    ACL_EVENT_CAPTURE_STREAM_PROGRESS, 0x4 and ACL_EVENT_TIME_LINE, or ACL_EVENT_DEVICE_USE_ONLY or
+    ACL_EVENT_EXTERNAL alone."""
     out = ctypes.c_void_p()
     _call("aclrtCreateEventWithFlag", ctypes.byref(out), cv.uint32(flag, "flag"))
     return out.value or 0
@@ -287,6 +292,15 @@ def host_wait_count():
     return out.value
 
 
+def live_resource_counts():
+    """aclhostGetLiveResourceCounts(): a LiveResourceCounts tuple, the number of live events and of live
+    pinned host allocations (aclrtMallocHost not yet freed) in this process, for showing that repeated
+    calls accumulate neither. Host runtime only."""
+    events, pinned = ctypes.c_uint64(), ctypes.c_uint64()
+    _call("aclhostGetLiveResourceCounts", ctypes.byref(events), ctypes.byref(pinned))
+    return LiveResourceCounts(events.value, pinned.value)
+
+
 # --- memory ------------------------------------------------------------------------------------
 
 def malloc(size, policy=ACL_MEM_MALLOC_HUGE_FIRST):
@@ -297,7 +311,8 @@ def malloc(size, policy=ACL_MEM_MALLOC_HUGE_FIRST):
 
 
 def malloc_host(size):
-    """aclrtMallocHost(&ptr, size): page-locked host memory; returns its address."""
+    """aclrtMallocHost(&ptr, size): page-locked host memory; returns its address. Needs a current context
+    on the calling thread (107002 without one)."""
     out = ctypes.c_void_p()
     _call("aclrtMallocHost", ctypes.byref(out), cv.size(size, "size"))
     return out.value or 0
@@ -328,7 +343,9 @@ def memset(ptr, max_count, value, count):
 
 
 def memset_async(ptr, max_count, value, count, stream=None):
-    """aclrtMemsetAsync(devPtr, maxCount, value, count, stream): the memset, in stream order."""
+    """aclrtMemsetAsync(devPtr, maxCount, value, count, stream): the memset of device memory, in stream order;
+    host memory (pinned or pageable) is set before the call returns, without waiting for the stream, as in
+    CANN."""
     max_count, count = cv.size(max_count, "max_count"), cv.size(count, "count")
     c_stream = cv.stream(stream)
     _call("aclrtMemsetAsync", cv.address(ptr, "ptr", need=max_count, write=True), max_count,

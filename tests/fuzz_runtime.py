@@ -33,7 +33,7 @@ SIZE_MAX = 2**64 - 1
 OK, INVALID_PARAM, RT_PARAM_INVALID, RT_CONTEXT_STREAM = 0, 100000, 107000, 107003
 RT_INVALID_HANDLE, RT_FEATURE_NOT_SUPPORT, RT_INTERNAL_ERROR = 107017, 207000, 507000
 H2H, H2D, D2H, D2D, DEFAULT, BUF_H2D, INNER_D2D = 0, 1, 2, 3, 4, 5, 6
-DESC_MAGIC, DESC_VERSION, DESC_MAX_COUNT = 0x4344534D, 1, 4 * 2**30
+DESC_MAGIC, DESC_VERSION, DESC_MAX_COUNT = 0x4344534D, 2, 4 * 2**30
 LOC_HOST, LOC_DEVICE, LOC_UNREGISTERED, LOC_MANAGED, LOC_HOST_NUMA = 0, 1, 2, 3, 4
 FAIL_INDEX_SENTINEL = 0x5EED
 MAX_2D_HEIGHT, MAX_2D_WIDTH = 5242880, 5000000
@@ -322,8 +322,8 @@ class Model:
             raise Rejected(RT_PARAM_INVALID)
         if c["api"] == "aclrtMemsetAsync" and c["stream"] == "s1":
             raise Rejected(RT_CONTEXT_STREAM)
-        if self.loc(ptr) == "pageable":
-            raise Rejected(RT_PARAM_INVALID)
+        if self.loc(ptr) == "pageable" and c["api"] == "aclrtMemset":
+            raise Rejected(RT_PARAM_INVALID)  # aclrtMemsetAsync sets pageable memory on the calling thread
         self.check_extent(ptr, count)
         return OK, [("set", ptr, c["value"] & 0xFF, count)]
 
@@ -378,7 +378,8 @@ class Model:
         except Rejected as e:
             return (set_code, e.code, OK), copies
         if set_code == OK and c["desc2"] == c["desc"]:  # the task reads what the first call wrote
-            copies.append(("1d", c["dst"], c["src"], c["count"]))
+            if c["count"] % 2**32:  # the descriptor holds the count in 32 bits: 4 GiB copies nothing
+                copies.append(("1d", c["dst"], c["src"], c["count"] % 2**32))
             return (set_code, OK, OK), copies
         return (set_code, OK, RT_INTERNAL_ERROR), copies  # not a descriptor when the task reads it
 
@@ -425,7 +426,7 @@ def apply(copies, mem):
             mem[dreg][doff:doff + n] = value
         elif copy[0] == "desc":
             _, (dreg, doff), src, dst, n = copy
-            fields = struct.pack("<IIQQQ", DESC_MAGIC, DESC_VERSION, src, dst, n)
+            fields = struct.pack("<IIQQII", DESC_MAGIC, DESC_VERSION, src, dst, n % 2**32, 0)
             mem[dreg][doff:doff + len(fields)] = list(fields)
         else:
             _, (dreg, doff), dpitch, (sreg, soff), spitch, width, height = copy

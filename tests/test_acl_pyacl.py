@@ -141,7 +141,10 @@ def test_event_calls(acl_device):
     assert acl.rt.query_event_status(event) == (C.ACL_EVENT_RECORDED_STATUS_COMPLETE, 0)
     assert acl.rt.destroy_event(event) == 0
     assert acl.rt.destroy_event(event) == 107017
-    assert acl.rt.create_event_with_flag(0x4)[1] == 107000
+    assert acl.rt.create_event_with_flag(0)[1] == 107000  # no flag (ApiErrorDecorator::EventCreate)
+    assert acl.rt.create_event_with_flag(0x40)[1] == 107000  # ACL_EVENT_IPC is aclrtCreateEventExWithFlag's
+    event, ret = acl.rt.create_event_with_flag(C.ACL_EVENT_EXTERNAL)
+    assert ret == 0 and acl.rt.destroy_event(event) == 0
     with pytest.raises(TypeError):
         acl.rt.record_event(np.int64(event), stream)  # pyACL takes Python ints only
     assert acl.rt.destroy_stream(stream) == 0
@@ -387,7 +390,9 @@ def thread():
 t = threading.Thread(target=thread); t.start(); t.join()
 out["thread"] = seen
 out["destroy_primary"] = acl.rt.destroy_context(primary)
+out["set_ctx_again"] = acl.rt.set_context(ctx)
 out["destroy"] = acl.rt.destroy_context(ctx)
+out["get_after_destroy"] = acl.rt.get_context()[1]  # the thread's own current context: none left
 out["stream_after_destroy"] = acl.rt.synchronize_stream(stream)
 out["destroy_again"] = acl.rt.destroy_context(ctx)
 out["set_destroyed"] = acl.rt.set_context(ctx)
@@ -409,9 +414,9 @@ def test_contexts_are_bound_to_devices_and_threads(run_python):
         "set_primary": 0, "device_in_primary": [0, 0], "copy_other_ctx": RT_STREAM_CONTEXT,
         "memset_other_ctx": RT_STREAM_CONTEXT,
         "thread": {"set": 0, "device": [1, 0], "copy": 0, "sync": 0},
-        "destroy_primary": RT_CONTEXT_NULL, "destroy": 0, "stream_after_destroy": RT_INVALID_HANDLE,
-        "destroy_again": RT_CONTEXT_NULL, "set_destroyed": RT_CONTEXT_NULL, "destroy_null": INVALID_PARAM,
-        "set_null": INVALID_PARAM}
+        "destroy_primary": RT_CONTEXT_NULL, "set_ctx_again": 0, "destroy": 0, "get_after_destroy": RT_CONTEXT_NULL,
+        "stream_after_destroy": RT_INVALID_HANDLE, "destroy_again": RT_CONTEXT_NULL, "set_destroyed": RT_PARAM_INVALID,
+        "destroy_null": INVALID_PARAM, "set_null": INVALID_PARAM}
 
 
 def test_run_mode_is_host(acl_device):
@@ -451,6 +456,9 @@ def test_memset_and_memset_async(acl_res):
     host = np.zeros(16, np.uint8)
     assert acl.rt.memset(acl.util.numpy_to_ptr(host), 16, 1, 16) == RT_PARAM_INVALID
     assert not host.any()
+    # aclrtMemsetAsync sets pageable memory on the calling thread before it returns (CANN's MemSetAsync)
+    assert acl.rt.memset_async(acl.util.numpy_to_ptr(host), 16, 0x102, 8, stream) == 0
+    np.testing.assert_array_equal(host, np.repeat(np.uint8([2, 0]), 8))
     assert acl.rt.memset_async(dev, 256, 1, 256, 0xDEAD0000) == RT_INVALID_HANDLE
     assert acl.rt.memset_async(dev, 16, 1, 256, stream) == RT_PARAM_INVALID
     np.testing.assert_array_equal(acl_res.download(dev, 256), np.full(256, 9, np.uint8))

@@ -156,3 +156,64 @@ def test_a_compiled_graph_never_reaches_a_buffer_that_reused_its_id():
             b.close()
     finally:
         ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+# --- the calling thread's context (aclrtMallocHost needs one, as CANN's ApiImpl::HostMalloc) ----------------
+
+PINNED_ON_A_THREAD_WITHOUT_A_CONTEXT = r'''
+import os
+from ms_memcopy import AclError, HostBuffer, runtime
+if os.environ.get("SET_DEVICE_FIRST"):
+    runtime.set_device(int(os.environ["SET_DEVICE_FIRST"]))
+try:
+    runtime.get_current_context()
+    print("context")
+except AclError as e:
+    print(e.code)
+try:
+    with HostBuffer(64) as buf:
+        print(runtime.get_device(), runtime.get_mem_location(buf.ptr).type)
+except ValueError as e:
+    print("ValueError", e)
+with HostBuffer(64, pinned=False) as buf:  # pageable memory needs no context
+    print("pageable", runtime.get_mem_location(buf.ptr).type)
+'''
+
+
+@pytest.mark.parametrize("device_id,expected", [("3", "3"), ("", "0"), (" +2", "2")])
+def test_pinned_buffer_sets_the_device_of_device_id_on_a_thread_without_a_context(run_python, device_id, expected):
+    """A fresh process has no context anywhere (107002); the pinned buffer sets DEVICE_ID's device (the
+    device the CPU kernels use, HostTargetDevice) and allocates host memory there."""
+    result = run_python(PINNED_ON_A_THREAD_WITHOUT_A_CONTEXT, env={"DEVICE_ID": device_id})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["107002", f"{expected} 0", "pageable 2"]
+
+
+def test_pinned_buffer_keeps_the_threads_context(run_python):
+    result = run_python(PINNED_ON_A_THREAD_WITHOUT_A_CONTEXT, env={"DEVICE_ID": "3", "SET_DEVICE_FIRST": "1"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["context", "1 0", "pageable 2"]
+
+
+@pytest.mark.parametrize("device_id", ["x", "-1", "2147483648", "3 ", "1_0"])
+def test_pinned_buffer_rejects_a_malformed_device_id(run_python, device_id):
+    result = run_python(PINNED_ON_A_THREAD_WITHOUT_A_CONTEXT, env={"DEVICE_ID": device_id})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["107002", f'ValueError DEVICE_ID is not a device id: "{device_id}"',
+                                          "pageable 2"]
+
+
+def test_acl_device_with_cann_is_mindspores_current_device(monkeypatch):
+    """With CANN (no host runtime) and MindSpore imported, the device is MindSpore's current device."""
+    import sys
+    import types
+
+    from ms_memcopy import _framework, _paths
+
+    fake = types.SimpleNamespace(get_current_device=lambda: types.SimpleNamespace(device_target="Ascend", device_id=5))
+    monkeypatch.setattr(_paths, "uses_host_runtime", lambda: False)
+    monkeypatch.setitem(sys.modules, "mindspore", fake)
+    monkeypatch.setenv("DEVICE_ID", "2")
+    assert _framework.acl_device() == 5
+    monkeypatch.delitem(sys.modules, "mindspore")
+    assert _framework.acl_device() == 2  # MindSpore not imported: DEVICE_ID

@@ -49,7 +49,7 @@ def test_public_api_covers_every_c_call():
                 "get_current_context", "get_mem_info", "memset", "memset_async", "device_can_access_peer",
                 "device_enable_peer_access", "device_disable_peer_access", "device_peer_access_status",
                 "create_event", "create_event_with_flag", "destroy_event", "record_event", "query_event_status",
-                "synchronize_event", "host_wait_count", "complete_stream"}
+                "synchronize_event", "host_wait_count", "live_resource_counts", "complete_stream"}
     assert expected <= set(rt.__all__)
     assert len(_acl_lib.PROTOTYPES) + len(_acl_lib.HOST_PROTOTYPES) == len(expected)  # one function per C call
     for name in expected:
@@ -227,7 +227,7 @@ def test_raising_layer_context_calls(run_python):
         "except AclError as e:\n"
         "    print(e.code, e.api)\n")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["107002", "aclrtSetCurrentContext"]
+    assert result.stdout.split() == ["107000", "aclrtSetCurrentContext"]  # ApiErrorDecorator::ContextSetCurrent
 
 
 def test_raising_layer_memory_calls(acl_res):

@@ -130,6 +130,102 @@ def test_misaligned_descriptor_is_rejected_at_the_call(acl_res):
     assert code(rt.synchronize_stream, stream) == 0, "nothing was enqueued, so nothing fails later"
 
 
+@pytest.mark.parametrize("count,stored", [(4 * 2**30, 0), (4 * 2**30 - 1, 2**32 - 1), (4 * 2**30 - 64, 2**32 - 64)])
+def test_descriptor_count_is_stored_in_32_bits(acl_res, count, stored):
+    """CANN's Context::SetMemcpyDesc accepts count <= 4 GiB and stores it in rtMemcpyAddrInfo::len, a
+    uint32_t: exactly 4 GiB is stored as 0 and the copy moves nothing; aclrtMemcpyAsyncWithDesc and the
+    synchronize succeed (CANN's host side never reads the length, so nothing in its source fails it).
+    The device memory is never touched beyond the first page: the host runtime maps it lazily."""
+    base = acl_res.device(2 * count)
+    src, dst = base, base + count
+    rt.memcpy(src, 64, np.full(64, 0x11, np.uint8), 64, H2D)
+    rt.memcpy(dst, 64, np.full(64, 0xEE, np.uint8), 64, H2D)
+    desc = acl_res.device(rt.get_memcpy_desc_size(INNER_D2D))
+    rt.set_memcpy_desc(desc, INNER_D2D, src, dst, count)
+    raw = acl_res.download(desc, 32)
+    assert int(raw[24:28].view(np.uint32)[0]) == stored  # the count field (docs/host_runtime.md)
+    assert int(raw[28:32].view(np.uint32)[0]) == 0  # reserved
+    if stored == 0:
+        stream = acl_res.stream()
+        rt.memcpy_async_with_desc(desc, INNER_D2D, stream)
+        rt.synchronize_stream(stream)
+        np.testing.assert_array_equal(acl_res.download(dst, 64), np.full(64, 0xEE, np.uint8))
+
+
+def test_malloc_host_needs_a_context_after_its_null_and_size_checks(run_python):
+    """CANN: the ACL layer's NULL and size-0 checks (100000), then ApiImpl::HostMalloc's context check
+    (107002); aclrtFreeHost needs no context (an unknown pointer is 107000, not 107002)."""
+    result = run_python(
+        "import ctypes\n"
+        "from ms_memcopy import _acl_lib\n"
+        "malloc_host, free_host = _acl_lib.func('aclrtMallocHost'), _acl_lib.func('aclrtFreeHost')\n"
+        "p = ctypes.c_void_p()\n"
+        "print(malloc_host(None, 64), malloc_host(ctypes.byref(p), 0), malloc_host(ctypes.byref(p), 64), p.value,\n"
+        "      free_host(None), free_host(ctypes.c_void_p(64 * 1024)))\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [str(INVALID_PARAM), str(INVALID_PARAM), str(RT_CONTEXT_NULL), "None",
+                                     str(INVALID_PARAM), str(RT_PARAM_INVALID)]
+
+
+DESTROYED_OWN_CONTEXT = r"""
+import threading
+from ms_memcopy import runtime as rt, AclError
+def code(call, *args):
+    try:
+        call(*args)
+        return 0
+    except AclError as e:
+        return e.code
+rt.set_device(0)
+event, pinned, stream = rt.create_event(), rt.malloc_host(64), rt.create_stream()
+rt.record_event(event, stream)
+primary = rt.get_current_context()
+ctx = rt.create_context(1)
+rt.destroy_context(ctx)
+print(code(rt.get_current_context), code(rt.create_event), code(rt.malloc_host, 64), code(rt.get_device))
+print(code(rt.synchronize_event, event), code(rt.free_host, pinned))
+print(code(rt.set_current_context, ctx))
+seen = []
+threading.Thread(target=lambda: seen.append(rt.get_device())).start()
+print(*seen)
+rt.set_current_context(primary)
+print(rt.get_device(), code(rt.destroy_event, event), code(rt.destroy_stream, stream))
+"""
+
+
+def test_destroying_the_threads_own_context_leaves_it_without_one(run_python):
+    """Context::TearDown clears the calling thread's current context (CANN's unit test
+    RunDestroyedContextHandleRejectedCase: rtCtxGetCurrent is 107002): no fallback to the device it set
+    before. aclrtSynchronizeEvent and aclrtFreeHost need no context; setting the destroyed context is
+    107000 (ApiErrorDecorator::ContextSetCurrent). A thread that never set a device still has the process
+    default (the host runtime's stand-in for aclInit's default device)."""
+    result = run_python(DESTROYED_OWN_CONTEXT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"{RT_CONTEXT_NULL} {RT_CONTEXT_NULL} {RT_CONTEXT_NULL} {RT_CONTEXT_NULL}",
+                                          "0 0", str(RT_PARAM_INVALID), "0", "0 0 0"]
+
+
+@pytest.mark.parametrize("how", ["destroyed", "unknown", "reset"])
+def test_set_current_context_of_a_dead_context_is_107000(run_python, how):
+    """ApiErrorDecorator::ContextSetCurrent: CHECK_CONTEXT_VALID_WITH_RETURN(inCtx, RT_ERROR_INVALID_VALUE)."""
+    result = run_python(
+        "from ms_memcopy import runtime as rt, AclError\n"
+        "rt.set_device(0)\n"
+        f"how = {how!r}\n"
+        "if how == 'destroyed':\n"
+        "    ctx = rt.create_context(0); rt.set_device(0); rt.destroy_context(ctx)\n"
+        "elif how == 'unknown':\n"
+        "    ctx = 0x7654320\n"
+        "else:\n"
+        "    rt.set_device(1); ctx = rt.get_current_context(); rt.reset_device(1); rt.set_device(0)\n"
+        "try:\n"
+        "    rt.set_current_context(ctx)\n"
+        "except AclError as e:\n"
+        "    print(e.code, rt.get_device())\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [str(RT_PARAM_INVALID), "0"]  # the thread keeps its context
+
+
 def test_recent_error_message_is_kept_and_newest_first(acl_device):
     import ms_memcopy.acl as acl
 

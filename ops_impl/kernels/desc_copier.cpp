@@ -5,12 +5,6 @@
 #include "kernel_error.h"
 
 namespace msmc {
-namespace {
-
-// aclrtSetMemcpyDesc takes at most this many bytes per descriptor.
-constexpr size_t kMaxDescCount = 4ULL << 30;
-
-}  // namespace
 
 DescCopier::~DescCopier() {
   slots_.WaitAll();
@@ -52,8 +46,9 @@ size_t DescCopier::Enqueue(void *dst, const void *src, size_t count, size_t slot
                            size_t fail_index, aclrtStream stream) {
   // Each chunk gets its own descriptor: the copy reads it when it executes, after this call returns.
   size_t index = first_desc;
-  for (size_t done = 0; done < count; done += kMaxDescCount, ++index) {
-    const size_t n = std::min(kMaxDescCount, count - done);
+  size_t n = 0;
+  for (size_t done = 0; done < count; done += n, ++index) {  // done + n <= count: never wraps
+    n = std::min(kMaxDescChunk, count - done);
     void *desc = DescriptorFor(slot, index);
     CheckAcl(aclrtSetMemcpyDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE,
                                 const_cast<char *>(static_cast<const char *>(src)) + done,

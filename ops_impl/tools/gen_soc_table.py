@@ -10,7 +10,7 @@ import sys
 import yaml
 
 FIELDS = ("memcpy_batch", "memcpy_desc", "memcpy2d_d2d", "memcpy2d_null_stream", "memcpy_desc_size",
-          "malloc_extra_bytes", "max_streams", "peer_access")
+          "malloc_extra_bytes", "max_streams", "peer_access", "event_device_use_only")
 
 
 def render(table):

@@ -166,19 +166,27 @@ void TestBeforeAnyDevice()
     aclrtStream stream = nullptr;
     CHECK_RET(aclrtCreateStream(&stream), ACL_ERROR_RT_CONTEXT_NULL);
     CHECK_RET(aclrtSynchronizeStream(nullptr), ACL_ERROR_RT_CONTEXT_NULL);
-    // Pinned host memory needs no device.
-    void *host = PinnedAlloc(16);
-    // aclrtMemcpy2dAsync's NULL stream without a device is CANN's NULL current stream: 107000, not 107002.
+    // Pinned host memory needs a context (CANN's ApiImpl::HostMalloc), after the ACL layer's NULL and
+    // size-0 checks; aclrtFreeHost needs none (unknown memory: 107000, not 107002).
+    void *host = nullptr;
+    CHECK_RET(aclrtMallocHost(&host, 16), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_MSG("aclrtSetDevice");
+    CHECK(host == nullptr);
+    CHECK_RET(aclrtMallocHost(nullptr, 16), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtMallocHost(&host, 0), ACL_ERROR_INVALID_PARAM);
     unsigned char pageable[16] = {};
-    CHECK_RET(aclrtMemcpy2dAsync(host, 4, pageable, 4, 4, 4, ACL_MEMCPY_HOST_TO_DEVICE, nullptr),
+    unsigned char other[16] = {};
+    CHECK_RET(aclrtFreeHost(nullptr), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtFreeHost(pageable), ACL_ERROR_RT_PARAM_INVALID);
+    // aclrtMemcpy2dAsync's NULL stream without a device is CANN's NULL current stream: 107000, not 107002.
+    CHECK_RET(aclrtMemcpy2dAsync(other, 4, pageable, 4, 4, 4, ACL_MEMCPY_HOST_TO_DEVICE, nullptr),
               ACL_ERROR_RT_PARAM_INVALID);
     CHECK_MSG("no device is set");
-    CHECK_RET(aclrtMemcpyAsync(host, 16, pageable, 16, ACL_MEMCPY_HOST_TO_DEVICE, nullptr),
+    CHECK_RET(aclrtMemcpyAsync(other, 16, pageable, 16, ACL_MEMCPY_HOST_TO_DEVICE, nullptr),
               ACL_ERROR_RT_CONTEXT_NULL);
     // A device never set has no reference to release: CANN's 507007.
     CHECK_RET(aclrtResetDevice(0), ACL_ERROR_RT_CONTEXT_RELEASE_ERROR);
     CHECK_MSG("no reference");
-    CHECK_RET(aclrtFreeHost(host), ACL_SUCCESS);
 }
 
 void TestInitFinalize()
@@ -1335,15 +1343,29 @@ void TestContexts()
     CHECK_RET(aclrtMemsetAsync(dev, 256, 1, 256, stream), ACL_ERROR_RT_STREAM_CONTEXT);
     CHECK_RET(aclrtSetCurrentContext(ctx), ACL_SUCCESS);
 
-    // Destroying it destroys its streams and clears this thread's current context.
+    // Destroying it destroys its streams and leaves this thread without a context (Context::TearDown; CANN's
+    // RunDestroyedContextHandleRejectedCase): no fallback to the device it set before.
+    aclrtEvent event = nullptr;
+    CHECK_RET(aclrtCreateEvent(&event), ACL_SUCCESS);
+    CHECK_RET(aclrtRecordEvent(event, stream), ACL_SUCCESS);
     CHECK_RET(aclrtDestroyContext(ctx), ACL_SUCCESS);
     CHECK_RET(aclrtSynchronizeStream(stream), ACL_ERROR_RT_INVALID_HANDLE);
-    CHECK_RET(aclrtGetCurrentContext(&current), ACL_SUCCESS);  // back to the primary context of aclrtSetDevice
-    CHECK(current == primary);
+    CHECK_RET(aclrtGetCurrentContext(&current), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_MSG("destroyed");
+    aclrtEvent no_event = nullptr;
+    CHECK_RET(aclrtCreateEvent(&no_event), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_RET(aclrtGetDevice(&device), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_RET(aclrtSynchronizeEvent(event), ACL_SUCCESS);  // needs no context
+    CHECK_RET(aclrtDestroyEvent(event), ACL_SUCCESS);
     CHECK_RET(aclrtDestroyContext(ctx), ACL_ERROR_RT_CONTEXT_NULL);
-    CHECK_RET(aclrtSetCurrentContext(ctx), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_RET(aclrtSetCurrentContext(ctx), ACL_ERROR_RT_PARAM_INVALID);  // ApiErrorDecorator::ContextSetCurrent
+    CHECK_RET(aclrtGetCurrentContext(&current), ACL_ERROR_RT_CONTEXT_NULL);  // the failed set changed nothing
+    CHECK_RET(aclrtSetCurrentContext(reinterpret_cast<aclrtContext>(0x7654320)), ACL_ERROR_RT_PARAM_INVALID);
     CHECK_RET(aclrtSetCurrentContext(nullptr), ACL_ERROR_INVALID_PARAM);
     CHECK_RET(aclrtDestroyContext(nullptr), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclrtSetCurrentContext(primary), ACL_SUCCESS);  // device 0 again, for the tests after this one
+    CHECK_RET(aclrtGetDevice(&device), ACL_SUCCESS);
+    CHECK(device == 0);
     // A thread whose current context was destroyed elsewhere has no context (no fallback to a device).
     aclrtContext doomed = nullptr;
     aclError after_destroy = -1;
@@ -1395,6 +1417,16 @@ void TestMemsetAndInfo(aclrtStream stream)
     CHECK_RET(aclrtMemsetAsync(dev, 64, 7, 64, stream), ACL_SUCCESS);
     CHECK_RET(aclrtMemcpy(out.data(), 64, dev, 64, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
     CHECK(out[0] == 0xAB);  // not run yet: the stream is held
+    // Host memory, pageable or pinned, is set on the calling thread at once, as CANN's MemSetAsync
+    // (memset_s for RT_MEMORY_LOC_HOST / RT_MEMORY_LOC_UNREGISTERED): the held stream does not delay it.
+    std::vector<unsigned char> pageable(64, 0);
+    CHECK_RET(aclrtMemsetAsync(pageable.data(), 64, 0x155, 48, stream), ACL_SUCCESS);
+    CHECK(pageable[0] == 0x55 && pageable[47] == 0x55 && pageable[48] == 0);
+    void *pinned = PinnedAlloc(64);
+    CHECK_RET(aclrtMemsetAsync(pinned, 64, 3, 64, stream), ACL_SUCCESS);
+    CHECK(static_cast<unsigned char *>(pinned)[63] == 3);
+    CHECK_RET(aclrtMemsetAsync(pinned, 128, 3, 128, stream), ACL_ERROR_RT_PARAM_INVALID);  // past the allocation
+    CHECK_RET(aclrtMemsetAsync(pageable.data(), 16, 3, 64, stream), ACL_ERROR_RT_PARAM_INVALID);  // count > maxCount
     gate.Open();
     CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
     CHECK_RET(aclrtMemcpy(out.data(), 64, dev, 64, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
@@ -1406,6 +1438,57 @@ void TestMemsetAndInfo(aclrtStream stream)
     CHECK_RET(aclrtMemsetAsync(dev, 8, 9, 64, stream), ACL_ERROR_RT_PARAM_INVALID);
     CHECK_RET(aclrtMemsetAsync(dev, 64, 9, 64, reinterpret_cast<aclrtStream>(0x4321)), ACL_ERROR_RT_INVALID_HANDLE);
     CHECK_RET(aclrtFree(dev), ACL_SUCCESS);
+    CHECK_RET(aclrtFreeHost(pinned), ACL_SUCCESS);
+}
+
+// Events: CANN's flag rules (ApiErrorDecorator::EventCreate: a bit of 0x3F and none above it; device-only
+// and external events only alone), what the external and device-only events refuse, and the live counts.
+void TestEvents(aclrtStream stream)
+{
+    uint64_t events0 = 0;
+    uint64_t pinned0 = 0;
+    CHECK_RET(aclhostGetLiveResourceCounts(&events0, &pinned0), ACL_SUCCESS);
+    CHECK_RET(aclhostGetLiveResourceCounts(nullptr, &pinned0), ACL_ERROR_INVALID_PARAM);
+    CHECK_RET(aclhostGetLiveResourceCounts(&events0, nullptr), ACL_ERROR_INVALID_PARAM);
+    aclrtEvent event = nullptr;
+    for (const uint32_t flag : {0x0U, ACL_EVENT_IPC, 0x80U, ACL_EVENT_DEVICE_USE_ONLY | ACL_EVENT_SYNC,
+                                ACL_EVENT_EXTERNAL | ACL_EVENT_TIME_LINE,
+                                ACL_EVENT_DEVICE_USE_ONLY | ACL_EVENT_EXTERNAL}) {
+        CHECK_RET(aclrtCreateEventWithFlag(&event, flag), ACL_ERROR_RT_PARAM_INVALID);
+    }
+    CHECK_RET(aclrtCreateEventWithFlag(nullptr, ACL_EVENT_SYNC), ACL_ERROR_INVALID_PARAM);
+    std::vector<aclrtEvent> created;
+    for (const uint32_t flag : {ACL_EVENT_SYNC, ACL_EVENT_CAPTURE_STREAM_PROGRESS, 0x4U, ACL_EVENT_TIME_LINE, 0xFU,
+                                ACL_EVENT_DEVICE_USE_ONLY, ACL_EVENT_EXTERNAL}) {
+        CHECK_RET(aclrtCreateEventWithFlag(&event, flag), ACL_SUCCESS);
+        created.push_back(event);
+    }
+    CHECK_RET(aclrtCreateEvent(&event), ACL_SUCCESS);
+    created.push_back(event);
+    void *pinned = PinnedAlloc(64);
+    uint64_t events1 = 0;
+    uint64_t pinned1 = 0;
+    CHECK_RET(aclhostGetLiveResourceCounts(&events1, &pinned1), ACL_SUCCESS);
+    CHECK(events1 == events0 + created.size() && pinned1 == pinned0 + 1);
+
+    aclrtEvent device_only = created[5];
+    aclrtEvent external = created[6];
+    CHECK_RET(aclrtRecordEvent(device_only, stream), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_MSG("ACL_EVENT_DEVICE_USE_ONLY");
+    CHECK_RET(aclrtRecordEvent(external, stream), ACL_SUCCESS);
+    aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
+    CHECK_RET(aclrtQueryEventStatus(external, &status), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    CHECK_RET(aclrtSynchronizeEvent(external), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    CHECK_RET(aclrtRecordEvent(created[0], stream), ACL_SUCCESS);
+    CHECK_RET(aclrtSynchronizeEvent(created[0]), ACL_SUCCESS);
+    CHECK_RET(aclrtQueryEventStatus(created[0], &status), ACL_SUCCESS);
+    CHECK(status == ACL_EVENT_RECORDED_STATUS_COMPLETE);
+    for (aclrtEvent e : created) {
+        CHECK_RET(aclrtDestroyEvent(e), ACL_SUCCESS);
+    }
+    CHECK_RET(aclrtFreeHost(pinned), ACL_SUCCESS);
+    CHECK_RET(aclhostGetLiveResourceCounts(&events1, &pinned1), ACL_SUCCESS);
+    CHECK(events1 == events0 && pinned1 == pinned0);
 }
 
 // Peer devices: the three peer-access calls and a device-to-device copy between devices 0 and 1, which runs
@@ -1508,6 +1591,7 @@ int main()
     TestHostFunctionDestroysItsStream();
     TestFreeDuringBatch(stream);
     TestMemsetAndInfo(stream);
+    TestEvents(stream);
     TestPeerAccess(stream);
     CHECK_RET(aclrtDestroyStream(stream), ACL_SUCCESS);
     TestContexts();

@@ -3,7 +3,9 @@
 // queued copy still reads it. The stream is held busy by a host function, so every launch below is
 // queued ahead of the stream: the first ring's worth of launches must not wait (aclhostGetHostWaitCount
 // unchanged), the next one must wait for the oldest slot's event (one wait), and every copy must read
-// the data its own launch wrote into its slot.
+// the data its own launch wrote into its slot. A ring holds one event (and, for staged results, one
+// pinned block) per slot however many launches it serves, and gives them back when it is destroyed
+// (aclhostGetLiveResourceCounts).
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -52,6 +54,18 @@ class Hold {
   std::atomic<bool> open_{false};
 };
 
+struct Live {
+  uint64_t events = 0;
+  uint64_t pinned = 0;
+  bool operator==(const Live &other) const { return events == other.events && pinned == other.pinned; }
+};
+
+Live LiveNow() {
+  Live live;
+  Check(aclhostGetLiveResourceCounts(&live.events, &live.pinned), "aclhostGetLiveResourceCounts");
+  return live;
+}
+
 void *DeviceAlloc(size_t n) {
   void *p = nullptr;
   Check(aclrtMalloc(&p, n, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
@@ -86,6 +100,13 @@ void TestResultStagingRing(aclrtStream stream) {
   Expect(Waits() == before + 1, "the launch after a full ring waits once, for the oldest slot");
   releaser.join();
   Check(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+  const Live live = LiveNow();
+  for (size_t i = 0; i < kLaunches; ++i) {  // another round of the same launches adds nothing
+    const int64_t values[2] = {static_cast<int64_t>(100 + i), static_cast<int64_t>(-i)};
+    staging.Write(values, 2, outs[i], stream);
+  }
+  Check(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+  Expect(LiveNow() == live, "more staged results hold no more events or pinned blocks");
   for (size_t i = 0; i < kLaunches; ++i) {
     const std::vector<int64_t> got = Download(outs[i], 2);
     Expect(got[0] == static_cast<int64_t>(100 + i) && got[1] == -static_cast<int64_t>(i),
@@ -125,6 +146,14 @@ void TestDescriptorRing(aclrtStream stream) {
       same = same && v == static_cast<int64_t>(7000 + i);
     }
     Expect(same, "descriptor copy " + std::to_string(i) + " copied its own source");
+  }
+  const Live live = LiveNow();
+  for (size_t i = 0; i < kLaunches; ++i) {  // another round of the same copies adds nothing
+    copier.Copy(dsts[i], srcs[i], kBytes, stream);
+  }
+  Check(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+  Expect(LiveNow() == live, "more descriptor copies hold no more events");
+  for (size_t i = 0; i < kLaunches; ++i) {
     Check(aclrtFree(srcs[i]), "aclrtFree");
     Check(aclrtFree(dsts[i]), "aclrtFree");
   }
@@ -137,8 +166,11 @@ int main() {
   Check(aclrtSetDevice(0), "aclrtSetDevice");
   aclrtStream stream = nullptr;
   Check(aclrtCreateStream(&stream), "aclrtCreateStream");
+  const Live start = LiveNow();
   TestResultStagingRing(stream);
+  Expect(LiveNow() == start, "a destroyed result ring gives its events and pinned blocks back");
   TestDescriptorRing(stream);
+  Expect(LiveNow() == start, "a destroyed descriptor ring gives its events back");
   Check(aclrtDestroyStream(stream), "aclrtDestroyStream");
   Check(aclrtResetDevice(0), "aclrtResetDevice");
   return test::Finish();

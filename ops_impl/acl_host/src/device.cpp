@@ -6,13 +6,17 @@
 //   the thread had set.
 // - aclrtCreateContext creates a context on a device (id outside [0, count) -> 107001), with its own default
 //   stream, and makes it the calling thread's current context. aclrtSetCurrentContext makes a live context
-//   current on the calling thread (NULL -> 100000 at the ACL layer; destroyed -> 107002).
+//   current on the calling thread (NULL -> 100000 at the ACL layer; unknown, destroyed, or the primary
+//   context of a reset device -> 107000, ApiErrorDecorator::ContextSetCurrent). Both replace the primary
+//   context the thread had from aclrtSetDevice (CANN clears the thread's primary-context reference).
 //   aclrtGetCurrentContext returns the thread's context (a created one, else the primary context of its
 //   device). Streams belong to the context current when they are created.
 // - aclrtDestroyContext: NULL -> 100000; unknown or destroyed -> 107002; a primary context -> 107002 (only
 //   aclrtResetDevice releases it). It waits for the context's streams, destroys them (their handles then
-//   read as invalid, 107017) and clears the calling thread's current context if it was that one; another
-//   thread still holding it gets 107002 from calls that need a context.
+//   read as invalid, 107017) and clears the calling thread's current context if it was that one: that
+//   thread then has no context (Context::TearDown; CANN's RunDestroyedContextHandleRejectedCase expects
+//   107002 from aclrtGetCurrentContext), and another thread still holding it gets 107002 too, from every
+//   call that needs a context, until it sets a device or a context.
 // - aclrtResetDevice drops a reference; at zero the primary context is released: its default stream is
 //   drained and destroyed (a new one comes with the next aclrtSetDevice). Its user streams stay valid (the
 //   primary context's id is the same after the next aclrtSetDevice). Resetting a device that holds no
@@ -26,8 +30,8 @@
 //   first call that needs it; a malformed value makes that call return ACL_ERROR_INVALID_PARAM (100000)
 //   and is read again by the next call.
 // - The first device ever set becomes the process default: a thread that never called aclrtSetDevice
-//   (nor set a context) uses its primary context. CANN returns 107002 there unless aclInit's JSON file
-//   configures a default device, which the host runtime does not read.
+//   (nor created or set a context) uses its primary context. CANN returns 107002 there unless aclInit's
+//   JSON file configures a default device, which the host runtime does not read.
 // - Context handles are opaque integers, never pointers; a primary context keeps its handle across
 //   aclrtResetDevice / aclrtSetDevice.
 #include "device.h"
@@ -53,8 +57,17 @@ constexpr uintptr_t kContextHandleStride = 16;
 
 thread_local int32_t t_current_device = -1;  // aclrtSetDevice on this thread
 thread_local uint64_t t_context = 0;         // aclrtCreateContext / aclrtSetCurrentContext on this thread
+thread_local bool t_bound = false;           // this thread has set a device or a context: no process default
 
 uint64_t PrimaryContextId(int32_t device) { return static_cast<uint64_t>(device) + 1; }
+
+// The thread's current context becomes `id`, in place of its device's primary context.
+void BindContext(uint64_t id)
+{
+    t_context = id;
+    t_current_device = -1;
+    t_bound = true;
+}
 
 aclrtContext ContextHandle(uint64_t id)
 {
@@ -142,6 +155,7 @@ aclError DeviceManager::SetDevice(const char *api, int32_t id)
     ++state.references;
     t_current_device = id;
     t_context = 0;
+    t_bound = true;
     if (process_default_ < 0) {
         process_default_ = id;
     }
@@ -203,7 +217,7 @@ aclError DeviceManager::CreateContext(const char *api, int32_t device, aclrtCont
     StreamTable::Instance().AddDefaultStream(context.default_stream);
     user_contexts_.emplace(id, std::move(context));
     ++next_user_context_;
-    t_context = id;
+    BindContext(id);
     *out = ContextHandle(id);
     return ACL_SUCCESS;
 }
@@ -250,10 +264,10 @@ aclError DeviceManager::SetCurrentContext(const char *api, aclrtContext handle)
     bool primary = false;
     const uint64_t id = LiveContextLocked(handle, &primary);
     if (id == 0) {
-        return Fail(ACL_ERROR_RT_CONTEXT_NULL, api,
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
                     "context %p is not a live context (destroyed, its device reset, or never created)", handle);
     }
-    t_context = id;
+    BindContext(id);
     return ACL_SUCCESS;
 }
 
@@ -291,6 +305,11 @@ bool DeviceManager::CurrentLocked(CurrentContextInfo *out, const char **why)
         out->device = device;
         out->default_stream = it->second.default_stream;
         return true;
+    }
+    if (t_current_device < 0 && t_bound) {
+        *why = "the thread's current context was destroyed by aclrtDestroyContext; call aclrtSetDevice or "
+               "aclrtSetCurrentContext";
+        return false;
     }
     const int32_t device = t_current_device >= 0 ? t_current_device : process_default_;
     if (device < 0) {

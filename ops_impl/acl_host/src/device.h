@@ -36,8 +36,9 @@ public:
     aclError GetCurrentContext(const char *api, aclrtContext *out);
 
     // The calling thread's context: the one set by aclrtCreateContext / aclrtSetCurrentContext, else the
-    // primary context of the thread's device (aclrtSetDevice), else that of the process default device.
-    // ACL_ERROR_RT_CONTEXT_NULL when there is none, or it was destroyed or its device reset.
+    // primary context of the thread's device (aclrtSetDevice), else, on a thread that never set either,
+    // that of the process default device. ACL_ERROR_RT_CONTEXT_NULL when there is none, or it was
+    // destroyed or its device reset.
     aclError Current(const char *api, CurrentContextInfo *out);
     // Current() without a failure message; false when there is no current context.
     bool CurrentIfSet(CurrentContextInfo *out);

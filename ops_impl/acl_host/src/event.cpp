@@ -88,4 +88,10 @@ std::shared_ptr<Event> EventTable::Remove(aclrtEvent handle)
     return events_.Remove(handle);
 }
 
+size_t EventTable::Count() const
+{
+    std::lock_guard<std::mutex> lock(mutex_);
+    return events_.entries().size();
+}
+
 }  // namespace aclhost

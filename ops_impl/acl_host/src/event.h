@@ -3,6 +3,7 @@
 #ifndef MS_MEMCOPY_ACL_HOST_EVENT_H_
 #define MS_MEMCOPY_ACL_HOST_EVENT_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -15,9 +16,10 @@ namespace aclhost {
 
 class Event : public std::enable_shared_from_this<Event> {
 public:
-    explicit Event(int32_t device) : device_(device) {}
+    Event(int32_t device, uint32_t flag) : device_(device), flag_(flag) {}
 
     int32_t device() const { return device_; }
+    uint32_t flag() const { return flag_; }  // the aclrtCreateEventWithFlag flag
 
     // Puts the marker on stream; a record replaces the previous one (the event then tracks the new one).
     void Record(const std::shared_ptr<Stream> &stream);
@@ -31,6 +33,7 @@ private:
     void Reached(uint64_t generation);
 
     const int32_t device_;
+    const uint32_t flag_;
     mutable std::mutex mutex_;
     uint64_t recorded_ = 0;  // generation of the latest record (0: never recorded)
     uint64_t reached_ = 0;   // latest generation the stream has reached
@@ -44,6 +47,7 @@ public:
     aclrtEvent Add(std::shared_ptr<Event> event);
     std::shared_ptr<Event> Find(aclrtEvent handle) const;    // empty when unknown
     std::shared_ptr<Event> Remove(aclrtEvent handle);        // empty when unknown
+    size_t Count() const;                                    // live handles
 
 private:
     EventTable() = default;

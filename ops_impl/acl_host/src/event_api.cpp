@@ -1,21 +1,27 @@
 // aclrtCreateEvent(WithFlag), aclrtDestroyEvent, aclrtRecordEvent, aclrtQueryEventStatus,
 // aclrtSynchronizeEvent.
 //
-// Check order (CANN 9.1 source, acl/aclrt_impl/event.cpp, then the runtime):
+// Check order (CANN 9.1 source: acl/aclrt_impl/event.cpp, then the runtime's handle guard, then
+// ApiErrorDecorator in runtime/api/impl/api_error.cc, then ApiImpl):
 //   event (or the status pointer) NULL -> 100000
-//   create: no current context -> 107002; a flag outside ACL_EVENT_SYNC | ACL_EVENT_CAPTURE_STREAM_PROGRESS |
-//     ACL_EVENT_TIME_LINE -> 107000
+//   create: the flag (ApiErrorDecorator::EventCreate): no bit of RT_EVENT_FLAG_MAX (0x3F) set, or a bit
+//     above it (ACL_EVENT_IPC included) -> 107000; ACL_EVENT_DEVICE_USE_ONLY (RT_EVENT_MC2, 0x10) or
+//     ACL_EVENT_EXTERNAL (0x20) with any other bit -> 107000. Then no current context -> 107002; then
+//     ACL_EVENT_DEVICE_USE_ONLY on a SoC without it (CANN's mc2FeatureFlag; profile event_device_use_only)
+//     -> 207000. aclrtCreateEvent uses CANN's RT_EVENT_DEFAULT (0x0E).
 //   an unknown or destroyed event handle -> 107017, as for streams (host-runtime choice: CANN's runtime
 //     validates the handle; the code it returns for a destroyed one is not in its public source)
-//   record: an unknown or destroyed stream -> 107017; no current context -> 107002; a stream or an event
-//     of another context than the calling thread's -> 107003; NULL stream: the default stream
+//   record: an unknown or destroyed stream -> 107017; an ACL_EVENT_DEVICE_USE_ONLY event -> 107000 ("only
+//     on the device"); no current context -> 107002; a stream or an event of another context than the
+//     calling thread's -> 107003; NULL stream: the default stream
+//   query / synchronize: an ACL_EVENT_EXTERNAL event -> 207000 (CANN's decorator)
 //
 // Semantics: a record replaces the previous one; aclrtQueryEventStatus reports COMPLETE once the stream
 // has reached the latest record and NOT_READY before, and for an event never recorded (CANN reports only
 // RT_EVENT_RECORDED as complete). aclrtSynchronizeEvent returns at once for an event never recorded or
 // already complete; otherwise it waits (a host wait, aclhostGetHostWaitCount) for the recording stream
-// to run what was queued on it so far, which includes the record. Destroying an event whose record is
-// still queued is allowed; the record then completes unobserved.
+// to run what was queued on it so far, which includes the record. It needs no current context. Destroying
+// an event whose record is still queued is allowed; the record then completes unobserved.
 #include <memory>
 
 #include "acl/acl_rt.h"
@@ -23,12 +29,53 @@
 #include "device.h"
 #include "error_state.h"
 #include "event.h"
+#include "soc_profile.h"
 #include "stream_table.h"
 
 namespace aclhost {
 namespace {
 
-constexpr uint32_t kKnownEventFlags = ACL_EVENT_SYNC | ACL_EVENT_CAPTURE_STREAM_PROGRESS | ACL_EVENT_TIME_LINE;
+// CANN's RT_EVENT_FLAG_MAX (src/runtime/core/inc/event/event.hpp): the bits aclrtCreateEventWithFlag takes.
+constexpr uint32_t kEventFlagMask = 0x3F;
+// Flags CANN takes only alone.
+constexpr uint32_t kSoleEventFlags[] = {ACL_EVENT_DEVICE_USE_ONLY, ACL_EVENT_EXTERNAL};
+// aclrtCreateEvent's flag, CANN's RT_EVENT_DEFAULT: RT_EVENT_STREAM_MARK | RT_EVENT_DDSYNC | RT_EVENT_TIME_LINE.
+constexpr uint32_t kDefaultEventFlag = 0x02 | 0x04 | 0x08;
+
+aclError CheckEventFlag(const char *api, uint32_t flag)
+{
+    if ((flag & kEventFlagMask) == 0 || flag > kEventFlagMask) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                    "flag %#x is invalid; expected an OR of ACL_EVENT_SYNC (0x1), ACL_EVENT_CAPTURE_STREAM_PROGRESS "
+                    "(0x2), 0x4 and ACL_EVENT_TIME_LINE (0x8), or ACL_EVENT_DEVICE_USE_ONLY (0x10) or "
+                    "ACL_EVENT_EXTERNAL (0x20) alone",
+                    static_cast<unsigned>(flag));
+    }
+    for (const uint32_t sole : kSoleEventFlags) {
+        if ((flag & sole) != 0 && (flag & ~sole) != 0) {
+            return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                        "flag %#x combines %s (%#x) with other flags; it is valid only alone",
+                        static_cast<unsigned>(flag),
+                        sole == ACL_EVENT_EXTERNAL ? "ACL_EVENT_EXTERNAL" : "ACL_EVENT_DEVICE_USE_ONLY",
+                        static_cast<unsigned>(sole));
+        }
+    }
+    return ACL_SUCCESS;
+}
+
+aclError CheckDeviceUseOnlySupported(const char *api)
+{
+    aclError ret = ACL_SUCCESS;
+    const SocProfile *soc = RequireSoc(api, &ret);
+    if (soc == nullptr) {
+        return ret;
+    }
+    if (!soc->event_device_use_only) {
+        return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api,
+                    "ACL_EVENT_DEVICE_USE_ONLY events are not supported on SoC %s", soc->name);
+    }
+    return ACL_SUCCESS;
+}
 
 aclError LookupEvent(const char *api, aclrtEvent handle, std::shared_ptr<Event> *out)
 {
@@ -43,23 +90,37 @@ aclError LookupEvent(const char *api, aclrtEvent handle, std::shared_ptr<Event> 
     return ACL_SUCCESS;
 }
 
+// CANN's ApiErrorDecorator refuses to query or synchronize an ACL_EVENT_EXTERNAL event.
+aclError CheckNotExternal(const char *api, aclrtEvent handle, const Event &event)
+{
+    if (event.flag() == ACL_EVENT_EXTERNAL) {
+        return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "event %p was created with ACL_EVENT_EXTERNAL; it cannot be "
+                    "queried or synchronized", handle);
+    }
+    return ACL_SUCCESS;
+}
+
 aclError CreateEvent(const char *api, aclrtEvent *event, uint32_t flag)
 {
     if (event == nullptr) {
         return Fail(ACL_ERROR_INVALID_PARAM, api, "event is NULL; expected where to store the new event");
     }
-    int32_t device = -1;
-    const aclError ret = DeviceManager::Instance().CurrentDevice(api, &device);
+    aclError ret = CheckEventFlag(api, flag);
     if (ret != ACL_SUCCESS) {
         return ret;
     }
-    if ((flag & ~kKnownEventFlags) != 0) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                    "flag %#x is invalid; expected a combination of ACL_EVENT_SYNC, ACL_EVENT_CAPTURE_STREAM_PROGRESS "
-                    "and ACL_EVENT_TIME_LINE",
-                    static_cast<unsigned>(flag));
+    int32_t device = -1;
+    ret = DeviceManager::Instance().CurrentDevice(api, &device);
+    if (ret != ACL_SUCCESS) {
+        return ret;
     }
-    *event = EventTable::Instance().Add(std::make_shared<Event>(device));
+    if (flag == ACL_EVENT_DEVICE_USE_ONLY) {
+        ret = CheckDeviceUseOnlySupported(api);
+        if (ret != ACL_SUCCESS) {
+            return ret;
+        }
+    }
+    *event = EventTable::Instance().Add(std::make_shared<Event>(device, flag));
     return ACL_SUCCESS;
 }
 
@@ -74,7 +135,7 @@ using aclhost::Stream;
 extern "C" aclError aclrtCreateEvent(aclrtEvent *event)
 {
     constexpr const char *api = "aclrtCreateEvent";
-    return GuardedCall(api, [&]() -> aclError { return aclhost::CreateEvent(api, event, ACL_EVENT_SYNC); });
+    return GuardedCall(api, [&]() -> aclError { return aclhost::CreateEvent(api, event, aclhost::kDefaultEventFlag); });
 }
 
 extern "C" aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag)
@@ -107,6 +168,10 @@ extern "C" aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
         if (ret == ACL_SUCCESS) {
             ret = aclhost::LookupStreamHandle(api, stream, &on);
         }
+        if (ret == ACL_SUCCESS && target->flag() == ACL_EVENT_DEVICE_USE_ONLY) {
+            ret = Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                       "event %p was created with ACL_EVENT_DEVICE_USE_ONLY; only the device records it", event);
+        }
         if (ret == ACL_SUCCESS) {
             ret = aclhost::UseCurrentContext(api, &on);
         }
@@ -134,7 +199,10 @@ extern "C" aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedSt
             return Fail(ACL_ERROR_INVALID_PARAM, api, "status is NULL; expected where to store the status");
         }
         std::shared_ptr<Event> target;
-        const aclError ret = aclhost::LookupEvent(api, event, &target);
+        aclError ret = aclhost::LookupEvent(api, event, &target);
+        if (ret == ACL_SUCCESS) {
+            ret = aclhost::CheckNotExternal(api, event, *target);
+        }
         if (ret != ACL_SUCCESS) {
             return ret;
         }
@@ -148,7 +216,10 @@ extern "C" aclError aclrtSynchronizeEvent(aclrtEvent event)
     constexpr const char *api = "aclrtSynchronizeEvent";
     return GuardedCall(api, [&]() -> aclError {
         std::shared_ptr<Event> target;
-        const aclError ret = aclhost::LookupEvent(api, event, &target);
+        aclError ret = aclhost::LookupEvent(api, event, &target);
+        if (ret == ACL_SUCCESS) {
+            ret = aclhost::CheckNotExternal(api, event, *target);
+        }
         if (ret != ACL_SUCCESS) {
             return ret;
         }

@@ -18,10 +18,13 @@
 // - aclrtSetMemcpyDesc writes the descriptor synchronously on the calling thread (UNCONFIRMED in the spec
 //   how CANN writes it; A2/A3 use a synchronous H2D write).
 // - aclrtMemcpyAsyncWithDesc enqueues a task that reads src/dst/count from the descriptor when it executes,
-//   not at enqueue time. A descriptor that is not valid then (wrong magic or version, count out of range,
-//   or src/dst no longer device memory holding the whole range) is a task failure: nothing is copied and
-//   the next aclrtSynchronizeStream on the stream returns ACL_ERROR_RT_INTERNAL_ERROR (507000) with the
-//   reason.
+//   not at enqueue time. A descriptor that is not valid then (wrong magic or version, or src/dst no longer
+//   device memory holding the whole range) is a task failure: nothing is copied and the next
+//   aclrtSynchronizeStream on the stream returns ACL_ERROR_RT_INTERNAL_ERROR (507000) with the reason.
+// - The count is stored in 32 bits, as CANN's Context::SetMemcpyDesc stores rtMemcpyAddrInfo::len: a 4 GiB
+//   count (accepted) is stored as 0. A count of 0 copies nothing and succeeds: CANN's host side never reads
+//   the length (MemcpyAsyncPtr submits the descriptor's address with count UINT32_MAX), so nothing in its
+//   source fails such a copy.
 // - The descriptor fields are written and read with atomic accesses, so a descriptor rewritten while a
 //   copy using it is queued is well defined (the copy sees the old or the new value of each field).
 #include <algorithm>
@@ -128,14 +131,16 @@ public:
         }
         const uint64_t src = __atomic_load_n(Field<uint64_t>(desc_, kDescSrcOffset), __ATOMIC_RELAXED);
         const uint64_t dst = __atomic_load_n(Field<uint64_t>(desc_, kDescDstOffset), __ATOMIC_RELAXED);
-        const uint64_t count = __atomic_load_n(Field<uint64_t>(desc_, kDescCountOffset), __ATOMIC_RELAXED);
+        const uint32_t count = __atomic_load_n(Field<uint32_t>(desc_, kDescCountOffset), __ATOMIC_RELAXED);
+        if (count == 0) {
+            return ACL_SUCCESS;  // a 4 GiB count stored in 32 bits: CANN's copy moves nothing either
+        }
         void *const dst_ptr = reinterpret_cast<void *>(static_cast<uintptr_t>(dst));
         const void *const src_ptr = reinterpret_cast<const void *>(static_cast<uintptr_t>(src));
-        if (count == 0 || count > kDescMaxCount || !EndpointIsDevice(src_ptr, count) ||
-            !EndpointIsDevice(dst_ptr, count)) {
+        if (!EndpointIsDevice(src_ptr, count) || !EndpointIsDevice(dst_ptr, count)) {
             (void)std::snprintf(text, sizeof(text),
                                 "aclrtMemcpyAsyncWithDesc: descriptor %p (src 0x%" PRIx64 ", dst 0x%" PRIx64
-                                ", count %" PRIu64 ") no longer describes a copy between device memory when it "
+                                ", count %" PRIu32 ") no longer describes a copy between device memory when it "
                                 "executes; nothing was copied",
                                 desc_, src, dst, count);
             *message = text;
@@ -146,7 +151,7 @@ public:
     }
 
 private:
-    static bool EndpointIsDevice(const void *p, uint64_t count)
+    static bool EndpointIsDevice(const void *p, uint32_t count)
     {
         const MemInfo info = MemoryRegistry::Instance().Lookup(p);
         uintptr_t end = 0;
@@ -246,7 +251,8 @@ aclError SetMemcpyDesc(const char *api, void *desc, int64_t kind, void *srcAddr,
                      __ATOMIC_RELAXED);
     __atomic_store_n(Field<uint64_t>(desc, kDescDstOffset), static_cast<uint64_t>(reinterpret_cast<uintptr_t>(dstAddr)),
                      __ATOMIC_RELAXED);
-    __atomic_store_n(Field<uint64_t>(desc, kDescCountOffset), static_cast<uint64_t>(count), __ATOMIC_RELAXED);
+    __atomic_store_n(Field<uint32_t>(desc, kDescCountOffset), static_cast<uint32_t>(count), __ATOMIC_RELAXED);
+    __atomic_store_n(Field<uint32_t>(desc, kDescReservedOffset), 0U, __ATOMIC_RELAXED);
     __atomic_store_n(Field<uint32_t>(desc, kDescVersionOffset), kDescVersion, __ATOMIC_RELAXED);
     const size_t footprint = DescFootprint(*soc);
     for (size_t offset = kDescLayoutBytes; offset + sizeof(uint64_t) <= footprint; offset += sizeof(uint64_t)) {

@@ -6,8 +6,10 @@
 //   HUGE1G policies, as CANN). CANN appends 32 bytes plus 32 of padding to every request: a size whose
 //   64-byte append (or rounding) overflows is ACL_ERROR_INVALID_PARAM, as in CANN's source.
 // - aclrtMallocHost returns 64-byte aligned memory recorded as pinned HOST memory, every page already
-//   resident (zero-filled; CANN leaves the contents unspecified); it needs no device. The
-//   same 64-byte append rule applies (host choice: CANN's host allocator path is not in its open source).
+//   resident (zero-filled; CANN leaves the contents unspecified). As CANN's ApiImpl::HostMalloc it needs a
+//   current context (107002), checked after the NULL and size-0 checks (100000, CANN's ACL layer). The
+//   same 64-byte append rule applies (host choice: CANN's host allocator path is not in its open source),
+//   before the context, as the ACL layer's checks come first. aclrtFreeHost needs no context.
 // - aclrtGetMemInfo: free/total NULL -> 100000; attr outside aclrtMemAttr (0..17) -> 107016
 //   (ACL_ERROR_RT_INVALID_MEMORY_TYPE); no context -> 107002. Every attribute reports the same memory:
 //   total is the host's physical memory, free is total minus the live aclrtMalloc bytes of the current
@@ -115,6 +117,11 @@ extern "C" aclError aclrtMallocHost(void **hostPtr, size_t size)
         }
         aclError ret = ACL_SUCCESS;
         if (AppendOverflows(api, size, &ret)) {
+            return ret;
+        }
+        int32_t device = -1;
+        ret = DeviceManager::Instance().CurrentDevice(api, &device);
+        if (ret != ACL_SUCCESS) {
             return ret;
         }
         ret = MemoryRegistry::Instance().Allocate(api, MemKind::kPinnedHost, -1, size, hostPtr);

@@ -442,6 +442,16 @@ size_t MemoryRegistry::DeviceBytes(int32_t device) const
     return total;
 }
 
+size_t MemoryRegistry::AllocationCount(MemKind kind) const
+{
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    size_t count = 0;
+    for (const auto &entry : entries_) {
+        count += entry.second.kind == kind ? 1 : 0;
+    }
+    return count;
+}
+
 MemoryRegistry::Reader::Reader(const MemoryRegistry &registry) : registry_(registry), lock_(registry.mutex_) {}
 
 void MemoryRegistry::Reader::Pause()

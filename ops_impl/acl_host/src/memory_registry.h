@@ -69,6 +69,8 @@ public:
 
     // Bytes of the live aclrtMalloc allocations of one device (their recorded, padded sizes).
     size_t DeviceBytes(int32_t device) const;
+    // The number of live allocations of one kind (kDevice or kPinnedHost).
+    size_t AllocationCount(MemKind kind) const;
 
     // Many lookups under one shared lock, with a two-entry cache of the last hits (a hit may be a gap
     // between allocations, i.e. pageable memory). Used by batch copies. aclrtFree and registration

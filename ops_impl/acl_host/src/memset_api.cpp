@@ -6,12 +6,17 @@
 //   no current context -> 107002 (sync: before the count check, as CANN's driver call comes after it)
 //   count > maxCount -> 107000
 //   async: the stream belongs to another context -> 107003
-//   devPtr not memory of aclrtMalloc / aclrtMallocHost / a framework registration -> 107000
-//   extent check (host-runtime memory safety) -> 107000
+//   sync: devPtr not memory of aclrtMalloc / aclrtMallocHost / a framework registration -> 107000 (host
+//     choice: CANN leaves it to the driver)
+//   extent check (host-runtime memory safety: ptr + count wrapping; registered memory: past its
+//     allocation) -> 107000
 //
 // Each of the count bytes is set to the low byte of value (CANN's byte-wise driver memset). aclrtMemset
-// runs on the calling thread and waits for no stream; aclrtMemsetAsync puts the memset on the stream
-// (the NULL stream is the current context's default stream).
+// runs on the calling thread and waits for no stream. aclrtMemsetAsync on device memory puts the memset on
+// the stream (the NULL stream is the current context's default stream); on host memory, pinned or
+// pageable, it sets the bytes on the calling thread before it returns, without waiting for the stream, as
+// CANN's MemSetAsync (runtime/core/src/launch/memory_common.cc: memset_s for RT_MEMORY_LOC_HOST and
+// RT_MEMORY_LOC_UNREGISTERED).
 #include <cstring>
 #include <memory>
 
@@ -89,11 +94,16 @@ aclError MemsetAsync(const char *api, void *devPtr, size_t maxCount, int32_t val
     if (ret == ACL_SUCCESS) {
         ret = CheckStreamInCurrentContext(api, *stream);
     }
+    const MemInfo info = MemoryRegistry::Instance().Lookup(devPtr);
     if (ret == ACL_SUCCESS) {
-        ret = CheckMemsetTarget(api, devPtr, count);
+        ret = CheckExtent(api, "devPtr", devPtr, count, info);
     }
     if (ret != ACL_SUCCESS) {
         return ret;
+    }
+    if (!info.is_device()) {
+        std::memset(devPtr, static_cast<unsigned char>(value), count);
+        return ACL_SUCCESS;
     }
     stream->Enqueue(std::make_unique<MemsetTask>(devPtr, static_cast<unsigned char>(value), count));
     return ACL_SUCCESS;

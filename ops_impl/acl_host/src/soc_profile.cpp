@@ -20,8 +20,8 @@ namespace {
 constexpr const char *kSocEnv = "MS_MEMCOPY_SOC";
 
 const SocProfile kProfiles[] = {
-#define X(name, batch, desc, d2d, null2d, desc_size, extra, streams, peer) \
-    {name, batch, desc, d2d, null2d, desc_size, extra, streams, peer},
+#define X(name, batch, desc, d2d, null2d, desc_size, extra, streams, peer, device_events) \
+    {name, batch, desc, d2d, null2d, desc_size, extra, streams, peer, device_events},
     MS_MEMCOPY_SOC_PROFILES
 #undef X
 };

@@ -18,6 +18,7 @@ struct SocProfile {
     size_t malloc_extra_bytes;  // aclrtMalloc padding after rounding up to 32
     size_t max_streams;         // streams of one device, its default streams included
     bool peer_access;           // aclrtDeviceCanAccessPeer / EnablePeerAccess / DisablePeerAccess
+    bool event_device_use_only; // aclrtCreateEventWithFlag(ACL_EVENT_DEVICE_USE_ONLY)
 };
 
 // The profile named by MS_MEMCOPY_SOC (unset or empty: the table's default), resolved once.

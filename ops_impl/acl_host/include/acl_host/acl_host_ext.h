@@ -100,6 +100,13 @@ ACL_FUNC_VISIBILITY aclError aclhostCompleteStream(aclrtStream stream);
  */
 ACL_FUNC_VISIBILITY aclError aclhostGetHostWaitCount(uint64_t *count);
 
+/*
+ * The number of live events (created by aclrtCreateEvent / aclrtCreateEventWithFlag and not yet
+ * destroyed) and of live pinned host allocations (aclrtMallocHost not yet freed) in the process. Tests
+ * use it to show that repeated calls accumulate neither. events or pinnedAllocations NULL: 100000.
+ */
+ACL_FUNC_VISIBILITY aclError aclhostGetLiveResourceCounts(uint64_t *events, uint64_t *pinnedAllocations);
+
 /* The emulated SoC profile name (MS_MEMCOPY_SOC, default Ascend910B). */
 ACL_FUNC_VISIBILITY const char *aclhostGetSocProfile(void);
 
