@@ -29,9 +29,8 @@ def rss_bytes():
 
 
 def live_runtime_objects():
-    """(live events, live pinned allocations) of the host runtime, where it counts them."""
-    counts = getattr(runtime, "live_counts", None)
-    return None if counts is None else tuple(counts())
+    """(live events, live pinned allocations) of the host runtime."""
+    return tuple(runtime.live_resource_counts())
 
 
 @pytest.fixture
