@@ -35,6 +35,22 @@ _TYPE_IDS = {"float16": "Float16", "bfloat16": "BFloat16", "float32": "Float32",
              "bool": "Bool"}
 
 
+#: Prefix of every op's op_def name: the primitive Custom_ms_memcopy_<op> and its kernels are then
+#: MindSpore-wide names no other extension's op takes (MindSpore's custom kernel factory keeps the
+#: first registration of a name).
+PRIMITIVE_PREFIX = "ms_memcopy_"
+
+
+def op_def_name(op: OpDef):
+    """The op's name in the generated op_def: its primitive is ``Custom_<op_def_name>``."""
+    return PRIMITIVE_PREFIX + op.ascend_function
+
+
+def primitive_name(op: OpDef):
+    """The name of the op's generated primitive and of its registered kernels."""
+    return "Custom_" + op_def_name(op)
+
+
 def given_args(op: OpDef):
     """[(name, op_def dtype, table kind)] of the arguments describing op's outputs (shape: given)."""
     if not op.outputs_given:
@@ -86,7 +102,7 @@ def op_def_entry(op: OpDef):
 def op_def_entries(ops=None):
     """{op name: op_def} of every op (the op_def's name is the op's ascend_function)."""
     ops = all_op_defs() if ops is None else ops
-    return {op.ascend_function: op_def_entry(op) for op in ops.values()}
+    return {op_def_name(op): op_def_entry(op) for op in ops.values()}
 
 
 def op_def_yaml(ops=None):
@@ -137,12 +153,12 @@ def route_table(ops=None):
     ops = list((all_op_defs() if ops is None else ops).values())
     for op in ops:
         _check_kernel_layout(op)
-    names = [op.ascend_function for op in ops]
     lines = ["// Generated from configs/ops.yaml by ms_memcopy.route_codegen; do not edit.",
-             "// MSMC_ROUTE_OPS(X) expands X(<op>) for every op; with MSMC_ROUTE_TABLE_DEFINITIONS defined it",
+             "// MSMC_ROUTE_OPS(X) expands X(<op>, <op_def name>) for every op; with MSMC_ROUTE_TABLE_DEFINITIONS",
+             "// defined it",
              "// also defines kRouteOps, the table of route_common.h.",
              "#ifndef MSMC_ROUTE_OPS",
-             "#define MSMC_ROUTE_OPS(X) " + " ".join(f"X({n})" for n in names),
+             "#define MSMC_ROUTE_OPS(X) " + " ".join(f"X({op.ascend_function}, {op_def_name(op)})" for op in ops),
              f'#define MSMC_TUPLE_PASS_NAME "{TUPLE_PASS_NAME}"',
              "#endif",
              "#if defined(MSMC_ROUTE_TABLE_DEFINITIONS) && !defined(MSMC_ROUTE_TABLE_DEFINED)",

@@ -75,9 +75,10 @@ def test_the_definitions_parse_and_int64_inputs_are_host_values():
 def test_op_def_of_every_op():
     entries = route_codegen.op_def_entries()
     ops = op_defs.all_op_defs()
-    assert sorted(entries) == sorted(op.ascend_function for op in ops.values())
+    # every primitive is Custom_ms_memcopy_<op>: a name no other extension's op takes
+    assert sorted(entries) == sorted(f"ms_memcopy_{op.ascend_function}" for op in ops.values())
     for op in ops.values():
-        entry = entries[op.ascend_function]
+        entry = entries[route_codegen.op_def_name(op)]
         assert list(entry["args"]) == route_codegen.arg_names(op)
         for name, spec in entry["args"].items():
             assert spec.get("prim_init", False) == (name not in op.input_names), (op.name, name)
@@ -121,7 +122,8 @@ def test_route_table_lists_every_op_and_its_rules():
     table = route_codegen.route_table()
     ops = op_defs.all_op_defs()
     listed = re.search(r"#define MSMC_ROUTE_OPS\(X\) (.*)", table).group(1)
-    assert listed.split() == [f"X({op.ascend_function})" for op in ops.values()]
+    assert re.findall(r"X\((\w+), (\w+)\)", listed) == [(op.ascend_function, f"ms_memcopy_{op.ascend_function}")
+                                                        for op in ops.values()]
     assert '{"offsets", ArgKind::kHostValues, mindspore::kNumberTypeInt64, false, false}' in table
     # same_dtype: [dst, src] of memcpy2d_insert marks both (and not its offsets)
     insert = re.search(r"kArgs_memcpy2d_insert\[\] = \{(.*)\};", table).group(1)
@@ -149,7 +151,7 @@ def test_one_route_everywhere(monkeypatch):
     assert op_def_route.selected_route() == "op_def"
     from ms_memcopy.ops import MemcpyWithDesc
 
-    assert MemcpyWithDesc().name == "Custom_memcpy_desc_copy"
+    assert MemcpyWithDesc().name == "Custom_ms_memcopy_memcpy_desc_copy"
     assert not (ROOT / "ops_impl" / "kernels" / "aot_entry.cpp").exists()
 
 
@@ -236,7 +238,7 @@ def test_ascend_kernels_compile_and_link(tmp_path):
     assert "RouteAscendKernel" in symbols and "CustomKernelFactory::Register" in symbols
     assert "KernelInstance" in symbols and "RouteRunner" in symbols  # the PyNative entries are in it
     for op in op_defs.all_op_defs().values():
-        assert f"gCustom_{op.ascend_function}FuncImpl" in symbols
+        assert f"gCustom_{route_codegen.op_def_name(op)}FuncImpl" in symbols
 
 
 def test_variadic_primitive_keeps_its_attributes(monkeypatch):

@@ -96,9 +96,9 @@ print("v", net.v.asnumpy().tolist())
 
 
 def copy_blocks_inputs(ir_text):
-    """[(input, the op producing it or the input itself)] of the Custom_copy_blocks node in an IR dump."""
+    """[(input, the op producing it or the input itself)] of the Custom_ms_memcopy_copy_blocks node in an IR dump."""
     producers = dict(re.findall(r"^\s*(%\w+)\(\S+\) = (?:PrimFunc_)?(\w+)\(", ir_text, re.M))
-    node = re.search(r"= (?:PrimFunc_)?Custom_copy_blocks\((.*?)\)\s+(?:\{|primitive_attrs)", ir_text)
+    node = re.search(r"= (?:PrimFunc_)?Custom_ms_memcopy_copy_blocks\((.*?)\)\s+(?:\{|primitive_attrs)", ir_text)
     assert node is not None, ir_text[-2000:]
     return [(a.strip(), producers.get(a.strip(), a.strip())) for a in node.group(1).split(",")]
 
@@ -106,7 +106,7 @@ def copy_blocks_inputs(ir_text):
 @pytest.mark.parametrize("registered", [True, False], ids=["with_pass", "without_pass"])
 def test_the_pass_unfolds_the_tuple_before_kernel_selection(run_python, tmp_path, registered):
     """The graph MindSpore dumps after its custom passes: with the pass (registered by load()) the
-    Custom_copy_blocks node takes the Parameters themselves; without it a MakeTuple of them."""
+    Custom_ms_memcopy_copy_blocks node takes the Parameters themselves; without it a MakeTuple of them."""
     ir_dir = tmp_path / "ir"
     env = {"MS_DEV_SAVE_GRAPHS": "1", "MS_DEV_SAVE_GRAPHS_PATH": str(ir_dir)}
     out = run_python(_COPY_BLOCKS_GRAPH.replace("REGISTERED", repr(registered)), env=env, timeout=300)
@@ -118,7 +118,7 @@ def test_the_pass_unfolds_the_tuple_before_kernel_selection(run_python, tmp_path
     if registered:
         assert [re.sub(r"^%para\d+_", "", name) for name, _ in inputs[:2]] == ["k", "v"], inputs
         assert all(producer not in ("MakeTuple", "RealMakeTuple") for _, producer in inputs), inputs
-        assert re.search(r"Custom_copy_blocks\(.*dyn_input_sizes: \(2, ", ir_text)
+        assert re.search(r"Custom_ms_memcopy_copy_blocks\(.*dyn_input_sizes: \(2, ", ir_text)
     else:
         assert inputs[0][1] == "MakeTuple", inputs
 
@@ -244,7 +244,7 @@ ctypes.CDLL(MODULE_PATH)  # registers the Custom_<op> op_defs and the probe kern
 
 def copy_blocks(num_caches):
     # what ms_memcopy.ops does for the op_def route
-    primitive = ops.Primitive("Custom_copy_blocks")
+    primitive = ops.Primitive("Custom_ms_memcopy_copy_blocks")
     primitive._set_prim_arg("num_caches", num_caches)
     primitive.init_attrs["num_caches"] = num_caches
     primitive.add_prim_attr("side_effect_mem", True)

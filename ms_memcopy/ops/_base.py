@@ -302,7 +302,7 @@ class CopyPrimitive(ops.Custom):
             # Keeps the buffer's id from naming another buffer for as long as this primitive may launch.
             self._buffer_id_lease = self.host_buffer._attach_primitive()
         op_def_route.load()  # registers the Custom_<op> primitives and their kernels
-        ops.Primitive.__init__(self, f"Custom_{definition.ascend_function}")
+        ops.Primitive.__init__(self, route_codegen.primitive_name(definition))
         values = [attrs[name] for name in definition.attr_names]
         if given is not None:
             shapes, dtypes = given
@@ -422,7 +422,7 @@ def _register_op_def_bprop(definition, bprop):
     """Registers bprop as the gradient of the op's Custom_<op> primitive (GRAPH_MODE looks it up by
     name, PYNATIVE_MODE through the primitive's get_bprop); returns the registered function. The
     op_def bprop receives the init arguments too, after the inputs; their gradients are zeros."""
-    name = f"Custom_{definition.ascend_function}"
+    name = route_codegen.primitive_name(definition)
     if name in _op_def_bprops:
         return _op_def_bprops[name]
     n_inputs = len(definition.inputs)

@@ -1,4 +1,4 @@
-// Test only (tests/test_tuple_pass.py): the CPU kernel of Custom_copy_blocks for float32 caches,
+// Test only (tests/test_tuple_pass.py): the CPU kernel of Custom_ms_memcopy_copy_blocks for float32 caches,
 // declaring its variadic input a TUPLE object, as Ascend's kernel selection treats the tuple input of
 // a custom kernel. MindSpore then folds the caches into one new tensor (RealMakeTuple) before the
 // kernel, which reproduces on CPU what reaches the kernels on Ascend without ms_memcopy's graph pass.
@@ -49,6 +49,6 @@ class FoldedTupleCpuKernel : public mindspore::kernel::NativeCpuKernelMod {
 }  // namespace msmc
 
 namespace mindspore::kernel {
-MS_KERNEL_FACTORY_REG_BY_CREATOR(NativeCpuKernelMod, Custom_copy_blocks,
+MS_KERNEL_FACTORY_REG_BY_CREATOR(NativeCpuKernelMod, Custom_ms_memcopy_copy_blocks,
                                  []() { return std::make_shared<msmc::route::FoldedTupleCpuKernel>(); });
 }  // namespace mindspore::kernel

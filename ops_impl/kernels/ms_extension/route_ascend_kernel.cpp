@@ -72,12 +72,29 @@ class RouteAscendKernel : public mindspore::kernel::KernelMod {
   std::string unique_name_;
 };
 
-#define MSMC_ROUTE_ASCEND_KERNEL(NAME)                                                         \
-  const bool g_registered_##NAME = mindspore::kernel::CustomKernelFactory::Instance().Register( \
-      "Custom_" #NAME, []() { return std::make_shared<RouteAscendKernel>(#NAME); });
+std::vector<std::string> &Unregistered() {
+  static std::vector<std::string> names;
+  return names;
+}
+
+// CustomKernelFactory keeps the first registration of a name: a name another extension took first is
+// remembered, and the module refuses to load (KernelsNotRegistered).
+bool RegisterKernel(const char *primitive, const char *op) {
+  const bool added = mindspore::kernel::CustomKernelFactory::Instance().Register(
+      primitive, [op]() { return std::make_shared<RouteAscendKernel>(op); });
+  if (!added) {
+    Unregistered().push_back(primitive);
+  }
+  return added;
+}
+
+#define MSMC_ROUTE_ASCEND_KERNEL(NAME, OP_DEF) \
+  const bool g_registered_##NAME = RegisterKernel("Custom_" #OP_DEF, #NAME);
 MSMC_ROUTE_OPS(MSMC_ROUTE_ASCEND_KERNEL)
 
 }  // namespace
+
+std::vector<std::string> KernelsNotRegistered() { return Unregistered(); }
 }  // namespace route
 }  // namespace msmc
 #endif  // CUSTOM_ASCEND_OP

@@ -100,6 +100,11 @@ const OpBody &BodyOf(const RouteOp &op);
 // The index of op's first argument of `kind`, or -1 (kTensors: the variadic input; kLength: its length).
 int FindArg(const RouteOp &op, ArgKind kind);
 
+// The Custom_<op> kernels the backend's kernel factory refused because another extension had
+// registered the name first; empty when every kernel is this module's (route_cpu_kernel.cpp,
+// route_ascend_kernel.cpp).
+std::vector<std::string> KernelsNotRegistered();
+
 // ---- output rules ---------------------------------------------------------------------------------
 
 // Reads the op_def arguments an output rule needs; nullopt where a value is unknown (compile time).

@@ -189,14 +189,14 @@ class RouteInfer : public OpFuncImpl {
 }  // namespace route
 }  // namespace msmc
 
-// The names gen_custom_ops_def.cc declares: gCustom_<op>FuncImpl.
-#define MSMC_ROUTE_INFER(NAME)                       \
-  namespace msmc::route {                            \
-  namespace {                                        \
-  RouteInfer g_infer_##NAME(#NAME);                  \
-  }                                                  \
-  }                                                  \
-  namespace mindspore::ops {                         \
-  OpFuncImpl &gCustom_##NAME##FuncImpl = msmc::route::g_infer_##NAME; \
+// The names gen_custom_ops_def.cc declares: gCustom_<op_def name>FuncImpl.
+#define MSMC_ROUTE_INFER(NAME, OP_DEF)                                   \
+  namespace msmc::route {                                                \
+  namespace {                                                            \
+  RouteInfer g_infer_##NAME(#NAME);                                      \
+  }                                                                      \
+  }                                                                      \
+  namespace mindspore::ops {                                             \
+  OpFuncImpl &gCustom_##OP_DEF##FuncImpl = msmc::route::g_infer_##NAME; \
   }
 MSMC_ROUTE_OPS(MSMC_ROUTE_INFER)

@@ -336,10 +336,20 @@ py::object CallOnce(const char *name, const py::args &args) {
 }  // namespace route
 }  // namespace msmc
 
-#define MSMC_ROUTE_FUNCTION(NAME) \
+#define MSMC_ROUTE_FUNCTION(NAME, OP_DEF) \
   m.def(#NAME, [](const py::args &args) { return msmc::route::CallOnce(#NAME, args); });
 
 PYBIND11_MODULE(MS_EXTENSION_NAME, m) {
+  const std::vector<std::string> taken = msmc::route::KernelsNotRegistered();
+  if (!taken.empty()) {
+    std::string names;
+    for (const std::string &name : taken) {
+      names += (names.empty() ? "" : ", ") + name;
+    }
+    throw py::import_error("ms_memcopy: MindSpore's kernel factory already holds kernels named " + names +
+                           ", registered by another extension loaded before ms_memcopy; they would run instead "
+                           "of ms_memcopy's, so the module refuses to load");
+  }
   m.doc() = "ms_memcopy's op_def route: the copy ops as CustomOpBuilder functions and kernels";
   py::class_<msmc::route::KernelInstance>(m, "KernelInstance",
                                           "One primitive's kernel: its init arguments and the state its eager "
