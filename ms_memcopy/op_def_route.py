@@ -313,6 +313,11 @@ def load(backend=None, build_dir=None):
         RuntimeError: MindSpore refused the graph pass.
     """
     backend = _check_backend(backend or default_backend())
+    if backend == "Ascend" and _paths.uses_host_runtime():
+        raise RuntimeError("ms_memcopy was built without CANN (its kernels link the host ACL runtime, "
+                           f"{_paths.HOST_ACL_LIBRARY}), so it cannot run on an NPU: reinstall it with CANN's "
+                           "environment set (source CANN's set_env.sh, which sets ASCEND_HOME_PATH and "
+                           "ASCEND_OPP_PATH), e.g. pip install --force-reinstall --no-deps .")
     with _lock:
         module = _modules.get(backend)
         if module is not None:

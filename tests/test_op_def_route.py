@@ -155,6 +155,58 @@ def test_one_route_everywhere(monkeypatch):
     assert not (ROOT / "ops_impl" / "kernels" / "aot_entry.cpp").exists()
 
 
+def test_a_host_runtime_build_refuses_the_ascend_backend():
+    """A build made without CANN links the host ACL runtime: on an NPU it would copy host memory it
+    takes for device memory, so loading the module for Ascend is refused with what to do instead."""
+    from ms_memcopy import _paths
+
+    assert _paths.uses_host_runtime()
+    with pytest.raises(RuntimeError, match=r"built without CANN .* reinstall it with CANN's environment set"):
+        op_def_route.load("Ascend")
+
+
+def test_the_install_built_the_module_and_the_first_call_compiles_nothing(run_python):
+    """The install (setup.py) builds the module; a fresh process's first primitive call loads it."""
+    assert (op_def_route.packaged_build_dir("CPU") / op_def_route.FINGERPRINT_FILE).exists()
+    result = run_python(f"""
+import sys, time
+sys.path.insert(0, {str(ROOT)!r})
+start = time.perf_counter()
+import numpy as np
+import mindspore as ms
+from ms_memcopy import op_def_route
+from ms_memcopy.ops import MemcpyWithDesc
+built = []
+original = op_def_route.builder
+def watched(*args, **kwargs):
+    b = original(*args, **kwargs)
+    real = b.build
+    def build():
+        built.append(1)
+        return real()
+    b.build = build
+    return b
+op_def_route.builder = watched
+y = MemcpyWithDesc()(ms.Tensor(np.arange(4, dtype=np.float32)))
+print("values", y.asnumpy().tolist(), "compiled", len(built), "seconds", round(time.perf_counter() - start, 1))
+""", timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "values [0.0, 1.0, 2.0, 3.0] compiled 0" in result.stdout, result.stdout
+    assert float(result.stdout.split("seconds")[1]) < 10, result.stdout
+
+
+def test_newer_acl_calls_are_weak_so_an_older_cann_loads_the_kernels():
+    from ms_memcopy import _paths
+
+    symbols = subprocess.run(["nm", "-D", str(_paths.KERNELS_LIBRARY)], capture_output=True, text=True,
+                             check=True).stdout
+    kinds = {line.split()[-1]: line.split()[-2] for line in symbols.splitlines() if len(line.split()) >= 2}
+    for call in ("aclrtMemcpyBatchAsync", "aclrtGetMemcpyDescSize", "aclrtSetMemcpyDesc", "aclrtMemcpyAsyncWithDesc",
+                 "aclrtMemcpyAsyncWithCondition"):
+        assert kinds.get(call) == "w", (call, kinds.get(call))
+    assert kinds.get("aclrtMemcpyAsync") == "U"  # the fallback every CANN has stays a strong reference
+
+
 def test_info_prints_the_route():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = subprocess.run([sys.executable, "-m", "ms_memcopy", "info"], env=env, capture_output=True, text=True,
