@@ -829,8 +829,8 @@ def environment_problem():
                 "toolkit with include/acl/acl.h (source CANN's set_env.sh)")
     if _paths.uses_host_runtime():
         return (f"this ms_memcopy was built without CANN: it ships the host ACL runtime "
-                f"({_paths.HOST_ACL_LIBRARY}) and its kernels call that, not CANN; reinstall it with CANN's "
-                f"set_env.sh sourced (`pip install -e .` builds the kernels against CANN then)")
+                f"({_paths.HOST_ACL_LIBRARY}) and its kernels and runtime module call that, not CANN; delete "
+                f"that file and reinstall with CANN's set_env.sh sourced (the build then links CANN's libascendcl)")
     return None
 
 
