@@ -15,8 +15,9 @@ skipped), exiting non-zero if any check fails:
 - offsets produced on the device (``ops.add``) against host-created ones: the same bytes copied, the
   per-call time of each and, on the host runtime, the host waits per call;
 - the time of a swap of 1024 blocks of 64 KiB over 2 caches against one built-in copy per block;
-- a MemcpyWithDesc copy of 4 GiB + 64 bytes (descriptors hold at most 4 GiB) checked on sampled
-  regions, when the device has the memory for it (``--big`` in a dry run).
+- a MemcpyWithDesc copy of 4 GiB + 64 bytes (a descriptor's count has 32 bits: the kernels copy in
+  chunks of 2 GiB) checked on sampled regions across each chunk boundary, when the device has the
+  memory for it (``--big`` in a dry run).
 An ACL failure for want of a current context (ACL_ERROR_RT_CONTEXT_NULL) is reported as such, with the
 device MindSpore uses.
 
@@ -41,7 +42,7 @@ DISTINCT_CALLS = 200
 # descriptor ring (4) gets its event and pinned memory on first use.
 WARMUP_CALLS = 16
 GiB = 1 << 30
-BIG_COPY_BYTES = 4 * GiB + 64  # one descriptor copies at most 4 GiB: this takes two
+BIG_COPY_BYTES = 4 * GiB + 64  # beyond a 32-bit descriptor count; the kernels' 2 GiB chunks make it three
 # Source, copy, and a temporary of the source's size (MindSpore's CPU arange held one: 13 GB peak RSS),
 # plus 1 GiB.
 BIG_COPY_NEEDS = 3 * BIG_COPY_BYTES + GiB
@@ -646,7 +647,7 @@ def check_device_offsets(name, mode):
 
 
 
-# ---- a MemcpyWithDesc copy beyond one descriptor's 4 GiB ----------------------------------------------
+# ---- a MemcpyWithDesc copy beyond a descriptor's 32-bit count ------------------------------------------
 
 def _meminfo_available():
     """MemAvailable of /proc/meminfo in bytes, or None."""
@@ -698,8 +699,9 @@ def _checksum(tensor, start, stop):
 
 
 def check_big_desc_copy(big_wanted):
-    """MemcpyWithDesc of 4 GiB + 64 bytes (two descriptors: 4 GiB, then 64 bytes), compared with the
-    source on sampled regions: the start, the middle, the last MiB before 4 GiB through the end."""
+    """MemcpyWithDesc of 4 GiB + 64 bytes (descriptors of 2 GiB, 2 GiB and 64 bytes), compared with
+    the source on sampled regions: the start, 1 MiB across 2 GiB, the last MiB before 4 GiB through
+    the end."""
     import mindspore as ms
     from mindspore import ops
     from .ops import MemcpyWithDesc
@@ -729,7 +731,7 @@ def check_big_desc_copy(big_wanted):
             raise AssertionError(f"elements [{begin}, {end}) differ from the source (crc32 {copied_crc:#x} "
                                  f"against {source_crc:#x}; first wrong byte offset {4 * first})")
     del source, copy
-    return (f"{len(regions)} sampled regions equal (crc32), incl. bytes 4 GiB - 1 MiB .. 4 GiB + 64; "
+    return (f"{len(regions)} sampled regions equal (crc32): the start, across 2 GiB, 4 GiB - 1 MiB .. 4 GiB + 64; "
             f"{BIG_COPY_BYTES / seconds / 1e9:.1f} GB/s; {free / GiB:.1f} GiB were free{note}")
 
 
