@@ -11,6 +11,7 @@ def main(argv=None):
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     npu = sub.add_parser("npu-check", help="check every primitive on an Ascend NPU (--dry-run: on the CPU target)")
     npu.add_argument("--dry-run", action="store_true", help="no NPU: the same checks on the CPU target")
+    npu.add_argument("--big", action="store_true", help="in a dry run, also the 4 GiB MemcpyWithDesc copy")
     # REMAINDER does not take arguments that start with "-" (python -m ms_memcopy bench --quick): the
     # bench command gets whatever the top-level parser does not know.
     args, rest = parser.parse_known_args(argv)
@@ -24,7 +25,7 @@ def main(argv=None):
     if args.command == "npu-check":
         from .npu_check import main as npu_check_main
 
-        return npu_check_main(["--dry-run"] if args.dry_run else [])
+        return npu_check_main((["--dry-run"] if args.dry_run else []) + (["--big"] if args.big else []))
     from .benchmarks.cli import main as bench_main
 
     return bench_main(rest + args.bench_args)

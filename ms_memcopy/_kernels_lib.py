@@ -1,5 +1,6 @@
-"""ctypes binding of the kernels library's HostBuffer table (ops_impl/kernels/host_buffers.h) and
-of the names its messages use (ops_impl/kernels/python_names.cpp).
+"""ctypes binding of the kernels library's HostBuffer table (ops_impl/kernels/host_buffers.h), of
+the names its messages use (ops_impl/kernels/python_names.cpp) and of its counters of launches and
+owned resources (ops_impl/kernels/kernel_counters.h).
 
 The kernels lease HostBuffers from this table by id; Python registers each
 HostBuffer here, closes it here, and waits here for its in-flight copies.
@@ -7,6 +8,7 @@ Loading the library loads the ACL library it links against, not MindSpore.
 """
 import ctypes
 import functools
+from collections import namedtuple
 from ctypes import c_char_p, c_int32, c_int64, c_uint64, c_void_p
 
 from . import _paths
@@ -19,6 +21,11 @@ _PROTOTYPES = {
     "msmc_hostbuffer_inflight": (c_int32, [c_int64]),
     "msmc_op_label": (c_char_p, [c_char_p]),
     "msmc_acl_error_name": (c_char_p, [c_int32]),
+    "msmc_graph_launch_count": (c_uint64, []),
+    "msmc_eager_launch_count": (c_uint64, []),
+    "msmc_live_kernel_events": (c_int64, []),
+    "msmc_live_kernel_pinned_bytes": (c_int64, []),
+    "msmc_live_kernel_descriptor_bytes": (c_int64, []),
 }
 
 
@@ -49,3 +56,26 @@ def acl_error_name(code):
     """The name the kernels' table gives ACL error code `code`, or None for a code it lacks."""
     name = library().msmc_acl_error_name(code)
     return None if name is None else name.decode()
+
+
+LaunchCounts = namedtuple("LaunchCounts", ["graph", "eager"])
+LaunchCounts.__doc__ = """Kernel launches so far in this process: through the graph kernels (the ``Custom_<op>``
+KernelMods MindSpore selected) and through the eager entries (the module's PyboostRunner)."""
+
+OwnedResources = namedtuple("OwnedResources", ["events", "pinned_bytes", "descriptor_bytes"])
+OwnedResources.__doc__ = """The ACL resources the kernels hold now: events (result and descriptor slots,
+HostBuffer fences), pinned host bytes of the result slots, device bytes of the memory-copy descriptors."""
+
+
+def launch_counts():
+    """The kernels' launch counters (:class:`LaunchCounts`)."""
+    lib = library()
+    return LaunchCounts(lib.msmc_graph_launch_count(), lib.msmc_eager_launch_count())
+
+
+def owned_resources():
+    """The resources the kernels hold now (:class:`OwnedResources`); counted by the kernels
+    themselves, so they read the same on CANN and on the host runtime."""
+    lib = library()
+    return OwnedResources(lib.msmc_live_kernel_events(), lib.msmc_live_kernel_pinned_bytes(),
+                          lib.msmc_live_kernel_descriptor_bytes())

@@ -1,19 +1,43 @@
 """`python -m ms_memcopy npu-check`: it cannot run here (no NPU, no CANN); its CPU dry run runs every
-check through the op_def route and reports a table with every row passing."""
+check through the op_def route and reports a table with every row passing (the 4 GiB copy skipped)."""
 import os
+import re
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
 pytestmark = pytest.mark.slow
 
+CANN_ENV = ("MS_MEMCOPY_SOC", "MS_MEMCOPY_DEVICE_COUNT", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_TOOLKIT_HOME")
+PRIMITIVES = ("MemcpyBatch", "Memcpy2D", "MemcpyWithDesc", "MemcpyWithCondition", "SwapBlocks", "CopyBlocks")
 
-def run(*args, timeout=900):
-    env = {k: v for k, v in os.environ.items() if k not in ("MS_MEMCOPY_SOC", "MS_MEMCOPY_DEVICE_COUNT",
-                                                         "ASCEND_HOME_PATH", "ASCEND_OPP_PATH")}
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items() if k not in CANN_ENV}
+    env.update(extra)
+    return env
+
+
+def run(*args, timeout=900, **env):
     return subprocess.run([sys.executable, "-m", "ms_memcopy", "npu-check", *args], capture_output=True, text=True,
-                          env=env, timeout=timeout)
+                          env=clean_env(**env), timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def dry_run():
+    result = run("--dry-run")
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def row(out, check, mode):
+    """The result column of the row of check (a prefix of the row) in mode."""
+    for line in out.splitlines():
+        if line.startswith(check) and re.search(rf"\s{re.escape(mode)}\s", line):
+            return re.split(r"\d+\.\d\d s  ", line, maxsplit=1)[1]
+    raise AssertionError(f"no row {check!r} in mode {mode!r}:\n{out[-3000:]}")
 
 
 def test_without_an_npu_it_says_so_and_points_at_the_dry_run():
@@ -22,10 +46,26 @@ def test_without_an_npu_it_says_so_and_points_at_the_dry_run():
     assert "no CANN installation" in result.stderr and "--dry-run" in result.stderr
 
 
-def test_cpu_dry_run_passes_every_check():
-    result = run("--dry-run")
-    out = result.stdout
-    assert result.returncode == 0, out[-4000:] + result.stderr[-3000:]
+def test_without_ascend_opp_path_it_names_the_variable(tmp_path):
+    result = run(ASCEND_HOME_PATH=str(tmp_path))
+    assert result.returncode == 2
+    assert "ASCEND_OPP_PATH is not set" in result.stderr and "CustomOpBuilder" in result.stderr
+
+
+def test_a_build_without_cann_is_refused(tmp_path):
+    from ms_memcopy import _paths
+
+    if not _paths.uses_host_runtime():
+        pytest.skip("this installation was built against CANN")
+    (tmp_path / "include" / "acl").mkdir(parents=True)
+    (tmp_path / "include" / "acl" / "acl.h").write_text("")
+    result = run(ASCEND_HOME_PATH=str(tmp_path), ASCEND_OPP_PATH=str(tmp_path))
+    assert result.returncode == 2
+    assert "built without CANN" in result.stderr and "host ACL runtime" in result.stderr
+
+
+def test_cpu_dry_run_passes_every_check(dry_run):
+    out = dry_run
     assert "target CPU (dry run" in out and "op_def route built for CPU" in out
     for check in ("MemcpyBatch d2h/h2d", "Memcpy2D write + built-in after it", "SwapBlocks d2h/h2d, CopyBlocks",
                   "h2d -> d2h -> h2d ordering"):
@@ -34,4 +74,89 @@ def test_cpu_dry_run_passes_every_check():
                 assert any(line.startswith(check) and mode in line and buf in line and line.endswith("ok")
                            for line in out.splitlines()), (check, mode, buf, out[-3000:])
     assert "swap 1024 x 64 KiB x 2 caches" in out and "FAIL" not in out
-    assert "0 failed" in out
+    assert re.search(r"\d+ passed, 0 failed, 1 skipped", out), out[-500:]
+
+
+def test_the_main_threads_context_and_the_mindspore_device_are_reported(dry_run):
+    # The host runtime sets no device on the main thread: only a thread that calls aclrtSetDevice has one.
+    assert row(dry_run, "ACL context of the main thread", "-") == (
+        "ok: MainThread: no current ACL context (ACL_ERROR_RT_CONTEXT_NULL); MindSpore uses CPU device 0")
+
+
+def test_graphs_run_the_projects_kernels_and_eager_calls_its_eager_entry(dry_run):
+    for primitive in PRIMITIVES:
+        graph = re.fullmatch(r"ok: graph launches \+(\d+), eager launches \+(\d+)",
+                             row(dry_run, f"kernel selection: {primitive}", "graph O0"))
+        eager = re.fullmatch(r"ok: graph launches \+(\d+), eager launches \+(\d+)",
+                             row(dry_run, f"kernel selection: {primitive}", "pynative"))
+        assert graph and eager, (primitive, dry_run[-3000:])
+        assert int(graph[1]) > 0 and int(graph[2]) == 0, (primitive, graph[0])
+        assert int(eager[1]) == 0 and int(eager[2]) > 0, (primitive, eager[0])
+
+
+def test_a_builtin_op_chained_after_each_custom_op_reads_its_output(dry_run):
+    for name in ("MemcpyWithDesc", "MemcpyWithCondition d2d", "Memcpy2D extract"):
+        assert row(dry_run, f"chain mul(op(add(x, i)), 2) x200: {name}", "pynative") == "ok: 0/200 wrong"
+
+
+def test_eager_calls_with_distinct_values_grow_no_kernel_resources(dry_run):
+    for check in ("eager 200 distinct offsets: MemcpyWithCondition d2h", "eager 200 distinct offsets: Memcpy2D extract",
+                  "eager 200 distinct mappings: SwapBlocks d2h"):
+        result = row(dry_run, check, "pynative")
+        assert re.fullmatch(r"ok: distinct \d+ us/call, repeated \d+ us/call \(\d+\.\d\dx\); kernel-owned growth "
+                            r"over 400 calls: events \+0, pinned \+0 B, descriptors \+0 B", result), result
+
+
+def test_device_produced_offsets_copy_what_host_created_ones_do_without_host_waits(dry_run):
+    for mode in ("pynative", "graph O0"):
+        for name in ("MemcpyWithCondition d2h", "Memcpy2D extract"):
+            result = row(dry_run, f"offsets from the device vs host: {name}", mode)
+            assert re.fullmatch(r"ok: same bytes; device-produced \d+ us/call, host-created \d+ us/call; host waits "
+                                r"per call: device-produced 0\.00, host-created 0\.00", result), (mode, result)
+
+
+def test_the_4_gib_copy_is_skipped_in_a_default_dry_run(dry_run):
+    assert row(dry_run, "MemcpyWithDesc 4 GiB + 64 B", "pynative") == (
+        "skipped: a dry run copies 4 GiB only with --big")
+
+
+def test_context_failures_and_missing_memory_are_reported_in_words(tmp_path):
+    """A real ACL_ERROR_RT_CONTEXT_NULL (aclrtGetMemInfo on a thread without a device, host runtime) and a
+    kernel's text of one become rows naming the thread and MindSpore's device; the 4 GiB copy without
+    the memory for it is a skipped row saying what it needs."""
+    script = tmp_path / "context_rows.py"
+    script.write_text(textwrap.dedent("""
+        import threading
+        import mindspore as ms
+        from ms_memcopy import npu_check, runtime
+
+        ms.set_device("CPU")
+        rows = []
+
+        def query():
+            rows.append(npu_check._row("mem info", "-", "-", runtime.get_mem_info, npu_check.ACL_HBM_MEM))
+
+        thread = threading.Thread(target=query, name="no-device-thread")
+        thread.start()
+        thread.join()
+        print(rows[0].result)
+        kernel_error = RuntimeError("ms_memcopy SwapBlocks(d2h): AclError: aclrtMallocHost failed: "
+                                    "ACL_ERROR_RT_CONTEXT_NULL (107002): no context")
+        print(npu_check.failure_text(kernel_error))
+        print(npu_check.failure_text(ValueError("ms_memcopy Memcpy2D(extract): row = 9: out of range")))
+        npu_check.free_device_memory = lambda: (3 * npu_check.GiB, "")
+        print(npu_check.check_big_desc_copy(True))
+    """))
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=clean_env(),
+                            timeout=300)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    from_python, from_kernel, other, big = result.stdout.strip().splitlines()[-4:]
+    assert from_python.startswith(
+        "FAIL: aclrtGetMemInfo failed with ACL_ERROR_RT_CONTEXT_NULL (107002): this thread (no-device-thread) had no "
+        "current ACL context (no device set on it); MindSpore uses CPU device 0 (ms.get_context('device_id')) "
+        "[AclError: "), from_python
+    assert from_kernel.startswith(
+        "FAIL: aclrtMallocHost failed with ACL_ERROR_RT_CONTEXT_NULL (107002): the thread that launched the kernel had "
+        "no current ACL context (no device set on it); MindSpore uses CPU device 0"), from_kernel
+    assert other == "FAIL: ValueError: ms_memcopy Memcpy2D(extract): row = 9: out of range"
+    assert big == "skipped: needs 13.0 GiB, 3.0 GiB free"

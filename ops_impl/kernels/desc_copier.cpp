@@ -2,6 +2,7 @@
 
 #include "acl_optional.h"
 #include "copy_launch.h"
+#include "kernel_counters.h"
 #include "kernel_error.h"
 
 namespace msmc {
@@ -11,6 +12,7 @@ DescCopier::~DescCopier() {
   for (const std::vector<void *> &slot : descriptors_) {
     for (void *desc : slot) {
       (void)aclrtFree(desc);
+      CountOwned(OwnedResource::kDescriptorBytes, -static_cast<int64_t>(desc_size_));
     }
   }
 }
@@ -20,6 +22,7 @@ void *DescCopier::DescriptorFor(size_t slot, size_t index) {
   while (descs.size() <= index) {
     void *desc = nullptr;
     CheckAcl(aclrtMalloc(&desc, desc_size_, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+    CountOwned(OwnedResource::kDescriptorBytes, static_cast<int64_t>(desc_size_));
     descs.push_back(desc);
   }
   return descs[index];

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "kernel_counters.h"
 #include "kernel_error.h"
 
 namespace msmc {
@@ -11,6 +12,7 @@ EventSlots::~EventSlots() {
   for (aclrtEvent event : events_) {
     if (event != nullptr) {
       (void)aclrtDestroyEvent(event);
+      CountOwned(OwnedResource::kEvents, -1);
     }
   }
 }
@@ -28,6 +30,7 @@ size_t EventSlots::Acquire() {
 void EventSlots::Release(size_t slot, aclrtStream stream) {
   if (events_[slot] == nullptr) {
     CheckAcl(aclrtCreateEvent(&events_[slot]), "aclrtCreateEvent");
+    CountOwned(OwnedResource::kEvents, 1);
   }
   CheckAcl(aclrtRecordEvent(events_[slot], stream), "aclrtRecordEvent");
   recorded_[slot] = true;
@@ -54,6 +57,7 @@ SlotUse::~SlotUse() {
 PinnedBlock::~PinnedBlock() {
   if (data_ != nullptr) {
     (void)aclrtFreeHost(data_);
+    CountOwned(OwnedResource::kPinnedBytes, -static_cast<int64_t>(capacity_));
   }
 }
 
@@ -63,11 +67,13 @@ void *PinnedBlock::Reserve(size_t nbytes) {
   }
   if (data_ != nullptr) {
     CheckAcl(aclrtFreeHost(data_), "aclrtFreeHost");
+    CountOwned(OwnedResource::kPinnedBytes, -static_cast<int64_t>(capacity_));
     data_ = nullptr;
     capacity_ = 0;
   }
   CheckAcl(aclrtMallocHost(&data_, nbytes), "aclrtMallocHost");
   capacity_ = nbytes;
+  CountOwned(OwnedResource::kPinnedBytes, static_cast<int64_t>(nbytes));
   return data_;
 }
 

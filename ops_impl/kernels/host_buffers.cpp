@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernel_counters.h"
 #include "kernel_error.h"
 
 namespace msmc {
@@ -32,8 +33,12 @@ struct Entry {
 // recorded joins the unfenced ones.
 void Fence(Entry &e, aclrtStream stream) noexcept {
   aclrtEvent &event = e.fences[stream];
-  if (event == nullptr && aclrtCreateEvent(&event) != ACL_SUCCESS) {
-    event = nullptr;
+  if (event == nullptr) {
+    if (aclrtCreateEvent(&event) == ACL_SUCCESS) {
+      CountOwned(OwnedResource::kEvents, 1);
+    } else {
+      event = nullptr;
+    }
   }
   if (event == nullptr || aclrtRecordEvent(event, stream) != ACL_SUCCESS) {
     e.unfenced.insert(stream);
@@ -73,6 +78,7 @@ class HostBufferTable {
     for (const auto &fence : entries_.at(id).fences) {
       if (fence.second != nullptr) {
         (void)aclrtDestroyEvent(fence.second);
+        CountOwned(OwnedResource::kEvents, -1);
       }
     }
     entries_.erase(id);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "include/runtime/hardware_abstract/kernel_base/kernel_tensor.h"
+#include "kernel_counters.h"
 #include "route_common.h"
 #include "route_raise.h"
 #include "route_ops.inc"  // MSMC_TUPLE_PASS_NAME
@@ -38,6 +39,7 @@ class KernelCore {
   // Runs the body on stream (nullptr on CPU); raises ValueError for bad input, RuntimeError for a
   // failed ACL call.
   void Launch(const std::vector<KernelTensor *> &inputs, const std::vector<KernelTensor *> &outputs, void *stream) {
+    CountLaunch(LaunchEntry::kGraph);
     try {
       LaunchBodyOn(inputs, outputs, stream);
     } catch (const std::exception &e) {

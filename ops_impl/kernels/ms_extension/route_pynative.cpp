@@ -24,6 +24,7 @@
 // needs CANN's headers, so the compile check of the Ascend branches (MSMC_ASCEND_BRANCHES) includes
 // its CPU form and turns the project's own branches on after it (route_common.h).
 #include "ms_extension/api.h"
+#include "kernel_counters.h"
 #include "pybind11/numpy.h"
 #include "route_common.h"
 #include "route_ops.inc"
@@ -67,6 +68,7 @@ class RouteRunner : public ms::pynative::PyboostRunner {
       : PyboostRunner(op.name), op_(op), body_(body), state_(std::move(state)), values_(std::move(values)) {}
 
   void LaunchKernel() override {
+    CountLaunch(LaunchEntry::kEager);
     std::vector<TensorArg> args;
     args.reserve(inputs().size() + outputs().size() + values_.size());
     unnamed_.clear();

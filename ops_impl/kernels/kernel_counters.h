@@ -1,0 +1,40 @@
+// Counters of the kernels library, read from Python (ms_memcopy/_kernels_lib.py) by
+// `python -m ms_memcopy npu-check`:
+// - launches by entry: a graph KernelMod (route_kernel.h) or an eager PyboostRunner
+//   (route_pynative.cpp), so that a check can tell MindSpore ran this project's kernel and by which
+//   path;
+// - the ACL resources the kernels own and hold now (events, pinned host bytes, descriptor bytes in
+//   device memory), counted here because CANN reports none of them (the host runtime's own counts
+//   exist only without CANN).
+// Every counter is process-wide and atomic; nothing here throws.
+#ifndef MS_MEMCOPY_KERNELS_KERNEL_COUNTERS_H_
+#define MS_MEMCOPY_KERNELS_KERNEL_COUNTERS_H_
+
+#include <cstdint>
+
+#include "host_buffers.h"  // MSMC_EXPORT
+#include "kernels_api.h"
+
+namespace msmc {
+
+enum class LaunchEntry { kGraph, kEager };
+
+enum class OwnedResource { kEvents, kPinnedBytes, kDescriptorBytes };
+
+MSMC_KERNELS_API void CountLaunch(LaunchEntry entry) noexcept;
+// delta > 0 when the kernels create or allocate, < 0 when they destroy or free.
+MSMC_KERNELS_API void CountOwned(OwnedResource resource, int64_t delta) noexcept;
+
+}  // namespace msmc
+
+// Launches so far through the graph kernels (KernelMods of Custom_<op>) and through the eager entries.
+MSMC_EXPORT uint64_t msmc_graph_launch_count(void);
+MSMC_EXPORT uint64_t msmc_eager_launch_count(void);
+// Events the kernels created and have not destroyed (result and descriptor slots, HostBuffer fences).
+MSMC_EXPORT int64_t msmc_live_kernel_events(void);
+// Pinned host bytes (aclrtMallocHost) the kernels' result slots hold.
+MSMC_EXPORT int64_t msmc_live_kernel_pinned_bytes(void);
+// Device bytes (aclrtMalloc) the kernels' memory-copy descriptors hold.
+MSMC_EXPORT int64_t msmc_live_kernel_descriptor_bytes(void);
+
+#endif  // MS_MEMCOPY_KERNELS_KERNEL_COUNTERS_H_
