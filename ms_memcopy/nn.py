@@ -31,7 +31,7 @@ from mindspore import nn, ops
 
 from .host_buffer import HostBuffer
 from .ops import CopyBlocks, MemcpyBatch, SwapBlocks
-from .ops._base import DtypeLike, check_host_buffer, check_int, itemsize, ms_dtype, num_elements
+from .ops._base import DtypeLike, check_host_buffer, check_int, check_shape, itemsize, ms_dtype, num_elements
 
 
 __all__ = ["BlockPool", "OutOfBlocks", "BlockSlots", "SwapOutBlocks", "SwapInBlocks"]
@@ -160,7 +160,7 @@ class BlockPool(nn.Cell):
                  dtype: DtypeLike, *, pinned: bool = True, name: str = "block_pool"):
         super().__init__()
         self.num_caches = check_int(num_caches, "num_caches", 1)
-        self.block_shape = tuple(check_int(d, "block_shape") for d in block_shape)
+        self.block_shape = check_shape(block_shape, "block_shape")
         self.dtype = ms_dtype(dtype, "dtype")
         self.block_bytes = num_elements(self.block_shape) * itemsize(self.dtype)
         if self.block_bytes == 0:
@@ -202,6 +202,38 @@ class BlockPool(nn.Cell):
     def free_host(self, host_blocks):
         """Gives host blocks back, e.g. of a swapped-out sequence that was dropped."""
         self._host.free(host_blocks, "host_blocks")
+
+    def allocate_host(self, n):
+        """n free host block numbers (OutOfBlocks when fewer are free), for swaps a graph makes itself
+        with SwapBlocks on ``pool.host_buffer`` (``swap_out``/``swap_in`` allocate their own).
+
+        Examples:
+            >>> import numpy as np
+            >>> import mindspore as ms
+            >>> from mindspore import nn
+            >>> from ms_memcopy.nn import BlockPool
+            >>> from ms_memcopy.ops import SwapBlocks
+            >>> pool = BlockPool(num_caches=1, num_blocks=4, num_host_blocks=2, block_shape=(2,), dtype=ms.float32)
+            >>> (cache,) = pool.caches
+            >>> _ = cache.set_data(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)))
+            >>> class SwapOutStep(nn.Cell):  # a graph step that swaps blocks out itself
+            ...     def __init__(self, pool):
+            ...         super().__init__()
+            ...         self.cache = pool.caches[0]
+            ...         self.swap_out = SwapBlocks("d2h", pool.host_buffer, num_caches=1)
+            ...     def construct(self, mapping):
+            ...         return self.swap_out(self.cache, mapping)
+            >>> blocks, host_blocks = pool.allocate(2), pool.allocate_host(2)
+            >>> mapping = ms.Tensor(np.array(list(zip(blocks, host_blocks)), np.int64))
+            >>> print(SwapOutStep(pool)(mapping))
+            [16]
+            >>> print(pool.host_buffer.numpy(np.float32)[:4])
+            [0. 1. 2. 3.]
+            >>> pool.free(blocks)
+            >>> pool.free_host(host_blocks)
+            >>> pool.close()
+        """
+        return self._host.allocate(n)
 
     def swap_out(self, blocks):
         """Moves device blocks to new host blocks (returned, in order) and frees the device blocks."""

@@ -331,6 +331,7 @@ class CopyPrimitive(ops.Custom):
             return self._checked_call(args)
 
     def _checked_call(self, args):
+        self._check_arity(args)
         # (VariadicCall passes a variadic input's tensors as one tuple)
         flat = [t for group in args for t in (group if isinstance(group, tuple) else (group,))]
         check_tensors(self._op_def, flat)  # wrong types and dtypes are TypeErrors before any value check
@@ -342,6 +343,17 @@ class CopyPrimitive(ops.Custom):
             # MindSpore records the op for autograd only on its own single-op path (a graph per value).
             return _run_op(self, self.name, (*args, *self._init_values))
         return self._launch_eagerly(args)
+
+    def _check_arity(self, args):
+        """TypeError naming the missing or extra inputs of an op without a variadic input."""
+        names = self._op_def.input_names
+        if any(t.variadic for t in self._op_def.inputs) or len(args) == len(names):
+            return
+        form = f"op({', '.join(names)})"
+        if len(args) < len(names):
+            missing = ", ".join(names[len(args):])
+            raise TypeError(f"missing input {missing}: call it as {form}, got {len(args)} input(s)")
+        raise TypeError(f"takes {len(names)} input(s), got {len(args)}: call it as {form}")
 
     def _launch_eagerly(self, args):
         if self._kernel is None:

@@ -213,6 +213,13 @@ class SwapBlocks(_BlockPrimitive):
         """H: the blocks of each host cache for blocks of block_bytes bytes."""
         return self.host_buffer.nbytes // (self.num_caches * block_bytes)
 
+    def _check_host_room(self, block_bytes):
+        if self.host_blocks(block_bytes) == 0:
+            raise ValueError(f"host_buffer: its {self.host_buffer.nbytes} bytes hold no host block: each of the "
+                             f"{self.num_caches} host caches needs at least one block of {block_bytes} bytes; "
+                             f"give a HostBuffer of at least {self.num_caches * block_bytes} bytes "
+                             f"(num_caches x host blocks x block bytes)")
+
     def _check_infer(self, args):
         check_host_buffer(self.host_buffer)
         super()._check_infer(args)
@@ -223,6 +230,7 @@ class SwapBlocks(_BlockPrimitive):
 
     def _check_mapping(self, geometry, values):
         num_blocks, block_bytes = geometry
+        self._check_host_room(block_bytes)
         device, host = ("device", num_blocks), ("host", self.host_blocks(block_bytes))
         source, destination = (device, host) if self.direction == "d2h" else (host, device)
         check_block_mapping(values, source, destination, same_cache=False)
