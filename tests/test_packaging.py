@@ -46,7 +46,7 @@ def test_sdist_metadata(sdist_names):
     pkg_info = sdist_names[1]
     assert f"\nVersion: {ms_memcopy.__version__}\n" in pkg_info
     assert "Requires-Python: <3.12,>=3.9" in pkg_info or "Requires-Python: >=3.9,<3.12" in pkg_info
-    assert "License :: OSI Approved :: Apache Software License" in pkg_info
+    assert "\nLicense-Expression: Apache-2.0\n" in pkg_info and "\nLicense-File: LICENSE\n" in pkg_info
 
 
 def test_metadata_has_one_version_and_a_license():
