@@ -88,7 +88,14 @@ def markdown_table(results):
 
 
 def targets_text(targets):
-    return "\n".join(f"- {t['target']}: {t['status'].upper()}: {t['detail']}\n  (goal: {t['goal']})" for t in targets)
+    """One entry per goal this run measured, and one line naming the goals it did not measure (a run
+    limited with --only or --quick leaves out the cases they need)."""
+    measured = [t for t in targets if t["status"] != "not measured"]
+    lines = [f"- {t['target']}: {t['status'].upper()}: {t['detail']}\n  (goal: {t['goal']})" for t in measured]
+    skipped = [t["target"] for t in targets if t["status"] == "not measured"]
+    if skipped:
+        lines.append(f"- not measured in this run: {', '.join(skipped)}")
+    return "\n".join(lines)
 
 
 def write_json(path, meta, results, targets):
