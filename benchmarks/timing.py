@@ -36,8 +36,17 @@ def calibrate(loop, sample_s):
         iters = min(_MAX_ITERS, max(iters + 1, int(iters * min(100.0, grow))))
 
 
+def _quartiles(values):
+    """(first, third) quartile of values (both the value itself for fewer than two)."""
+    if len(values) < 2:
+        return values[0], values[0]
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[0], q[2]
+
+
 def measure(loops, sample_s, samples):
-    """{name: {"us": median us per call, "us_min": ..., "iters": ..., "samples": n}} for a dict of loops."""
+    """{name: {"us": median us per call, "us_min": ..., "us_q1": ..., "us_q3": ..., "iters": ..., "samples": n}}
+    for a dict of loops: the quartiles are the spread the goals are judged against (targets.evaluate)."""
     plans = {}
     for name, loop in loops.items():
         iters, first = calibrate(loop, sample_s)
@@ -46,6 +55,7 @@ def measure(loops, sample_s, samples):
         for name, loop in loops.items():
             iters, per_call = plans[name]
             per_call.append(loop(iters) / iters)
-    return {name: {"us": statistics.median(per_call) * 1e6, "us_min": min(per_call) * 1e6, "iters": iters,
+    return {name: {"us": statistics.median(per_call) * 1e6, "us_min": min(per_call) * 1e6,
+                   "us_q1": _quartiles(per_call)[0] * 1e6, "us_q3": _quartiles(per_call)[1] * 1e6, "iters": iters,
                    "samples": len(per_call)}
             for name, (iters, per_call) in plans.items()}
