@@ -1,9 +1,10 @@
 """`python -m ms_memcopy bench --smoke` runs every case once and writes valid results (no speed is
 asserted: speed is measured by the bench, never by tests)."""
-import pytest
 import json
 import subprocess
 import sys
+
+import pytest
 
 
 def test_bench_smoke_writes_results(tmp_path):
