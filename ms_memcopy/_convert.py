@@ -55,7 +55,7 @@ def uint32(value, name):
 
 
 def pyacl_int(value, name):
-    """A pyACL pointer, size or stream argument: a Python int, as pyACL's binding takes them.
+    """An element of a pyACL list argument (the batch calls): a Python int.
 
     numpy integers, numpy arrays, None and every other type are a TypeError (bool too).
     """
@@ -78,11 +78,6 @@ def pyacl_address(value, name):
     if not 0 <= v <= SIZE_MAX:
         raise ValueError(f"{name} must be an address in [0, {SIZE_MAX}], got {v}")
     return v
-
-
-def pyacl_stream(value, name="stream"):
-    """A pyACL aclrtStream argument: a Python int handle (0 is the NULL stream)."""
-    return pyacl_address(value, name) or None
 
 
 def pyacl_list(value, name):

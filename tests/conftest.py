@@ -1,3 +1,4 @@
+import ctypes
 import os
 import subprocess
 import sys
@@ -102,9 +103,7 @@ class AclResources:
     @staticmethod
     def view(ptr, nbytes):
         """A uint8 numpy view of host-accessible memory (pinned host memory)."""
-        import ms_memcopy.acl as acl
-
-        return acl.util.ptr_to_numpy(ptr, (nbytes,), np.uint8)
+        return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr))
 
     def upload(self, data, device_id=0):
         """New device memory holding the bytes of the numpy array data."""

@@ -76,6 +76,7 @@ class Memory:
                         "junk": 0x4321}
         extra = self.profile["malloc_extra_bytes"]
         self.regions = {}
+        self.allocations = []  # aclrtMalloc regions: their array is a host copy, kept by upload/download
         for name, size in (("dev", 1024), ("dev2", 300)):
             ptr = ctypes.c_void_p()
             assert call("aclrtMalloc", ctypes.byref(ptr), size, 0) == OK
@@ -95,7 +96,11 @@ class Memory:
         self.names = sorted(self.regions)
 
     def add(self, name, loc, ptr, size):
-        array = self.np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(ptr))
+        if loc == "device":  # the host reads aclrtMalloc memory only through copies (MS_MEMCOPY_STRICT_DEVICE)
+            array = self.np.zeros(size, self.np.uint8)
+            self.allocations.append(name)
+        else:
+            array = self.np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(ptr))
         self.regions[name] = Region(name, loc, ptr, size, array)
 
     def call(self, name, *args):
@@ -110,6 +115,18 @@ class Memory:
         for name in self.names:
             region = self.regions[name]
             region.array[:] = self.np.frombuffer(rng.randbytes(region.size), self.np.uint8)
+        self.copy_allocations(H2D)
+
+    def download(self):
+        """The aclrtMalloc regions' arrays read back from the device."""
+        self.copy_allocations(D2H)
+
+    def copy_allocations(self, kind):
+        for name in self.allocations:
+            region = self.regions[name]
+            host = region.array.ctypes.data
+            dst, src = (region.ptr, host) if kind == H2D else (host, region.ptr)
+            assert self.call("aclrtMemcpy", dst, region.size, src, region.size, kind) == OK
 
     def snapshot(self):
         return {name: self.regions[name].array.copy() for name in self.names}
@@ -700,6 +717,7 @@ def run_case(memory, model, seed, index, tally=None):
     before = memory.snapshot()
     got, got_fail = run_call(memory, case)
     memory.sync_all()
+    memory.download()
     problems = []
     if got != code:
         problems.append(f"code {got}, model {code}")

@@ -21,6 +21,7 @@ from ms_memcopy.acl_constants import (
 from _acl_support import ATTR_D2H, ATTR_H2D, rand_bytes
 
 FILL = 0xEE  # what destinations hold before a copy; bytes a copy must not touch keep it
+NPY_UBYTE = 2  # the NumPy type number acl.util.ptr_to_numpy takes for uint8
 
 
 def hold(stream):
@@ -392,12 +393,12 @@ def test_four_threads_with_own_streams(acl_device):
                 data = rng.integers(0, 256, n, dtype=np.uint8)
                 p_in, p_out, a, b = rt.malloc_host(n), rt.malloc_host(n), rt.malloc(n), rt.malloc(n)
                 allocs += [(rt.free_host, p_in), (rt.free_host, p_out), (rt.free, a), (rt.free, b)]
-                acl.util.ptr_to_numpy(p_in, (n,), np.uint8)[:] = data
+                acl.util.ptr_to_numpy(p_in, (n,), NPY_UBYTE)[:] = data
                 rt.memcpy_async(a, n, p_in, n, H2D, stream)
                 rt.memcpy_async(b, n, a, n, D2D, stream)
                 rt.memcpy_async(p_out, n, b, n, D2H, stream)
                 rt.synchronize_stream(stream)
-                got = acl.util.ptr_to_numpy(p_out, (n,), np.uint8)
+                got = acl.util.ptr_to_numpy(p_out, (n,), NPY_UBYTE)
                 if not (got == data).all():
                     errors.append(f"thread {index} round {round_}: data mismatch")
         except Exception as e:  # reported by the main thread

@@ -71,7 +71,7 @@ out["2d_h2d_copied"] = bool((download(dst2, 256) == data).all())
 
 # batch calls, through ctypes with a sentinel failIndex
 pinned, _ = acl.rt.malloc_host(64)
-acl.util.ptr_to_numpy(pinned, (64,), np.uint8)[:] = 7
+acl.util.ptr_to_numpy(pinned, (64,), 2)[:] = 7  # 2: NPY_UBYTE
 bdst = upload(np.zeros(64, np.uint8))
 
 def batch(name, sizes=(64,), dest_maxs=(64,), attrs=(ATTR,), indexes=(0,), with_fi=True):

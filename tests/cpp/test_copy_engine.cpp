@@ -51,11 +51,14 @@ void Fill(unsigned char *p, size_t n, unsigned seed)
     }
 }
 
-// Pinned source, device destination, each n bytes.
+// Pinned source, device destination, each n bytes. The device bytes are set and read only through the
+// runtime (aclrtMemset, a D2H copy into `seen`), as on an NPU: MS_MEMCOPY_STRICT_DEVICE=1 runs this
+// program with device memory the host cannot access.
 struct Pair {
     unsigned char *host = nullptr;
     unsigned char *dev = nullptr;
-    explicit Pair(size_t n)
+    std::vector<unsigned char> seen;
+    explicit Pair(size_t n) : seen(n)
     {
         void *h = nullptr;
         void *d = nullptr;
@@ -68,6 +71,13 @@ struct Pair {
     {
         (void)aclrtFreeHost(host);
         (void)aclrtFree(dev);
+    }
+    void SetDevice(unsigned char value, size_t n) { CHECK_OK(aclrtMemset(dev, n, value, n)); }
+    // The device bytes, copied to the host.
+    const unsigned char *Device()
+    {
+        CHECK_OK(aclrtMemcpy(seen.data(), seen.size(), dev, seen.size(), ACL_MEMCPY_DEVICE_TO_HOST));
+        return seen.data();
     }
 };
 
@@ -82,7 +92,7 @@ void TestRowLoops(aclrtStream stream)
         Pair pair(kHeight * (spitch + dpitch));
         Fill(pair.host, kHeight * spitch, static_cast<unsigned>(width));
         for (int async = 0; async < 2; ++async) {
-            std::memset(pair.dev, 0xEE, kHeight * dpitch);
+            pair.SetDevice(0xEE, kHeight * dpitch);
             if (async != 0) {
                 CHECK_OK(aclrtMemcpy2dAsync(pair.dev, dpitch, pair.host, spitch, width, kHeight,
                                             ACL_MEMCPY_HOST_TO_DEVICE, stream));
@@ -90,12 +100,13 @@ void TestRowLoops(aclrtStream stream)
             } else {
                 CHECK_OK(aclrtMemcpy2d(pair.dev, dpitch, pair.host, spitch, width, kHeight, ACL_MEMCPY_HOST_TO_DEVICE));
             }
+            const unsigned char *dev = pair.Device();
             bool rows_ok = true;
             bool gaps_ok = true;
             for (size_t r = 0; r < kHeight; ++r) {
-                rows_ok = rows_ok && std::memcmp(pair.dev + r * dpitch, pair.host + r * spitch, width) == 0;
+                rows_ok = rows_ok && std::memcmp(dev + r * dpitch, pair.host + r * spitch, width) == 0;
                 for (size_t b = width; b < dpitch; ++b) {
-                    gaps_ok = gaps_ok && pair.dev[r * dpitch + b] == 0xEE;
+                    gaps_ok = gaps_ok && dev[r * dpitch + b] == 0xEE;
                 }
             }
             if (!rows_ok || !gaps_ok) {
@@ -114,25 +125,25 @@ void TestLargeCopies(aclrtStream stream, unsigned seed)
     Pair one(n);
     Fill(one.host, n, seed);
     CHECK_OK(aclrtMemcpy(one.dev, n, one.host, n, ACL_MEMCPY_HOST_TO_DEVICE));
-    CHECK(std::memcmp(one.dev, one.host, n) == 0);
-    std::memset(one.dev, 0, n);
+    CHECK(std::memcmp(one.Device(), one.host, n) == 0);
+    one.SetDevice(0, n);
     CHECK_OK(aclrtMemcpyAsync(one.dev, n, one.host, n, ACL_MEMCPY_HOST_TO_DEVICE, stream));
     CHECK_OK(aclrtSynchronizeStream(stream));
-    CHECK(std::memcmp(one.dev, one.host, n) == 0);
+    CHECK(std::memcmp(one.Device(), one.host, n) == 0);
 
     for (size_t width : {size_t{4}, size_t{64}, size_t{100}, size_t{3000}}) {
         const size_t height = 6 * kMiB / width + 7;
         const size_t spitch = 2 * width;
         Pair rows(height * spitch);
         Fill(rows.host, height * spitch, seed + static_cast<unsigned>(width));
-        std::memset(rows.dev, 0xEE, height * spitch);
+        rows.SetDevice(0xEE, height * spitch);
         CHECK_OK(aclrtMemcpy2dAsync(rows.dev, spitch, rows.host, spitch, width, height, ACL_MEMCPY_HOST_TO_DEVICE,
                                     stream));
         CHECK_OK(aclrtSynchronizeStream(stream));
+        const unsigned char *dev = rows.Device();
         bool ok = true;
         for (size_t r = 0; r < height && ok; ++r) {
-            ok = std::memcmp(rows.dev + r * spitch, rows.host + r * spitch, width) == 0 &&
-                 rows.dev[r * spitch + width] == 0xEE;
+            ok = std::memcmp(dev + r * spitch, rows.host + r * spitch, width) == 0 && dev[r * spitch + width] == 0xEE;
         }
         CHECK(ok);
     }
@@ -142,7 +153,7 @@ void TestLargeCopies(aclrtStream stream, unsigned seed)
     const size_t stride = item + 51;
     Pair batch(count * stride);
     Fill(batch.host, count * stride, seed + 1);
-    std::memset(batch.dev, 0xEE, count * stride);
+    batch.SetDevice(0xEE, count * stride);
     std::vector<void *> dsts(count);
     std::vector<void *> srcs(count);
     std::vector<size_t> sizes(count, item);
@@ -158,7 +169,7 @@ void TestLargeCopies(aclrtStream stream, unsigned seed)
     size_t fail_index = 0;
     for (int async = 0; async < 2; ++async) {
         if (async != 0) {
-            std::memset(batch.dev, 0xEE, count * stride);
+            batch.SetDevice(0xEE, count * stride);
             CHECK_OK(aclrtMemcpyBatchAsync(dsts.data(), sizes.data(), srcs.data(), sizes.data(), count, &attr, &index,
                                            1, &fail_index, stream));
             CHECK_OK(aclrtSynchronizeStream(stream));
@@ -166,10 +177,10 @@ void TestLargeCopies(aclrtStream stream, unsigned seed)
             CHECK_OK(aclrtMemcpyBatch(dsts.data(), sizes.data(), srcs.data(), sizes.data(), count, &attr, &index, 1,
                                       &fail_index));
         }
+        const unsigned char *dev = batch.Device();
         bool ok = true;
         for (size_t i = 0; i < count && ok; ++i) {
-            ok = std::memcmp(batch.dev + i * stride, batch.host + i * stride, item) == 0 &&
-                 batch.dev[i * stride + item] == 0xEE;
+            ok = std::memcmp(dev + i * stride, batch.host + i * stride, item) == 0 && dev[i * stride + item] == 0xEE;
         }
         CHECK(ok);
     }
@@ -181,7 +192,7 @@ void TestWaiterKeepsOrder(aclrtStream stream)
 {
     Pair pair(4096);
     Fill(pair.host, 4096, 5);
-    std::memset(pair.dev, 0, 4096);
+    pair.SetDevice(0, 4096);
     struct Gate {
         unsigned char *dev;
         bool saw_zero;
@@ -191,13 +202,17 @@ void TestWaiterKeepsOrder(aclrtStream stream)
         [](void *user) {
             auto *g = static_cast<Gate *>(user);
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            g->saw_zero = g->dev[0] == 0 && g->dev[4095] == 0;
+            unsigned char first = 1;
+            unsigned char last = 1;
+            g->saw_zero = aclrtMemcpy(&first, 1, g->dev, 1, ACL_MEMCPY_DEVICE_TO_HOST) == ACL_SUCCESS &&
+                          aclrtMemcpy(&last, 1, g->dev + 4095, 1, ACL_MEMCPY_DEVICE_TO_HOST) == ACL_SUCCESS &&
+                          first == 0 && last == 0;
         },
         &gate));
     CHECK_OK(aclrtMemcpyAsync(pair.dev, 4096, pair.host, 4096, ACL_MEMCPY_HOST_TO_DEVICE, stream));
     CHECK_OK(aclrtSynchronizeStream(stream));
     CHECK(gate.saw_zero);
-    CHECK(std::memcmp(pair.dev, pair.host, 4096) == 0);
+    CHECK(std::memcmp(pair.Device(), pair.host, 4096) == 0);
 }
 
 // Deferred streams: queued copies run at a synchronize (plain or timed), host functions on the worker,
@@ -211,13 +226,13 @@ void TestDeferredStream()
     CHECK_OK(aclhostSetStreamDeferred(stream, 1));
     Pair pair(8192);
     Fill(pair.host, 8192, 9);
-    std::memset(pair.dev, 0, 8192);
+    pair.SetDevice(0, 8192);
     CHECK_OK(aclrtMemcpyAsync(pair.dev, 4096, pair.host, 4096, ACL_MEMCPY_HOST_TO_DEVICE, stream));
     CHECK_OK(aclrtSynchronizeStream(stream));
-    CHECK(std::memcmp(pair.dev, pair.host, 4096) == 0);
+    CHECK(std::memcmp(pair.Device(), pair.host, 4096) == 0);
     CHECK_OK(aclrtMemcpyAsync(pair.dev + 4096, 4096, pair.host + 4096, 4096, ACL_MEMCPY_HOST_TO_DEVICE, stream));
     CHECK_OK(aclrtSynchronizeStreamWithTimeout(stream, 10000));
-    CHECK(std::memcmp(pair.dev + 4096, pair.host + 4096, 4096) == 0);
+    CHECK(std::memcmp(pair.Device() + 4096, pair.host + 4096, 4096) == 0);
     struct Where {
         std::thread::id id;
     } where;
@@ -225,7 +240,7 @@ void TestDeferredStream()
         stream, [](void *user) { static_cast<Where *>(user)->id = std::this_thread::get_id(); }, &where));
     CHECK_OK(aclrtSynchronizeStream(stream));
     CHECK(where.id != std::thread::id() && where.id != std::this_thread::get_id());
-    std::memset(pair.dev, 0, 8192);
+    pair.SetDevice(0, 8192);
     CHECK_OK(aclrtMemcpyAsync(pair.dev, 8192, pair.host, 8192, ACL_MEMCPY_HOST_TO_DEVICE, stream));
     CHECK_OK(aclhostSetStreamDeferred(stream, 0));
     aclError polled = ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
@@ -237,7 +252,7 @@ void TestDeferredStream()
         }
     }
     CHECK(polled == ACL_SUCCESS);
-    CHECK(std::memcmp(pair.dev, pair.host, 8192) == 0);
+    CHECK(std::memcmp(pair.Device(), pair.host, 8192) == 0);
     CHECK_OK(aclrtDestroyStream(stream));
     CHECK(aclhostSetStreamDeferred(stream, 1) == ACL_ERROR_RT_INVALID_HANDLE);
     (void)aclGetRecentErrMsg();

@@ -197,7 +197,7 @@ aclError Memcpy2dSync(const char *api, const Copy2DArgs &a)
     if (ret != ACL_SUCCESS) {
         return ret;
     }
-    Copy2D(a.dst, a.dpitch, a.src, a.spitch, a.width, a.height);
+    Copy2D(dst_info.HostAddress(a.dst), a.dpitch, src_info.HostAddress(a.src), a.spitch, a.width, a.height);
     return ACL_SUCCESS;
 }
 
@@ -239,15 +239,15 @@ aclError Memcpy2dAsync(const char *api, const Copy2DArgs &a, aclrtStream handle)
         if (ret != ACL_SUCCESS) {
             return ret;
         }
-        Copy2D(a.dst, a.dpitch, a.src, a.spitch, a.width, a.height);
+        Copy2D(dst_info.HostAddress(a.dst), a.dpitch, src_info.HostAddress(a.src), a.spitch, a.width, a.height);
         return ACL_SUCCESS;
     }
     ret = CheckStreamInCurrentContext(api, *stream);
     if (ret != ACL_SUCCESS) {
         return ret;
     }
-    std::unique_ptr<StreamTask> copy =
-        std::make_unique<Copy2DTask>(a.dst, a.dpitch, a.src, a.spitch, a.width, a.height);
+    std::unique_ptr<StreamTask> copy = std::make_unique<Copy2DTask>(
+        dst_info.HostAddress(a.dst), a.dpitch, src_info.HostAddress(a.src), a.spitch, a.width, a.height);
     if (CrossesDevices(resolved, src_info, dst_info)) {
         copy = CopyBetween(std::move(copy), src_info.device, dst_info.device);
     }

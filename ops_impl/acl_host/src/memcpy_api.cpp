@@ -117,7 +117,7 @@ aclError MemcpySync(const char *api, void *dst, size_t destMax, const void *src,
         !PeerAccessTable::Instance().Mutual(src_info.device, dst_info.device)) {
         return PeerCopyFailure(api, src_info.device, dst_info.device);
     }
-    CopyBytes(dst, src, count);
+    CopyBytes(dst_info.HostAddress(dst), src_info.HostAddress(src), count);
     return ACL_SUCCESS;
 }
 
@@ -162,8 +162,8 @@ aclError MemcpyAsyncCommon(const char *api, void *dst, size_t destMax, const voi
             return ret;
         }
         std::unique_ptr<unsigned char[]> staged(new unsigned char[count]);
-        CopyBytes(staged.get(), src, count);
-        stream->Enqueue(std::make_unique<StagedCopyTask>(dst, std::move(staged), count));
+        CopyBytes(staged.get(), src_info.HostAddress(src), count);
+        stream->Enqueue(std::make_unique<StagedCopyTask>(dst_info.HostAddress(dst), std::move(staged), count));
         return ACL_SUCCESS;
     }
     if (IsPageable(src_info) || IsPageable(dst_info)) {
@@ -171,14 +171,15 @@ aclError MemcpyAsyncCommon(const char *api, void *dst, size_t destMax, const voi
         if (ret != ACL_SUCCESS) {
             return ret;
         }
-        CopyBytes(dst, src, count);
+        CopyBytes(dst_info.HostAddress(dst), src_info.HostAddress(src), count);
         return ACL_SUCCESS;
     }
     ret = CheckStreamInCurrentContext(api, *stream);
     if (ret != ACL_SUCCESS) {
         return ret;
     }
-    std::unique_ptr<StreamTask> copy = std::make_unique<CopyTask>(dst, src, count);
+    std::unique_ptr<StreamTask> copy =
+        std::make_unique<CopyTask>(dst_info.HostAddress(dst), src_info.HostAddress(src), count);
     if (CrossesDevices(resolved, src_info, dst_info)) {
         copy = CopyBetween(std::move(copy), src_info.device, dst_info.device);
     }

@@ -271,6 +271,12 @@ inline aclError ValidateItem(const char *api, const BatchArgs &a, size_t i, size
     return ACL_SUCCESS;
 }
 
+// Item i as the copy engine moves it: at the host addresses of its endpoints.
+inline CopyItem HostItem(const BatchArgs &a, size_t i, const MemInfo &dst_info, const MemInfo &src_info)
+{
+    return CopyItem{dst_info.HostAddress(a.dsts[i]), src_info.HostAddress(a.srcs[i]), a.sizes[i]};
+}
+
 // Index of the attribute that applies to item i, advancing from the attribute of item i - 1.
 size_t AttributeFor(const BatchArgs &a, size_t i, size_t current)
 {
@@ -328,10 +334,11 @@ aclError RunAsyncItems(const char *api, const BatchArgs &a, Stream &stream)
                 SetFailIndex(a, i);
                 return ret;
             }
-            CopyBytes(a.dsts[i], a.srcs[i], a.sizes[i]);
+            const CopyItem item = HostItem(a, i, dst_info, src_info);
+            CopyBytes(item.dst, item.src, item.size);
             continue;
         }
-        items[run_end++] = CopyItem{a.dsts[i], a.srcs[i], a.sizes[i]};
+        items[run_end++] = HostItem(a, i, dst_info, src_info);
     }
     submit_run();
     return ACL_SUCCESS;
@@ -379,6 +386,7 @@ aclError MemcpyBatchSyncImpl(const char *api, const BatchArgs &a, bool has_fail_
     if (ret != ACL_SUCCESS) {
         return ret;
     }
+    std::unique_ptr<CopyItem[]> items(new CopyItem[a.count]);  // one array per call
     {
         MemoryRegistry::Reader reader(MemoryRegistry::Instance());
         size_t attr_index = 0;
@@ -391,11 +399,8 @@ aclError MemcpyBatchSyncImpl(const char *api, const BatchArgs &a, bool has_fail_
                 SetFailIndex(a, i);
                 return ret;
             }
+            items[i] = HostItem(a, i, dst_info, src_info);
         }
-    }
-    std::unique_ptr<CopyItem[]> items(new CopyItem[a.count]);  // one array per call
-    for (size_t i = 0; i < a.count; ++i) {
-        items[i] = CopyItem{a.dsts[i], a.srcs[i], a.sizes[i]};
     }
     CopyItems(items.get(), a.count);
     return ACL_SUCCESS;

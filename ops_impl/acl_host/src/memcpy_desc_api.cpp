@@ -93,10 +93,10 @@ aclError CheckDescFeature(const char *api, const SocProfile **soc)
 // Bytes the runtime reads or writes at desc: the profile's descriptor size, at least the layout.
 size_t DescFootprint(const SocProfile &soc) { return std::max(soc.memcpy_desc_size, kDescLayoutBytes); }
 
-// desc must be device memory with at least desc_size bytes left in its allocation.
-aclError CheckDescMemory(const char *api, const void *desc, size_t desc_size)
+// desc must be device memory (*info) with at least desc_size bytes left in its allocation.
+aclError CheckDescMemory(const char *api, const void *desc, size_t desc_size, MemInfo *info_out)
 {
-    const MemInfo info = MemoryRegistry::Instance().Lookup(desc);
+    const MemInfo &info = *info_out = MemoryRegistry::Instance().Lookup(desc);
     if (!info.is_device()) {
         return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "desc %p is %s; expected device memory (aclrtMalloc)", desc,
                     MemKindName(info.kind));
@@ -110,16 +110,16 @@ aclError CheckDescMemory(const char *api, const void *desc, size_t desc_size)
     return ACL_SUCCESS;
 }
 
-// The copy task: reads the descriptor when it runs.
+// The copy task: reads the descriptor when it runs (at desc_bytes, the host address of desc).
 class DescCopyTask final : public StreamTask {
 public:
-    explicit DescCopyTask(void *desc) : desc_(desc) {}
+    DescCopyTask(void *desc, void *desc_bytes) : desc_(desc), desc_bytes_(desc_bytes) {}
 
     aclError Run(std::string *message) override
     {
         char text[256];  // the call rejected a descriptor that is not 64-byte aligned: the atomics are aligned
-        const uint32_t magic = __atomic_load_n(Field<uint32_t>(desc_, kDescMagicOffset), __ATOMIC_ACQUIRE);
-        const uint32_t version = __atomic_load_n(Field<uint32_t>(desc_, kDescVersionOffset), __ATOMIC_RELAXED);
+        const uint32_t magic = __atomic_load_n(Field<uint32_t>(desc_bytes_, kDescMagicOffset), __ATOMIC_ACQUIRE);
+        const uint32_t version = __atomic_load_n(Field<uint32_t>(desc_bytes_, kDescVersionOffset), __ATOMIC_RELAXED);
         if (magic != kDescMagic || version != kDescVersion) {
             (void)std::snprintf(text, sizeof(text),
                                 "aclrtMemcpyAsyncWithDesc: descriptor %p holds magic 0x%08" PRIx32 " version %" PRIu32
@@ -129,15 +129,17 @@ public:
             *message = text;
             return ACL_ERROR_RT_INTERNAL_ERROR;
         }
-        const uint64_t src = __atomic_load_n(Field<uint64_t>(desc_, kDescSrcOffset), __ATOMIC_RELAXED);
-        const uint64_t dst = __atomic_load_n(Field<uint64_t>(desc_, kDescDstOffset), __ATOMIC_RELAXED);
-        const uint32_t count = __atomic_load_n(Field<uint32_t>(desc_, kDescCountOffset), __ATOMIC_RELAXED);
+        const uint64_t src = __atomic_load_n(Field<uint64_t>(desc_bytes_, kDescSrcOffset), __ATOMIC_RELAXED);
+        const uint64_t dst = __atomic_load_n(Field<uint64_t>(desc_bytes_, kDescDstOffset), __ATOMIC_RELAXED);
+        const uint32_t count = __atomic_load_n(Field<uint32_t>(desc_bytes_, kDescCountOffset), __ATOMIC_RELAXED);
         if (count == 0) {
             return ACL_SUCCESS;  // a 4 GiB count stored in 32 bits: CANN's copy moves nothing either
         }
         void *const dst_ptr = reinterpret_cast<void *>(static_cast<uintptr_t>(dst));
         const void *const src_ptr = reinterpret_cast<const void *>(static_cast<uintptr_t>(src));
-        if (!EndpointIsDevice(src_ptr, count) || !EndpointIsDevice(dst_ptr, count)) {
+        MemInfo src_info;
+        MemInfo dst_info;
+        if (!EndpointIsDevice(src_ptr, count, &src_info) || !EndpointIsDevice(dst_ptr, count, &dst_info)) {
             (void)std::snprintf(text, sizeof(text),
                                 "aclrtMemcpyAsyncWithDesc: descriptor %p (src 0x%" PRIx64 ", dst 0x%" PRIx64
                                 ", count %" PRIu32 ") no longer describes a copy between device memory when it "
@@ -146,20 +148,21 @@ public:
             *message = text;
             return ACL_ERROR_RT_INTERNAL_ERROR;
         }
-        CopyBytes(dst_ptr, src_ptr, static_cast<size_t>(count));
+        CopyBytes(dst_info.HostAddress(dst_ptr), src_info.HostAddress(src_ptr), static_cast<size_t>(count));
         return ACL_SUCCESS;
     }
 
 private:
-    static bool EndpointIsDevice(const void *p, uint32_t count)
+    static bool EndpointIsDevice(const void *p, uint32_t count, MemInfo *info_out)
     {
-        const MemInfo info = MemoryRegistry::Instance().Lookup(p);
+        const MemInfo &info = *info_out = MemoryRegistry::Instance().Lookup(p);
         uintptr_t end = 0;
         return info.is_device() && !RangeEndOverflows(p, static_cast<size_t>(count), &end) &&
                end <= info.base + info.size;
     }
 
     void *desc_;
+    void *desc_bytes_;
 };
 
 aclError GetMemcpyDescSize(const char *api, int64_t kind, size_t *descSize)
@@ -223,7 +226,8 @@ aclError SetMemcpyDesc(const char *api, void *desc, int64_t kind, void *srcAddr,
     const MemoryRegistry &registry = MemoryRegistry::Instance();
     const MemInfo src_info = registry.Lookup(srcAddr);
     const MemInfo dst_info = registry.Lookup(dstAddr);
-    ret = CheckDescMemory(api, desc, DescFootprint(*soc));
+    MemInfo desc_info;
+    ret = CheckDescMemory(api, desc, DescFootprint(*soc), &desc_info);
     if (ret != ACL_SUCCESS) {
         return ret;
     }
@@ -246,19 +250,20 @@ aclError SetMemcpyDesc(const char *api, void *desc, int64_t kind, void *srcAddr,
     if (ret != ACL_SUCCESS) {
         return ret;
     }
-    __atomic_store_n(Field<uint32_t>(desc, kDescMagicOffset), 0U, __ATOMIC_RELAXED);
-    __atomic_store_n(Field<uint64_t>(desc, kDescSrcOffset), static_cast<uint64_t>(reinterpret_cast<uintptr_t>(srcAddr)),
-                     __ATOMIC_RELAXED);
-    __atomic_store_n(Field<uint64_t>(desc, kDescDstOffset), static_cast<uint64_t>(reinterpret_cast<uintptr_t>(dstAddr)),
-                     __ATOMIC_RELAXED);
-    __atomic_store_n(Field<uint32_t>(desc, kDescCountOffset), static_cast<uint32_t>(count), __ATOMIC_RELAXED);
-    __atomic_store_n(Field<uint32_t>(desc, kDescReservedOffset), 0U, __ATOMIC_RELAXED);
-    __atomic_store_n(Field<uint32_t>(desc, kDescVersionOffset), kDescVersion, __ATOMIC_RELAXED);
+    void *const fields = desc_info.HostAddress(desc);
+    __atomic_store_n(Field<uint32_t>(fields, kDescMagicOffset), 0U, __ATOMIC_RELAXED);
+    __atomic_store_n(Field<uint64_t>(fields, kDescSrcOffset),
+                     static_cast<uint64_t>(reinterpret_cast<uintptr_t>(srcAddr)), __ATOMIC_RELAXED);
+    __atomic_store_n(Field<uint64_t>(fields, kDescDstOffset),
+                     static_cast<uint64_t>(reinterpret_cast<uintptr_t>(dstAddr)), __ATOMIC_RELAXED);
+    __atomic_store_n(Field<uint32_t>(fields, kDescCountOffset), static_cast<uint32_t>(count), __ATOMIC_RELAXED);
+    __atomic_store_n(Field<uint32_t>(fields, kDescReservedOffset), 0U, __ATOMIC_RELAXED);
+    __atomic_store_n(Field<uint32_t>(fields, kDescVersionOffset), kDescVersion, __ATOMIC_RELAXED);
     const size_t footprint = DescFootprint(*soc);
     for (size_t offset = kDescLayoutBytes; offset + sizeof(uint64_t) <= footprint; offset += sizeof(uint64_t)) {
-        __atomic_store_n(Field<uint64_t>(desc, offset), uint64_t{0}, __ATOMIC_RELAXED);
+        __atomic_store_n(Field<uint64_t>(fields, offset), uint64_t{0}, __ATOMIC_RELAXED);
     }
-    __atomic_store_n(Field<uint32_t>(desc, kDescMagicOffset), kDescMagic, __ATOMIC_RELEASE);
+    __atomic_store_n(Field<uint32_t>(fields, kDescMagicOffset), kDescMagic, __ATOMIC_RELEASE);
     return ACL_SUCCESS;
 }
 
@@ -292,11 +297,12 @@ aclError MemcpyAsyncWithDesc(const char *api, void *desc, int64_t kind, aclrtStr
     if (reinterpret_cast<uintptr_t>(desc) % kDescAlignment != 0) {
         return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "desc %p is not 64-byte aligned", desc);
     }
-    ret = CheckDescMemory(api, desc, DescFootprint(*soc));
+    MemInfo desc_info;
+    ret = CheckDescMemory(api, desc, DescFootprint(*soc), &desc_info);
     if (ret != ACL_SUCCESS) {
         return ret;
     }
-    stream->Enqueue(std::make_unique<DescCopyTask>(desc));
+    stream->Enqueue(std::make_unique<DescCopyTask>(desc, desc_info.HostAddress(desc)));
     return ACL_SUCCESS;
 }
 

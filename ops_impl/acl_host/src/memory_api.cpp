@@ -1,7 +1,8 @@
 // aclrtMalloc, aclrtMallocHost, aclrtFree, aclrtFreeHost and the host-only registration calls.
 //
 // Host-runtime choices (documented in docs/host_runtime.md):
-// - aclrtMalloc returns 64-byte aligned host memory recorded as DEVICE memory of the current device. Its
+// - aclrtMalloc returns 64-byte aligned host memory recorded as DEVICE memory of the current device (with
+//   MS_MEMCOPY_STRICT_DEVICE=1, page-aligned memory the host cannot access; allocation_storage.h). Its
 //   size is rounded up to a multiple of 32 and the SoC profile's malloc_extra_bytes are added (not for the
 //   HUGE1G policies, as CANN). CANN appends 32 bytes plus 32 of padding to every request: a size whose
 //   64-byte append (or rounding) overflows is ACL_ERROR_INVALID_PARAM, as in CANN's source.

@@ -29,11 +29,6 @@
 #include "error_state.h"
 
 namespace aclhost {
-namespace {
-
-constexpr std::align_val_t kAllocationAlignment{64};
-
-}  // namespace
 
 const char *MemKindName(MemKind kind)
 {
@@ -64,8 +59,6 @@ int MemInfo::LocationType() const
     return ACL_MEM_LOCATION_TYPE_UNREGISTERED;
 }
 
-void MemoryRegistry::AlignedFree::operator()(void *p) const noexcept { ::operator delete(p, kAllocationAlignment); }
-
 MemoryRegistry &MemoryRegistry::Instance()
 {
     // Never destroyed, so memory still allocated at process exit stays reachable (not a leak report).
@@ -75,17 +68,13 @@ MemoryRegistry &MemoryRegistry::Instance()
 
 aclError MemoryRegistry::Allocate(const char *api, MemKind kind, int32_t device, size_t bytes, void **out)
 {
-    // The aligned operator new rounds the size up to the alignment; a size that would wrap there would
-    // give a block smaller than asked for, so it is refused before it reaches the allocator.
-    size_t aligned = 0;
-    if (RoundUpOverflows(bytes, static_cast<size_t>(kAllocationAlignment), &aligned)) {
+    AllocationStorage storage = kind == MemKind::kDevice && StrictDeviceMemory()
+                                    ? AllocationStorage::HostInaccessible(bytes)
+                                    : AllocationStorage::Heap(bytes);
+    if (!storage) {
         return Fail(ACL_ERROR_RT_MEMORY_ALLOCATION, api, "cannot allocate %zu bytes of host memory", bytes);
     }
-    Storage storage(::operator new(bytes, kAllocationAlignment, std::nothrow));
-    if (storage == nullptr) {
-        return Fail(ACL_ERROR_RT_MEMORY_ALLOCATION, api, "cannot allocate %zu bytes of host memory", bytes);
-    }
-    void *const base = storage.get();
+    void *const base = storage.address();
     Entry entry;
     entry.size = bytes;
     entry.kind = kind;
@@ -152,7 +141,7 @@ aclError MemoryRegistry::Release(const char *api, const char *param, MemKind kin
         }
     }
     drain();  // the queued tasks run while the allocation is still registered (descriptor copies look it up)
-    Storage storage;
+    AllocationStorage storage;
     {
         std::unique_lock<std::shared_mutex> lock = WriteLock();
         const auto it = entries_.find(reinterpret_cast<uintptr_t>(ptr));
@@ -413,6 +402,8 @@ MemInfo MemoryRegistry::LookupLocked(uintptr_t p, uintptr_t *begin, uintptr_t *e
             info.device = prev->second.device;
             info.base = prev->first;
             info.size = prev->second.size;
+            const AllocationStorage &storage = prev->second.storage;
+            info.host_base = storage ? reinterpret_cast<uintptr_t>(storage.host_address()) : prev->first;
             *begin = prev->first;
             *end = prev_end;
             return info;

@@ -1,5 +1,7 @@
 // The memory registry: which host addresses the runtime treats as device memory, pinned host memory or
-// framework memory registered as device memory. Everything else is pageable (UNREGISTERED).
+// framework memory registered as device memory. Everything else is pageable (UNREGISTERED). Every call
+// that moves or sets bytes of registered memory does so at MemInfo::HostAddress of the address it was
+// given (strict device memory is not readable at its own address; allocation_storage.h).
 #ifndef MS_MEMCOPY_ACL_HOST_MEMORY_REGISTRY_H_
 #define MS_MEMCOPY_ACL_HOST_MEMORY_REGISTRY_H_
 
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "acl/acl_rt.h"
+#include "allocation_storage.h"
 
 namespace aclhost {
 
@@ -32,8 +35,16 @@ struct MemInfo {
     int32_t device = -1;  // device id for kDevice / kFramework, else -1
     uintptr_t base = 0;   // start of the allocation (0 when unregistered)
     size_t size = 0;      // bytes of the allocation (0 when unregistered)
+    uintptr_t host_base = 0;  // where the runtime accesses the byte at base (base, except strict device memory)
 
     bool registered() const { return kind != MemKind::kUnregistered; }
+    // The address at which the runtime reads or writes the byte at p, an address of this allocation (p
+    // itself for pageable memory).
+    void *HostAddress(const void *p) const
+    {
+        const uintptr_t address = reinterpret_cast<uintptr_t>(p);
+        return reinterpret_cast<void *>(registered() ? host_base + (address - base) : address);
+    }
     bool is_device() const { return kind == MemKind::kDevice || kind == MemKind::kFramework; }
     // ACL location type: HOST for pinned memory, DEVICE for device or framework memory, else UNREGISTERED.
     int LocationType() const;
@@ -43,7 +54,8 @@ class MemoryRegistry {
 public:
     static MemoryRegistry &Instance();
 
-    // 64-byte aligned allocation of `bytes` recorded as `kind` (kDevice or kPinnedHost).
+    // Allocation of `bytes` recorded as `kind` (kDevice or kPinnedHost): 64-byte aligned host memory, or
+    // for kDevice in strict device memory, page-aligned memory the host cannot access at *out.
     // ACL_ERROR_RT_MEMORY_ALLOCATION when the host cannot provide it.
     aclError Allocate(const char *api, MemKind kind, int32_t device, size_t bytes, void **out);
 
@@ -112,17 +124,12 @@ public:
     };
 
 private:
-    struct AlignedFree {
-        void operator()(void *p) const noexcept;
-    };
-    using Storage = std::unique_ptr<void, AlignedFree>;
-
     struct Entry {
         size_t size = 0;
         MemKind kind = MemKind::kUnregistered;
         int32_t device = -1;
-        uint64_t references = 0;  // framework registrations (in registrations_)
-        Storage storage;          // owned memory of kDevice / kPinnedHost
+        uint64_t references = 0;     // framework registrations (in registrations_)
+        AllocationStorage storage;   // owned memory of kDevice / kPinnedHost
     };
     using EntryMap = std::map<uintptr_t, Entry>;
 

@@ -32,10 +32,10 @@
 namespace aclhost {
 namespace {
 
-// The checks on the memory itself: registered memory holding count bytes from devPtr.
-aclError CheckMemsetTarget(const char *api, void *devPtr, size_t count)
+// The checks on the memory itself: registered memory holding count bytes from devPtr (*info).
+aclError CheckMemsetTarget(const char *api, void *devPtr, size_t count, MemInfo *info_out)
 {
-    const MemInfo info = MemoryRegistry::Instance().Lookup(devPtr);
+    const MemInfo &info = *info_out = MemoryRegistry::Instance().Lookup(devPtr);
     if (!info.registered()) {
         return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
                     "devPtr %p is pageable host memory; expected memory from aclrtMalloc or aclrtMallocHost", devPtr);
@@ -64,13 +64,14 @@ aclError MemsetSync(const char *api, void *devPtr, size_t maxCount, int32_t valu
     if (ret == ACL_SUCCESS) {
         ret = CheckCount(api, maxCount, count);
     }
+    MemInfo info;
     if (ret == ACL_SUCCESS) {
-        ret = CheckMemsetTarget(api, devPtr, count);
+        ret = CheckMemsetTarget(api, devPtr, count, &info);
     }
     if (ret != ACL_SUCCESS) {
         return ret;
     }
-    std::memset(devPtr, static_cast<unsigned char>(value), count);
+    std::memset(info.HostAddress(devPtr), static_cast<unsigned char>(value), count);
     return ACL_SUCCESS;
 }
 
@@ -102,10 +103,10 @@ aclError MemsetAsync(const char *api, void *devPtr, size_t maxCount, int32_t val
         return ret;
     }
     if (!info.is_device()) {
-        std::memset(devPtr, static_cast<unsigned char>(value), count);
+        std::memset(info.HostAddress(devPtr), static_cast<unsigned char>(value), count);
         return ACL_SUCCESS;
     }
-    stream->Enqueue(std::make_unique<MemsetTask>(devPtr, static_cast<unsigned char>(value), count));
+    stream->Enqueue(std::make_unique<MemsetTask>(info.HostAddress(devPtr), static_cast<unsigned char>(value), count));
     return ACL_SUCCESS;
 }
 
