@@ -269,20 +269,14 @@ class KernelInstance {
                            " init arguments, got " + std::to_string(init.size()));
     }
     init_.resize(static_cast<size_t>(op_.nargs));
-    try {
+    WithLabel([&] {
       Convert(op_, init, inputs, &init_);
       for (int a = inputs; a < op_.nargs; ++a) {
         if (op_.args[a].kind == ArgKind::kInt) {
           SetAttr(*state_, op_.args[a].name, *init_[static_cast<size_t>(a)].int_value);
         }
       }
-    } catch (const py::error_already_set &) {
-      throw;
-    } catch (const py::builtin_exception &) {
-      throw;
-    } catch (...) {
-      Rethrow(body_.label);
-    }
+    });
   }
 
   py::object Call(const py::args &args) {
@@ -292,9 +286,21 @@ class KernelInstance {
                            " inputs, got " + std::to_string(args.size()));
     }
     std::vector<ArgValue> values = init_;
-    try {
+    WithLabel([&] {
       Convert(op_, args, 0, &values);
       CheckVariadicLength(op_, ReaderOf(values));  // here: an error in the frontend task loses its text
+    });
+    return Dispatch(op_, body_, state_, std::move(values));
+  }
+
+  const char *op_name() const { return op_.name; }
+
+ private:
+  // Runs f; Python's own exceptions pass unchanged, the kernels' get the op's label (Rethrow).
+  template <typename F>
+  void WithLabel(F &&f) const {
+    try {
+      f();
     } catch (const py::error_already_set &) {
       throw;
     } catch (const py::builtin_exception &) {
@@ -302,12 +308,8 @@ class KernelInstance {
     } catch (...) {
       Rethrow(body_.label);
     }
-    return Dispatch(op_, body_, state_, std::move(values));
   }
 
-  const char *op_name() const { return op_.name; }
-
- private:
   const RouteOp &op_;
   const OpBody &body_;
   std::shared_ptr<KernelState> state_;  // shared with the launches still queued
