@@ -336,16 +336,45 @@ def replay(swaps, pool, host_caches, repeats, per_block_limit):
 
 # ---- main ---------------------------------------------------------------------------------------
 
+def scheduler_address_taken():
+    """Whether another process already listens on the scheduler's address (MS_SCHED_HOST:MS_SCHED_PORT)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((os.environ.get("MS_SCHED_HOST", "127.0.0.1"), int(os.environ.get("MS_SCHED_PORT", "0"))))
+        except OSError:
+            return True
+    return False
+
+
 def distributed():
     """(rank, ranks, device): msrun's workers join the collective group; a plain run is rank 0 of 1.
-    The device id comes from the worker's environment (DEVICE_ID) and is the host ACL runtime's device."""
+    A plain run's device is DEVICE_ID (default 0). Under msrun it is MindSpore's device id after init(),
+    the device the copy kernels set: msrun exports DEVICE_ID as the worker's index on its node, and init()
+    replaces it (setenv) with the worker's local rank among the workers registered from the same host name.
+    On one node the two agree; with two msrun on one machine (two nodes simulated) rank 1 is local rank 1.
+
+    Every msrun whose --master_addr is an address of its own machine starts a scheduler (this script with
+    MS_ROLE=MS_SCHED). On real hosts that is only the rank-0 host; when several msrun share one machine they
+    all start one on the same port, one binds it and the others fail in init(): such a scheduler stands down
+    (exit 0) when another process holds the address, and the cluster runs on the one that bound it."""
     device = int(os.environ.get("DEVICE_ID", "0"))
     if int(os.environ.get("RANK_SIZE", os.environ.get("MS_WORKER_NUM", "1"))) <= 1:
         return 0, 1, device
     from mindspore.communication import get_group_size, get_rank, init
 
-    init()
-    return get_rank(), get_group_size(), device
+    try:
+        init()
+    except RuntimeError:
+        if os.environ.get("MS_ROLE") == "MS_SCHED" and scheduler_address_taken():
+            print(f"scheduler: {os.environ.get('MS_SCHED_HOST')}:{os.environ.get('MS_SCHED_PORT')} is served by "
+                  "another msrun's scheduler on this machine (nodes simulated on one host); this one stands down",
+                  flush=True)
+            os._exit(0)
+        raise
+    return get_rank(), get_group_size(), int(ms.get_context("device_id"))
 
 
 def gather(values, ranks):
