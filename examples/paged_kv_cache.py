@@ -336,15 +336,20 @@ def replay(swaps, pool, host_caches, repeats, per_block_limit):
 
 # ---- main ---------------------------------------------------------------------------------------
 
-def scheduler_address_taken():
-    """Whether another process already listens on the scheduler's address (MS_SCHED_HOST:MS_SCHED_PORT)."""
-    import socket
+def scheduler_served_elsewhere():
+    """Whether another msrun's scheduler (a process with MS_ROLE=MS_SCHED and this MS_SCHED_PORT) listens on
+    this scheduler's port on this machine. A port held by anything else is not such a scheduler."""
+    import psutil
 
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    port = os.environ.get("MS_SCHED_PORT", "")
+    for conn in psutil.net_connections("tcp"):
+        if conn.status != psutil.CONN_LISTEN or str(conn.laddr.port) != port or conn.pid in (None, os.getpid()):
+            continue
         try:
-            probe.bind((os.environ.get("MS_SCHED_HOST", "127.0.0.1"), int(os.environ.get("MS_SCHED_PORT", "0"))))
-        except OSError:
+            env = psutil.Process(conn.pid).environ()
+        except psutil.Error:
+            continue
+        if env.get("MS_ROLE") == "MS_SCHED" and env.get("MS_SCHED_PORT") == port:
             return True
     return False
 
@@ -359,7 +364,7 @@ def distributed():
     Every msrun whose --master_addr is an address of its own machine starts a scheduler (this script with
     MS_ROLE=MS_SCHED). On real hosts that is only the rank-0 host; when several msrun share one machine they
     all start one on the same port, one binds it and the others fail in init(): such a scheduler stands down
-    (exit 0) when another process holds the address, and the cluster runs on the one that bound it."""
+    (exit 0) when another msrun's scheduler holds the port, and the cluster runs on the one that bound it."""
     device = int(os.environ.get("DEVICE_ID", "0"))
     if int(os.environ.get("RANK_SIZE", os.environ.get("MS_WORKER_NUM", "1"))) <= 1:
         return 0, 1, device
@@ -368,7 +373,7 @@ def distributed():
     try:
         init()
     except RuntimeError:
-        if os.environ.get("MS_ROLE") == "MS_SCHED" and scheduler_address_taken():
+        if os.environ.get("MS_ROLE") == "MS_SCHED" and scheduler_served_elsewhere():
             print(f"scheduler: {os.environ.get('MS_SCHED_HOST')}:{os.environ.get('MS_SCHED_PORT')} is served by "
                   "another msrun's scheduler on this machine (nodes simulated on one host); this one stands down",
                   flush=True)
