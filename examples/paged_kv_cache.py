@@ -480,24 +480,11 @@ def run(args, rank, ranks):
     finally:
         pool.close()
 
-    # Reference: every sequence decoded alone, uninterrupted, by the single-process model (under
-    # tensor parallelism rank 0 builds it whole, without collectives, beside its share).
-    diff, decoded = 0.0, sum(len(seq.outputs) for seq in finished)
-    if ranks == 1:
-        diff, decoded = decode_alone(prefill, step, pool, finished, args, max_blocks)
-    elif rank == 0:
-        ref_pool, ref_prefill, ref_step = build(args, 0, 1, width, num_blocks, demand, max_blocks, "ref")
-        try:
-            diff, decoded = decode_alone(ref_prefill, ref_step, ref_pool, finished, args, max_blocks)
-        finally:
-            ref_pool.close()
-    elapsed = time.perf_counter() - began
-
     def log_totals(direction):
         log = [entry for entry in engine.swaps if entry[0] == direction]
         return (sum(len(entry[1]) for entry in log), sum(entry[2] for entry in log), sum(entry[3] for entry in log))
 
-    stats = [diff, float(outputs.astype(np.float64).sum()), float(preemptions), float(len(engine.copies))]
+    stats = [0.0, float(outputs.astype(np.float64).sum()), float(preemptions), float(len(engine.copies))]
     for direction in ("d2h", "h2d"):
         blocks, seconds, nbytes = log_totals(direction)
         stats += [blocks, seconds, nbytes]
@@ -505,8 +492,23 @@ def run(args, rank, ranks):
                   for k in (0, 1)]
     mapping, seconds, nbytes = engine.copies[0] if engine.copies else (np.zeros((0, 2)), 0.0, 0)
     stats += [len(mapping), seconds, nbytes, len(engine.swaps)]
-    stats += [float(os.environ.get("DEVICE_ID", "0")), float(runtime.get_device()), elapsed]
-    table = gather(stats, ranks)
+    stats += [float(os.environ.get("DEVICE_ID", "0")), float(runtime.get_device()), time.perf_counter() - began]
+    table = np.array(gather(stats, ranks))  # a copy of its own: rank 0 fills in the reference below
+
+    # Reference: every sequence decoded alone, uninterrupted, by the single-process model (under
+    # tensor parallelism rank 0 builds it whole, without collectives, beside its share). It runs after the
+    # last collective: the other ranks are done and do not wait for it in one (the CPU collective's wait
+    # times out when rank 0 takes long, as it can on 2 busy cores). Column 0 is the reference's max |diff|.
+    decoded = sum(len(seq.outputs) for seq in finished)
+    if ranks == 1:
+        table[0, 0], decoded = decode_alone(prefill, step, pool, finished, args, max_blocks)
+    elif rank == 0:
+        ref_pool, ref_prefill, ref_step = build(args, 0, 1, width, num_blocks, demand, max_blocks, "ref")
+        try:
+            table[0, 0], decoded = decode_alone(ref_prefill, ref_step, ref_pool, finished, args, max_blocks)
+        finally:
+            ref_pool.close()
+    table[rank, -1] = time.perf_counter() - began
     same_outputs = bool((table[:, 1] == table[0, 1]).all())
     ok = table[0, 0] == 0.0 and same_outputs and (table[:, 2] > 0).all() and (table[:, 3] == 1).all()
     if rank == 0:
