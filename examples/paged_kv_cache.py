@@ -336,16 +336,50 @@ def replay(swaps, pool, host_caches, repeats, per_block_limit):
 
 # ---- main ---------------------------------------------------------------------------------------
 
+def scheduler_served_elsewhere():
+    """Whether another msrun's scheduler (a process with MS_ROLE=MS_SCHED and this MS_SCHED_PORT) listens on
+    this scheduler's port on this machine. A port held by anything else is not such a scheduler."""
+    import psutil
+
+    port = os.environ.get("MS_SCHED_PORT", "")
+    for conn in psutil.net_connections("tcp"):
+        if conn.status != psutil.CONN_LISTEN or str(conn.laddr.port) != port or conn.pid in (None, os.getpid()):
+            continue
+        try:
+            env = psutil.Process(conn.pid).environ()
+        except psutil.Error:
+            continue
+        if env.get("MS_ROLE") == "MS_SCHED" and env.get("MS_SCHED_PORT") == port:
+            return True
+    return False
+
+
 def distributed():
     """(rank, ranks, device): msrun's workers join the collective group; a plain run is rank 0 of 1.
-    The device id comes from the worker's environment (DEVICE_ID) and is the host ACL runtime's device."""
+    A plain run's device is DEVICE_ID (default 0). Under msrun it is MindSpore's device id after init(),
+    the device the copy kernels set: msrun exports DEVICE_ID as the worker's index on its node, and init()
+    replaces it (setenv) with the worker's local rank among the workers registered from the same host name.
+    On one node the two agree; with two msrun on one machine (two nodes simulated) rank 1 is local rank 1.
+
+    Every msrun whose --master_addr is an address of its own machine starts a scheduler (this script with
+    MS_ROLE=MS_SCHED). On real hosts that is only the rank-0 host; when several msrun share one machine they
+    all start one on the same port, one binds it and the others fail in init(): such a scheduler stands down
+    (exit 0) when another msrun's scheduler holds the port, and the cluster runs on the one that bound it."""
     device = int(os.environ.get("DEVICE_ID", "0"))
     if int(os.environ.get("RANK_SIZE", os.environ.get("MS_WORKER_NUM", "1"))) <= 1:
         return 0, 1, device
     from mindspore.communication import get_group_size, get_rank, init
 
-    init()
-    return get_rank(), get_group_size(), device
+    try:
+        init()
+    except RuntimeError:
+        if os.environ.get("MS_ROLE") == "MS_SCHED" and scheduler_served_elsewhere():
+            print(f"scheduler: {os.environ.get('MS_SCHED_HOST')}:{os.environ.get('MS_SCHED_PORT')} is served by "
+                  "another msrun's scheduler on this machine (nodes simulated on one host); this one stands down",
+                  flush=True)
+            os._exit(0)
+        raise
+    return get_rank(), get_group_size(), int(ms.get_context("device_id"))
 
 
 def gather(values, ranks):
@@ -446,24 +480,11 @@ def run(args, rank, ranks):
     finally:
         pool.close()
 
-    # Reference: every sequence decoded alone, uninterrupted, by the single-process model (under
-    # tensor parallelism rank 0 builds it whole, without collectives, beside its share).
-    diff, decoded = 0.0, sum(len(seq.outputs) for seq in finished)
-    if ranks == 1:
-        diff, decoded = decode_alone(prefill, step, pool, finished, args, max_blocks)
-    elif rank == 0:
-        ref_pool, ref_prefill, ref_step = build(args, 0, 1, width, num_blocks, demand, max_blocks, "ref")
-        try:
-            diff, decoded = decode_alone(ref_prefill, ref_step, ref_pool, finished, args, max_blocks)
-        finally:
-            ref_pool.close()
-    elapsed = time.perf_counter() - began
-
     def log_totals(direction):
         log = [entry for entry in engine.swaps if entry[0] == direction]
         return (sum(len(entry[1]) for entry in log), sum(entry[2] for entry in log), sum(entry[3] for entry in log))
 
-    stats = [diff, float(outputs.astype(np.float64).sum()), float(preemptions), float(len(engine.copies))]
+    stats = [0.0, float(outputs.astype(np.float64).sum()), float(preemptions), float(len(engine.copies))]
     for direction in ("d2h", "h2d"):
         blocks, seconds, nbytes = log_totals(direction)
         stats += [blocks, seconds, nbytes]
@@ -471,8 +492,23 @@ def run(args, rank, ranks):
                   for k in (0, 1)]
     mapping, seconds, nbytes = engine.copies[0] if engine.copies else (np.zeros((0, 2)), 0.0, 0)
     stats += [len(mapping), seconds, nbytes, len(engine.swaps)]
-    stats += [float(os.environ.get("DEVICE_ID", "0")), float(runtime.get_device()), elapsed]
-    table = gather(stats, ranks)
+    stats += [float(os.environ.get("DEVICE_ID", "0")), float(runtime.get_device()), time.perf_counter() - began]
+    table = np.array(gather(stats, ranks))  # a copy of its own: rank 0 fills in the reference below
+
+    # Reference: every sequence decoded alone, uninterrupted, by the single-process model (under
+    # tensor parallelism rank 0 builds it whole, without collectives, beside its share). It runs after the
+    # last collective: the other ranks are done and do not wait for it in one (the CPU collective's wait
+    # times out when rank 0 takes long, as it can on 2 busy cores). Column 0 is the reference's max |diff|.
+    decoded = sum(len(seq.outputs) for seq in finished)
+    if ranks == 1:
+        table[0, 0], decoded = decode_alone(prefill, step, pool, finished, args, max_blocks)
+    elif rank == 0:
+        ref_pool, ref_prefill, ref_step = build(args, 0, 1, width, num_blocks, demand, max_blocks, "ref")
+        try:
+            table[0, 0], decoded = decode_alone(ref_prefill, ref_step, ref_pool, finished, args, max_blocks)
+        finally:
+            ref_pool.close()
+    table[rank, -1] = time.perf_counter() - began
     same_outputs = bool((table[:, 1] == table[0, 1]).all())
     ok = table[0, 0] == 0.0 and same_outputs and (table[:, 2] > 0).all() and (table[:, 3] == 1).all()
     if rank == 0:
