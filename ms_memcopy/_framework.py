@@ -1,5 +1,4 @@
 """What ms_memcopy needs from MindSpore outside the primitives, in one place."""
-import os
 import re
 import sys
 
@@ -27,6 +26,17 @@ def sync_launches():
     _pynative_executor().sync()
 
 
+def _process_environment(name):
+    """The variable as the process's C environment holds it, where the kernels read it: MindSpore's
+    init() sets DEVICE_ID there (to the local rank), which os.environ does not see."""
+    import ctypes
+
+    getenv = ctypes.CDLL(None).getenv
+    getenv.restype = ctypes.c_char_p
+    value = getenv(name.encode())
+    return "" if value is None else value.decode()
+
+
 def acl_device():
     """The ACL device of MindSpore's device. With the host ACL runtime (the CPU target) it is DEVICE_ID
     from the environment, default 0, the device the copy kernels set (HostTargetDevice in
@@ -35,7 +45,7 @@ def acl_device():
     ms = sys.modules.get("mindspore")
     if ms is not None and not _paths.uses_host_runtime():
         return int(ms.get_current_device().device_id)
-    text = os.environ.get("DEVICE_ID", "")
+    text = _process_environment("DEVICE_ID")
     if text == "":
         return 0
     # what HostTargetDevice accepts: strtol's base-10 syntax, the whole text, a value in [0, INT32_MAX]
