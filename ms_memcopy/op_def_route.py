@@ -7,16 +7,16 @@ an infer function, and a kernel registered under that name runs it in graphs (on
 ``KernelMod`` in MindSpore's custom kernel factory, on CPU a ``NativeCpuKernelMod``). Eager calls run
 through the module's PyboostRunner functions: ``KernelInstance(op, *init)(*inputs)`` keeps one
 primitive's kernel state across calls and takes int64 inputs as host values. This module builds that
-extension from ``ops_impl/kernels/ms_extension/`` plus two files generated from configs/ops.yaml
+extension from ``ops_impl/kernels/ms_extension/`` plus files generated from configs/ops/*.yaml
 (:mod:`ms_memcopy.route_codegen`), and loads it. Every kernel and PyNative function runs the op's
-body from ``op_bodies.cpp``. ``pip install`` builds it (setup.py); :func:`load` builds it only when
+body (``ops_impl/kernels/bodies/<family>.cpp``). ``pip install`` builds it (setup.py); :func:`load` builds it only when
 the installation's build is missing or out of date.
 The module is also a MindSpore graph pass plugin: its pass unfolds the tuple input of the ops with
 a variadic input, which an Ascend graph would otherwise fold into one temporary copy
 (:func:`register_tuple_pass`).
 
-The module's functions can also be called directly (PYNATIVE_MODE): each op of configs/ops.yaml is a
-function named by its ``ascend_function`` taking the op_def arguments in order
+The module's functions can also be called directly (PYNATIVE_MODE): each op of configs/ops/*.yaml is
+a function named by the op taking the op_def arguments in order
 (:func:`ms_memcopy.route_codegen.arg_names`; an int64 input as a Tensor, a numpy array or a sequence
 of ints) and returning a tuple of tensors::
 
@@ -397,11 +397,11 @@ def given_values(op_name, shapes, dtypes):
 
 
 def call(op_name, inputs, attrs, out_shapes=None, out_dtypes=None, backend=None):
-    """Runs op_name of configs/ops.yaml through the route's PyNative function; returns its outputs
+    """Runs op_name of configs/ops/*.yaml through the route's PyNative function; returns its outputs
     (a tuple for a variadic output, else the tensor).
 
     Args:
-        op_name: an op of configs/ops.yaml.
+        op_name: an op of configs/ops/*.yaml.
         inputs: its inputs in order; a variadic input is a list or tuple of tensors.
         attrs: {attribute name: value} for every attribute of the op; ``buffer_id`` may be given
             as the HostBuffer itself, whose reads then wait for MindSpore's queued launches.
@@ -419,7 +419,7 @@ def call(op_name, inputs, attrs, out_shapes=None, out_dtypes=None, backend=None)
         if out_shapes is None or out_dtypes is None:
             raise ValueError(f"{op_name} needs out_shapes and out_dtypes")
         args += given_values(op_name, out_shapes, out_dtypes)
-    outputs = getattr(load(backend), op.ascend_function)(*args)
+    outputs = getattr(load(backend), op.name)(*args)
     return outputs if op.outputs[0].variadic else outputs[0]
 
 

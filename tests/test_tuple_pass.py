@@ -51,13 +51,12 @@ def test_every_variadic_input_has_a_length_attribute():
 
 
 def test_a_variadic_input_without_its_length_attribute_is_an_error():
-    import yaml
-
-    table = yaml.safe_load((ROOT / "configs" / "ops.yaml").read_text())
-    table["ops"]["copy_blocks"]["attrs"] = []
+    tables = op_defs.read_tables()
+    tables["configs/ops/blocks.yaml"]["copy_blocks"]["attrs"] = []
     with pytest.raises(op_defs.OpDefinitionError,
-                       match=r"op copy_blocks: attrs: variadic input 'caches' needs an int attribute 'num_caches'"):
-        op_defs.parse(table)
+                       match=r"^configs/ops/blocks.yaml: op copy_blocks: attrs: variadic input 'caches' needs an int "
+                             r"attribute 'num_caches'"):
+        op_defs.parse(tables)
 
 
 def test_a_refused_registration_is_an_error(tmp_path, monkeypatch):

@@ -240,10 +240,10 @@ def check_tensors(definition, inputs):
 
 
 def check_same_dtype(definition, args):
-    """TypeError when the tensors of the op's ``same_dtype`` inputs (configs/ops.yaml) differ in dtype;
+    """TypeError when the tensors of the op's ``dtype_group`` inputs (configs/ops/*.yaml) differ in dtype;
     args are the abstract arguments of the op's inputs, a variadic input's one by one."""
     tensors = [(name, dtype_name(arg["dtype"])) for name, arg in zip(flat_input_names(definition, len(args)), args)
-               if name.split("[")[0] in definition.same_dtype]
+               if name.split("[")[0] in definition.dtype_group]
     for name, dtype in tensors[1:]:
         if dtype != tensors[0][1]:
             raise TypeError(f"{name} has dtype {dtype} but {tensors[0][0]} has {tensors[0][1]}")
