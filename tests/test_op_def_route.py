@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
-from ms_memcopy import op_def_route, op_defs, route_codegen
+from ms_memcopy import op_def_route, op_defs, route_build, route_codegen
 
 ROOT = Path(__file__).resolve().parent.parent
 NEW_FAMILY = "configs/ops/rows.yaml"
@@ -237,10 +237,10 @@ sys.path.insert(0, {str(ROOT)!r})
 start = time.perf_counter()
 import numpy as np
 import mindspore as ms
-from ms_memcopy import op_def_route
+from ms_memcopy import route_build
 from ms_memcopy.ops import MemcpyWithDesc
 built = []
-original = op_def_route.builder
+original = route_build.builder
 def watched(*args, **kwargs):
     b = original(*args, **kwargs)
     real = b.build
@@ -249,7 +249,7 @@ def watched(*args, **kwargs):
         return real()
     b.build = build
     return b
-op_def_route.builder = watched
+route_build.builder = watched
 y = MemcpyWithDesc()(ms.Tensor(np.arange(4, dtype=np.float32)))
 print("values", y.asnumpy().tolist(), "compiled", len(built), "seconds", round(time.perf_counter() - start, 1))
 """, timeout=300)
@@ -479,7 +479,7 @@ print("block:", caches[1].asnumpy()[5].tolist())
 
 def test_build_dir_order(monkeypatch, tmp_path):
     """An explicit directory, then the installation's build, then MindSpore's cache, then the user's."""
-    monkeypatch.setattr(op_def_route, "packaged_build_dir", lambda backend: tmp_path / "pkg" / backend)
+    monkeypatch.setattr(route_build, "packaged_build_dir", lambda backend: tmp_path / "pkg" / backend)
     monkeypatch.delenv("MS_MEMCOPY_ROUTE_BUILD_DIR", raising=False)
     monkeypatch.delenv("MS_COMPILER_CACHE_PATH", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
@@ -489,7 +489,7 @@ def test_build_dir_order(monkeypatch, tmp_path):
     monkeypatch.setattr(op_def_route._paths, "LIB_DIR", tmp_path / "another_checkout" / "_lib")
     assert op_def_route.default_build_dir("CPU") != here
     monkeypatch.undo()
-    monkeypatch.setattr(op_def_route, "packaged_build_dir", lambda backend: tmp_path / "pkg" / backend)
+    monkeypatch.setattr(route_build, "packaged_build_dir", lambda backend: tmp_path / "pkg" / backend)
     monkeypatch.delenv("MS_MEMCOPY_ROUTE_BUILD_DIR", raising=False)
     monkeypatch.delenv("MS_COMPILER_CACHE_PATH", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
