@@ -73,8 +73,8 @@ def test_an_op_defined_twice_or_an_empty_file_is_an_error():
 
 
 def test_the_definitions_are_one_file_per_family():
-    """configs/ops/<family>.yaml, ops_impl/kernels/bodies/<family>.cpp and ms_memcopy/ops/<family>.py
-    share their stems; nothing lists the families."""
+    """configs/ops/<family>.yaml, ops_impl/kernels/bodies/<family>.cpp, ms_memcopy/ops/<family>.py and
+    tests/test_ops_<family>.py share their stems; nothing lists the families."""
     families = op_defs.families()
     assert families == {
         "batch": ["memcpy_batch_d2h", "memcpy_batch_h2d"],
@@ -86,6 +86,7 @@ def test_the_definitions_are_one_file_per_family():
     }
     for family in families:
         assert (ROOT / "ms_memcopy" / "ops" / f"{family}.py").exists(), family
+        assert (ROOT / "tests" / f"test_ops_{family}.py").exists(), family
     assert not (ROOT / "configs" / "ops.yaml").exists()
     _, ops = op_defs.parse(table_with(write_rows=IN_PLACE_OP))
     assert ops["write_rows"].family == "rows"
