@@ -76,14 +76,9 @@ def test_the_definitions_are_one_file_per_family():
     """configs/ops/<family>.yaml, ops_impl/kernels/bodies/<family>.cpp, ms_memcopy/ops/<family>.py and
     tests/test_ops_<family>.py share their stems; nothing lists the families."""
     families = op_defs.families()
-    assert families == {
-        "batch": ["memcpy_batch_d2h", "memcpy_batch_h2d"],
-        "blocks": ["swap_blocks_d2h", "swap_blocks_h2d", "copy_blocks"],
-        "condition": ["memcpy_cond_d2d", "memcpy_cond_d2h", "memcpy_cond_h2d"],
-        "desc": ["memcpy_desc_copy", "memcpy_desc_window"],
-        "memcpy2d": ["memcpy2d_extract", "memcpy2d_extract_like", "memcpy2d_insert", "memcpy2d_d2h",
-                     "memcpy2d_h2d", "memcpy2d_write"],
-    }
+    assert sorted(families) == sorted(p.stem for p in (ROOT / "configs" / "ops").glob("*.yaml"))
+    assert {"batch", "memcpy2d", "desc", "condition", "blocks"} <= set(families)
+    assert families["desc"] == ["memcpy_desc_copy", "memcpy_desc_window"]  # in file order
     for family in families:
         assert (ROOT / "ms_memcopy" / "ops" / f"{family}.py").exists(), family
         assert (ROOT / "tests" / f"test_ops_{family}.py").exists(), family

@@ -186,7 +186,9 @@ print(code(rt.get_current_context), code(rt.create_event), code(rt.malloc_host, 
 print(code(rt.synchronize_event, event), code(rt.free_host, pinned))
 print(code(rt.set_current_context, ctx))
 seen = []
-threading.Thread(target=lambda: seen.append(rt.get_device())).start()
+thread = threading.Thread(target=lambda: seen.append(rt.get_device()))
+thread.start()
+thread.join()
 print(*seen)
 rt.set_current_context(primary)
 print(rt.get_device(), code(rt.destroy_event, event), code(rt.destroy_stream, stream))
