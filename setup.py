@@ -42,6 +42,7 @@ from gen_soc_table import generate as generate_soc_table  # noqa: E402
 sys.path.insert(0, str(ROOT))
 from ms_memcopy import route_codegen  # noqa: E402  (write_if_changed for generated tables)
 from ms_memcopy import acl_error_codes  # noqa: E402  (the kernels' code -> name table, from the ACL headers)
+from ms_memcopy import dtypes  # noqa: E402  (the kernels' dtype table, from configs/dtypes.yaml)
 
 CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-pthread", "-fvisibility=hidden", "-Wall", "-Wextra"]
 # MindSpore 2.10 wheels use the pre-C++11 std::string ABI; the kernels read MindSpore attributes.
@@ -62,7 +63,12 @@ def cxx():
 
 
 def kernel_sources():
-    return sorted(p for p in KERNEL_SOURCES.rglob("*.cpp") if EXTENSION_SOURCES not in p.parents)
+    """ops_impl/kernels/**/*.cpp but the entry layer: the shared code and each family's bodies/<family>.cpp."""
+    sources = sorted(p for p in KERNEL_SOURCES.rglob("*.cpp") if EXTENSION_SOURCES not in p.parents)
+    stems = [p.stem for p in sources]
+    if len(set(stems)) != len(stems):  # the objects are named by stem
+        raise RuntimeError(f"two kernel sources share a file name: {stems}")
+    return sources
 
 
 def newer_than(target, sources):
@@ -143,6 +149,7 @@ class BuildSharedLibs(build_ext):
         gen = tmp / "generated"
         route_codegen.write_if_changed(gen / acl_error_codes.KERNEL_TABLE_FILE, acl_error_codes.kernel_table_source(
             acl_error_codes.read_error_codes(HOST_INCLUDE)))
+        route_codegen.write_if_changed(gen / dtypes.TABLE_FILE, dtypes.table_source())
         sources = kernel_sources()
         cann = cann_home()
         if cann:

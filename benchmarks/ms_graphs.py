@@ -46,20 +46,6 @@ class EmptyCell(nn.Cell):
         return xs[-1]
 
 
-class IdentityLoopCell(nn.Cell):
-    """One built-in copy (ops.Identity) per tensor input, all in one graph (the last input is unused)."""
-
-    def __init__(self):
-        super().__init__()
-        self.identity = ops.Identity()
-
-    def construct(self, *xs):
-        outs = ()
-        for x in xs[:-1]:
-            outs = outs + (self.identity(x),)
-        return outs
-
-
 class HeldTensorsCell(nn.Cell):
     """Tensors held by the cell as Parameters (as a model holds its weights and state), given to
     ``body(*tensors, offsets)``; the graph's only input is the offsets tensor. body None: the empty graph

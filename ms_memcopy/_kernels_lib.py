@@ -18,7 +18,6 @@ _PROTOTYPES = {
     "msmc_hostbuffer_close": (c_int32, [c_int64]),
     "msmc_hostbuffer_wait": (c_int32, [c_int64]),
     "msmc_hostbuffer_note_stream": (c_int32, [c_int64, c_void_p]),
-    "msmc_hostbuffer_inflight": (c_int32, [c_int64]),
     "msmc_op_label": (c_char_p, [c_char_p]),
     "msmc_acl_error_name": (c_char_p, [c_int32]),
     "msmc_graph_launch_count": (c_uint64, []),

@@ -1,38 +1,71 @@
-"""The op definitions of configs/ops.yaml, read and validated once.
+"""The op definitions of configs/ops/<family>.yaml, read and validated once.
 
-This module is the only reader of that file: the primitives take their op names,
-attributes, side effects and dtype lists from here, and so do the generators of the op_def
-route (its op_def YAML and the C++ table of every op's arguments and output rules).
+Each file of configs/ops/ holds the ops of one family (batch, memcpy2d, desc, condition, blocks), whose
+bodies are ops_impl/kernels/bodies/<family>.cpp and whose primitives are ms_memcopy/ops/<family>.py;
+the files are found by glob, so a new family is a new file. The dtypes every op accepts are
+configs/dtypes.yaml's (:mod:`ms_memcopy.dtypes`).
+
+This module is the only reader of those files: the primitives take their op names, attributes, side
+effects and dtype lists from here, and so do the generators of the op_def route (its op_def YAML and
+the C++ table of every op's arguments and output rules).
+
+An op's definition (keys named and placed as in MindSpore's op_def YAML where MindSpore has them):
+
+- ``inputs``: name, dtype (``any`` = every supported dtype, or one dtype), variadic (a list of tensors
+  whose length is fixed when the primitive is built: the op's int attribute ``num_<name>``). An int64
+  input holds host values (offsets, rows, columns): graph kernels get them as value-dependent inputs,
+  eager calls as host values.
+- ``outputs``: name, dtype, variadic, and ``shape``: ``[dims]`` (each an int, an int attribute or
+  ``len(<variadic input>)``), ``like(<input>)``, or ``given`` (the primitive states shapes and dtypes
+  when it is built); ``dtype_of: <input>`` for an output of dtype ``any`` whose shape is not given.
+- ``attrs``: name and type (int, listInt, str), fixed when the primitive is built (prim_init
+  arguments). ``num_<input>`` is the length of a variadic input: the kernels refuse a launch that got
+  another number of tensors (a graph that passed the tuple folded into one tensor).
+- ``args_signature``: ``rw_write: <input>``, the input the op writes in place (needs side_effect_mem);
+  ``dtype_group: "(<input>, ...)"``, inputs of dtype ``any`` whose tensors must all have one dtype
+  (every tensor of a variadic input). ms_memcopy checks the group itself (a mismatch is a TypeError
+  before the launch) and does not pass it to MindSpore, which would convert dtypes implicitly.
+- ``labels``: ``side_effect_mem: True``, the op reads or writes a HostBuffer (or writes an input in
+  place), so GRAPH_MODE keeps it and orders it in program order.
+
+What follows from the op's name is not declared: its primitive is ``Custom_ms_memcopy_<op>``
+(:func:`ms_memcopy.route_codegen.primitive_name`) and its body is registered under the op's name.
 
 A definition is checked when the file is read: an unknown key, a missing key, a reference to an
 input or attribute that does not exist, or a malformed output rule raises
-:class:`OpDefinitionError` naming the op and the key.
+:class:`OpDefinitionError` naming the file, the op and the key.
 """
 import dataclasses
 import functools
 import re
+from pathlib import Path
 from typing import Optional, Tuple, Union
 
 import yaml
 
-from . import _paths
+from . import _paths, dtypes as _dtypes
 
 # An input whose dtype is fixed to int64 holds host values (offsets, rows, columns, block ids): the
 # op_def route declares it value-dependent, so its kernel gets the values on the host.
 HOST_VALUE_DTYPE = "int64"
 
-_OP_KEYS = {"ascend_function", "inputs", "outputs", "attrs", "side_effect_mem", "rw_write", "same_dtype"}
-_REQUIRED_OP_KEYS = {"ascend_function", "inputs", "outputs"}
+_OP_KEYS = {"inputs", "outputs", "attrs", "args_signature", "labels"}
+_REQUIRED_OP_KEYS = {"inputs", "outputs"}
+_SIGNATURE_KEYS = {"rw_write", "dtype_group"}
+_LABEL_KEYS = {"side_effect_mem"}
 _INPUT_KEYS = {"name", "dtype", "variadic"}
 _OUTPUT_KEYS = {"name", "dtype", "variadic", "shape", "dtype_of"}
 _ATTR_KEYS = {"name", "type"}
 _ATTR_TYPES = ("int", "listInt", "str")
 _LEN = re.compile(r"^len\((\w+)\)$")
 _LIKE = re.compile(r"^like\((\w+)\)$")
+_GROUP = re.compile(r"^\(\s*(\w+(?:\s*,\s*\w+)*)\s*\)$")
+#: Where the op definitions are, relative to the configs directory: one file per family.
+OPS_DIR = "ops"
 
 
 class OpDefinitionError(ValueError):
-    """configs/ops.yaml holds a definition this version cannot use."""
+    """A file of configs/ops/ holds a definition this version cannot use."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,14 +99,15 @@ class AttrDef:
 @dataclasses.dataclass(frozen=True)
 class OpDef:
     name: str
-    ascend_function: str
+    family: str  # the stem of its file, configs/ops/<family>.yaml
     inputs: Tuple[TensorDef, ...]
     outputs: Tuple[OutputDef, ...]
     attrs: Tuple[AttrDef, ...]
     side_effect_mem: bool
     rw_write: Optional[str] = None  # the input written in place
-    # Inputs of dtype "any" whose tensors must all have one dtype (every tensor of a variadic one).
-    same_dtype: Tuple[str, ...] = ()
+    # Inputs of dtype "any" whose tensors must all have one dtype (every tensor of a variadic one):
+    # args_signature.dtype_group.
+    dtype_group: Tuple[str, ...] = ()
 
     @property
     def attr_names(self):
@@ -100,7 +134,8 @@ def length_attr_name(input_name):
 
 
 def _fail(op, where, message):
-    raise OpDefinitionError(f"configs/ops.yaml: op {op}: {where}: {message}")
+    """op: "<file>: op <name>", as _op builds it."""
+    raise OpDefinitionError(f"{op}: {where}: {message}")
 
 
 def _check_keys(op, where, entry, allowed, required):
@@ -168,74 +203,103 @@ def _output(op, where, entry, dtypes, inputs, attrs):
     return OutputDef(base.name, base.dtype, base.variadic, shape, like, dtype_of)
 
 
-def _op(name, entry, dtypes):
-    _check_keys(name, "definition", entry, _OP_KEYS, _REQUIRED_OP_KEYS)
-    ins = [_tensor(name, f"inputs[{i}]", t, dtypes) for i, t in enumerate(entry["inputs"] or ())]
+def _dtype_group(op, value, by_name):
+    where = "args_signature.dtype_group"
+    group = _GROUP.match(value) if isinstance(value, str) else None
+    names = [n.strip() for n in group.group(1).split(",")] if group else None
+    if (names is None or any(n not in by_name or by_name[n].dtype != "any" for n in names)
+            or len(set(names)) != len(names) or (len(names) == 1 and not by_name[names[0]].variadic)):
+        _fail(op, where, f"{value!r} must be one group \"(<input>, ...)\" of distinct inputs of dtype 'any' "
+                         "(two or more, or one variadic input)")
+    return tuple(names)
+
+
+def _op(file, name, entry, dtypes):
+    label = f"{file}: op {name}"
+    _check_keys(label, "definition", entry, _OP_KEYS, _REQUIRED_OP_KEYS)
+    ins = [_tensor(label, f"inputs[{i}]", t, dtypes) for i, t in enumerate(entry["inputs"] or ())]
     attrs = []
     for i, a in enumerate(entry.get("attrs") or ()):
-        _check_keys(name, f"attrs[{i}]", a, _ATTR_KEYS, _ATTR_KEYS)
+        _check_keys(label, f"attrs[{i}]", a, _ATTR_KEYS, _ATTR_KEYS)
         if a["type"] not in _ATTR_TYPES:
-            _fail(name, f"attrs[{i}]", f"type {a['type']!r} is not one of {_ATTR_TYPES}")
+            _fail(label, f"attrs[{i}]", f"type {a['type']!r} is not one of {_ATTR_TYPES}")
         attrs.append(AttrDef(a["name"], a["type"]))
     by_name = {t.name: t for t in ins}
     attr_types = {a.name: a.type for a in attrs}
     names = [t.name for t in ins] + [a.name for a in attrs]
     if len(set(names)) != len(names):
-        _fail(name, "inputs/attrs", f"a name is used twice in {names}")
+        _fail(label, "inputs/attrs", f"a name is used twice in {names}")
     if sum(t.variadic for t in ins) > 1:
-        _fail(name, "inputs", "at most one input may be variadic")
+        _fail(label, "inputs", "at most one input may be variadic")
     for t in ins:
         if t.variadic and attr_types.get(length_attr_name(t.name)) != "int":
-            _fail(name, "attrs", f"variadic input {t.name!r} needs an int attribute {length_attr_name(t.name)!r} "
-                                 f"(its length)")
-    outs = [_output(name, f"outputs[{i}]", o, dtypes, by_name, attr_types) for i, o in enumerate(entry["outputs"])]
+            _fail(label, "attrs", f"variadic input {t.name!r} needs an int attribute {length_attr_name(t.name)!r} "
+                                  f"(its length)")
+    outs = [_output(label, f"outputs[{i}]", o, dtypes, by_name, attr_types) for i, o in enumerate(entry["outputs"])]
     if any(o.shape == "given" for o in outs) and len(outs) != 1:
-        _fail(name, "outputs", "shape: given is for an op with a single (possibly variadic) output")
-    rw_write = entry.get("rw_write")
+        _fail(label, "outputs", "shape: given is for an op with a single (possibly variadic) output")
+    signature = entry.get("args_signature", {})
+    _check_keys(label, "args_signature", signature, _SIGNATURE_KEYS, set())
+    rw_write = signature.get("rw_write")
     if rw_write is not None and rw_write not in by_name:
-        _fail(name, "rw_write", f"{rw_write!r} must name an input")
-    same_dtype = entry.get("same_dtype", [])
-    if (not isinstance(same_dtype, list) or any(n not in by_name or by_name[n].dtype != "any" for n in same_dtype)
-            or len(set(same_dtype)) != len(same_dtype)
-            or (len(same_dtype) == 1 and not by_name[same_dtype[0]].variadic)):
-        _fail(name, "same_dtype", f"{same_dtype!r} must list distinct inputs of dtype 'any' (two or more, "
-                                  "or one variadic input)")
-    side_effect_mem = _flag(name, "side_effect_mem", entry.get("side_effect_mem", False))
+        _fail(label, "args_signature.rw_write", f"{rw_write!r} must name an input")
+    dtype_group = _dtype_group(label, signature["dtype_group"], by_name) if "dtype_group" in signature else ()
+    labels = entry.get("labels", {})
+    _check_keys(label, "labels", labels, _LABEL_KEYS, set())
+    side_effect_mem = _flag(label, "labels.side_effect_mem", labels.get("side_effect_mem", False))
     if rw_write is not None and not side_effect_mem:
-        _fail(name, "rw_write", "an op that writes an input in place must also set side_effect_mem: true")
+        _fail(label, "args_signature.rw_write",
+              "an op that writes an input in place must also set labels: {side_effect_mem: True}")
     return OpDef(
         name=name,
-        ascend_function=entry["ascend_function"],
+        family=Path(file).stem,
         inputs=tuple(ins),
         outputs=tuple(outs),
         attrs=tuple(attrs),
         side_effect_mem=side_effect_mem,
         rw_write=rw_write,
-        same_dtype=tuple(same_dtype),
+        dtype_group=dtype_group,
     )
 
 
-def parse(table):
-    """(dtypes, {op name: OpDef}) of a parsed configs/ops.yaml; raises OpDefinitionError."""
-    if not isinstance(table, dict) or set(table) != {"dtypes", "ops"}:
-        raise OpDefinitionError(f"configs/ops.yaml must hold exactly the keys dtypes and ops, got "
-                                f"{sorted(table) if isinstance(table, dict) else table!r}")
-    dtypes = tuple(table["dtypes"])
-    ops = {name: _op(name, entry, dtypes) for name, entry in table["ops"].items()}
-    functions = [op.ascend_function for op in ops.values()]
-    if len(set(functions)) != len(functions):
-        raise OpDefinitionError(f"configs/ops.yaml: two ops share an ascend_function: {functions}")
+def parse(tables, dtypes=None):
+    """(dtypes, {op name: OpDef}) of parsed op definition files; raises OpDefinitionError.
+
+    tables: {file: its parsed YAML ({op name: definition})}, the file as messages name it
+    ("configs/ops/<family>.yaml", the family being its stem); dtypes: the names an input may have
+    besides "any", by default configs/dtypes.yaml's supported ones.
+    """
+    dtypes = tuple(_dtypes.supported() if dtypes is None else dtypes)
+    ops, files = {}, {}
+    for file, table in tables.items():
+        if not isinstance(table, dict) or not table:
+            raise OpDefinitionError(f"{file} must map op names to their definitions, got {table!r}")
+        for name, entry in table.items():
+            if name in ops:
+                raise OpDefinitionError(f"{file}: op {name} is defined in {files[name]} too")
+            ops[name] = _op(file, name, entry, dtypes)
+            files[name] = file
     return dtypes, ops
+
+
+def read_tables():
+    """{"configs/ops/<family>.yaml": its parsed YAML} of every file of configs/ops/, in name order."""
+    tables = {}
+    for path in sorted((_paths.configs_dir() / OPS_DIR).glob("*.yaml")):
+        with open(path, encoding="utf-8") as f:
+            tables[f"configs/{OPS_DIR}/{path.name}"] = yaml.safe_load(f)
+    if not tables:
+        raise OpDefinitionError(f"no op definitions in {_paths.configs_dir() / OPS_DIR}")
+    return tables
 
 
 @functools.lru_cache(maxsize=None)
 def _load():
-    with open(_paths.configs_dir() / "ops.yaml", encoding="utf-8") as f:
-        return parse(yaml.safe_load(f))
+    return parse(read_tables())
 
 
 def supported_dtypes():
-    """The MindSpore dtype names every primitive supports, in the order of configs/ops.yaml."""
+    """The MindSpore dtype names every primitive supports, in the order of configs/dtypes.yaml."""
     return _load()[0]
 
 
@@ -245,3 +309,12 @@ def op_def(name) -> OpDef:
 
 def all_op_defs():
     return dict(_load()[1])
+
+
+def families():
+    """{family: [op names]} in file order: the stems shared by configs/ops/<family>.yaml,
+    ops_impl/kernels/bodies/<family>.cpp and ms_memcopy/ops/<family>.py."""
+    result = {}
+    for op in _load()[1].values():
+        result.setdefault(op.family, []).append(op.name)
+    return result

@@ -1,12 +1,14 @@
-"""What the op_def route's module is generated from: configs/ops.yaml (through :mod:`op_defs`).
+"""What the op_def route's module is generated from: configs/ops/*.yaml (through :mod:`op_defs`)
+and configs/dtypes.yaml (through :mod:`dtypes`).
 
-Two files per build, both written into the build directory (never committed):
+Three files per build, all written into the build directory (never committed):
 
 - the op_def YAML that ``ops.CustomOpBuilder(op_def=...)`` turns into the ``Custom_<op>``
   primitive registrations (:func:`op_def_yaml`);
 - ``route_ops.inc``, the C++ table of every op's arguments and output rules that the module's
   infer functions, kernels and PyNative functions are instantiated from (:func:`route_table`), and
-  the name of the module's graph pass (:data:`TUPLE_PASS_NAME`).
+  the name of the module's graph pass (:data:`TUPLE_PASS_NAME`);
+- ``dtypes.inc``, the dtype table (:func:`ms_memcopy.dtypes.table_source`).
 
 Each op becomes an op_def whose arguments are, in order: its inputs (``tensor``, or
 ``tuple[tensor]`` for a variadic one), its attributes (``prim_init``: set when the primitive is
@@ -14,12 +16,13 @@ built, so the call takes the inputs only), and for an op whose outputs the calle
 (``shape: given``) ``given_shape`` and ``given_dtype`` (a TypeId), or ``given_shapes``, ``given_ranks``
 and ``given_dtypes`` for a variadic output (``given_`` names: MindSpore reads init arguments as attributes of the primitive,
 and the primitives have their own ``shape`` and ``dtype``). Int64 inputs (offsets, rows, columns) are value-dependent: kernels get their values
-on the host. ``side_effect_mem`` becomes ``labels: side_effect_mem: True`` and ``rw_write: <input>``
-becomes ``args_signature: rw_write: <input>``. The length attribute of a variadic input
+on the host. ``labels`` and ``args_signature: rw_write`` are passed on as they are (not
+``dtype_group``: ms_memcopy checks it, where MindSpore would convert dtypes). The length attribute of a variadic input
 (``num_<input>``) is an int attribute the kernels check the tensors they got against.
 """
 import yaml
 
+from . import dtypes
 from .op_defs import OpDef, all_op_defs, supported_dtypes
 
 OP_DEF_FILE = "ms_memcopy_route_ops.yaml"
@@ -30,9 +33,6 @@ TUPLE_PASS_NAME = "ms_memcopy_unfold_tuple_inputs"
 
 _ATTR_TYPES = {"int": "int", "listInt": "tuple[int]", "str": "str"}
 _ATTR_KINDS = {"int": "kInt", "listInt": "kInts", "str": "kStr"}
-_TYPE_IDS = {"float16": "Float16", "bfloat16": "BFloat16", "float32": "Float32", "float64": "Float64",
-             "int8": "Int8", "uint8": "UInt8", "int16": "Int16", "int32": "Int32", "int64": "Int64",
-             "bool": "Bool"}
 
 
 #: Prefix of every op's op_def name: the primitive Custom_ms_memcopy_<op> and its kernels are then
@@ -43,7 +43,7 @@ PRIMITIVE_PREFIX = "ms_memcopy_"
 
 def op_def_name(op: OpDef):
     """The op's name in the generated op_def: its primitive is ``Custom_<op_def_name>``."""
-    return PRIMITIVE_PREFIX + op.ascend_function
+    return PRIMITIVE_PREFIX + op.name
 
 
 def primitive_name(op: OpDef):
@@ -64,11 +64,6 @@ def given_args(op: OpDef):
 def arg_names(op: OpDef):
     """The op_def's argument names, in order."""
     return [*op.input_names, *op.attr_names, *(name for name, _, _ in given_args(op))]
-
-
-def call_arg_names(op: OpDef):
-    """The arguments a call of the primitive passes (the rest are prim_init)."""
-    return list(op.input_names)
 
 
 def _attr_kind(op: OpDef, a):
@@ -100,18 +95,18 @@ def op_def_entry(op: OpDef):
 
 
 def op_def_entries(ops=None):
-    """{op name: op_def} of every op (the op_def's name is the op's ascend_function)."""
+    """{op_def name: op_def} of every op (the op_def's name is :func:`op_def_name`)."""
     ops = all_op_defs() if ops is None else ops
     return {op_def_name(op): op_def_entry(op) for op in ops.values()}
 
 
 def op_def_yaml(ops=None):
-    header = "# Generated from configs/ops.yaml by ms_memcopy.route_codegen; do not edit.\n"
+    header = "# Generated from configs/ops/*.yaml by ms_memcopy.route_codegen; do not edit.\n"
     return header + yaml.safe_dump(op_def_entries(ops), sort_keys=False, default_flow_style=False)
 
 
 def _type_id(dtype):
-    return f"mindspore::kNumberType{_TYPE_IDS[dtype]}" if dtype != "any" else "mindspore::kTypeUnknown"
+    return f"mindspore::kNumberType{dtypes.type_id_suffix(dtype)}" if dtype != "any" else "mindspore::kTypeUnknown"
 
 
 def _dim(d, index):
@@ -153,34 +148,34 @@ def route_table(ops=None):
     ops = list((all_op_defs() if ops is None else ops).values())
     for op in ops:
         _check_kernel_layout(op)
-    lines = ["// Generated from configs/ops.yaml by ms_memcopy.route_codegen; do not edit.",
+    lines = ["// Generated from configs/ops/*.yaml by ms_memcopy.route_codegen; do not edit.",
              "// MSMC_ROUTE_OPS(X) expands X(<op>, <op_def name>) for every op; with MSMC_ROUTE_TABLE_DEFINITIONS",
              "// defined it",
              "// also defines kRouteOps, the table of route_common.h.",
              "#ifndef MSMC_ROUTE_OPS",
-             "#define MSMC_ROUTE_OPS(X) " + " ".join(f"X({op.ascend_function}, {op_def_name(op)})" for op in ops),
+             "#define MSMC_ROUTE_OPS(X) " + " ".join(f"X({op.name}, {op_def_name(op)})" for op in ops),
              f'#define MSMC_TUPLE_PASS_NAME "{TUPLE_PASS_NAME}"',
              "#endif",
              "#if defined(MSMC_ROUTE_TABLE_DEFINITIONS) && !defined(MSMC_ROUTE_TABLE_DEFINED)",
              "#define MSMC_ROUTE_TABLE_DEFINED",
              "namespace msmc {", "namespace route {", "namespace {"]
     for op in ops:
-        fn = op.ascend_function
+        fn = op.name
         kinds = ([(t.name, _input_kind(t), _type_id(t.dtype)) for t in op.inputs]
                  + [(a.name, _attr_kind(op, a), _type_id("any")) for a in op.attrs]
                  + [(name, kind, _type_id("any")) for name, _, kind in given_args(op)])
         index = {name: i for i, (name, _, _) in enumerate(kinds)}
-        args = ", ".join(f'{{"{name}", ArgKind::{kind}, {dtype}, {"true" if name in op.same_dtype else "false"}, '
+        args = ", ".join(f'{{"{name}", ArgKind::{kind}, {dtype}, {"true" if name in op.dtype_group else "false"}, '
                          f'{"true" if name == op.rw_write else "false"}}}'
                          for name, kind, dtype in kinds)
         outs = ", ".join(_output(o, index) for o in op.outputs)
         lines.append(f"const RouteArg kArgs_{fn}[] = {{{args}}};")
         lines.append(f"const RouteOutput kOutputs_{fn}[] = {{{outs}}};")
-    dtypes = ", ".join(_type_id(d) for d in supported_dtypes())
-    lines.append(f"const TypeId kSupportedDtypes[] = {{{dtypes}}};  // configs/ops.yaml's dtypes")
+    supported = ", ".join(_type_id(d) for d in supported_dtypes())
+    lines.append(f"const TypeId kSupportedDtypes[] = {{{supported}}};  // configs/dtypes.yaml's supported")
     lines.append("const RouteOp kRouteOps[] = {")
     for op in ops:
-        fn = op.ascend_function
+        fn = op.name
         lines.append(f'    {{"{fn}", kArgs_{fn}, {len(arg_names(op))}, kOutputs_{fn}, {len(op.outputs)}, '
                      f'{"true" if op.side_effect_mem else "false"}}},')
     lines += ["};", "}  // namespace", "}  // namespace route", "}  // namespace msmc", "#endif", ""]
@@ -196,11 +191,12 @@ def write_if_changed(path, text):
 
 
 def write_sources(directory, ops=None):
-    """Writes the op_def YAML (into directory/op_def/) and route_ops.inc (into directory/include/);
-    returns (yaml path, include directory)."""
+    """Writes the op_def YAML (into directory/op_def/), route_ops.inc and dtypes.inc (into
+    directory/include/); returns (yaml path, include directory)."""
     from pathlib import Path
 
     directory = Path(directory)
     yaml_path = write_if_changed(directory / "op_def" / OP_DEF_FILE, op_def_yaml(ops))
     write_if_changed(directory / "include" / TABLE_FILE, route_table(ops))
+    write_if_changed(directory / "include" / dtypes.TABLE_FILE, dtypes.table_source())
     return yaml_path, directory / "include"

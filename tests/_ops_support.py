@@ -69,6 +69,11 @@ def as_numpy(tensor):
         return tensor.astype(ms.float32).asnumpy()
     return tensor.asnumpy()
 
+def widen(dtype, values):
+    """numpy values as as_numpy returns a tensor made from them (bfloat16 widened to float32)."""
+    return values.astype(np.float32) if dtype == "bfloat16" else values
+
+
 def dtype_of(name):
     return ms.bool_ if name == "bool" else getattr(ms, name)
 

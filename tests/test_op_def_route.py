@@ -15,25 +15,22 @@ import numpy as np
 import pytest
 import yaml
 
-from ms_memcopy import op_def_route, op_defs, route_codegen
+from ms_memcopy import op_def_route, op_defs, route_build, route_codegen
 
 ROOT = Path(__file__).resolve().parent.parent
-OPS_YAML = ROOT / "configs" / "ops.yaml"
+NEW_FAMILY = "configs/ops/rows.yaml"
 
 
 def table_with(**extra_ops):
-    """configs/ops.yaml's table with extra ops added."""
-    table = yaml.safe_load(OPS_YAML.read_text())
-    table["ops"].update(extra_ops)
-    return table
+    """The tables of configs/ops/*.yaml with a new family's file holding extra_ops."""
+    return {**op_defs.read_tables(), NEW_FAMILY: extra_ops}
 
 
 IN_PLACE_OP = {  # an op that writes an input in place, as a definition would declare it
-    "ascend_function": "write_rows",
     "inputs": [{"name": "dst", "dtype": "any"}, {"name": "src", "dtype": "any"},
                {"name": "row", "dtype": "int64"}],
     "outputs": [{"name": "nbytes", "dtype": "int64", "shape": [1]}],
-    "side_effect_mem": True, "rw_write": "dst",
+    "labels": {"side_effect_mem": True}, "args_signature": {"rw_write": "dst"},
 }
 
 
@@ -46,18 +43,70 @@ IN_PLACE_OP = {  # an op that writes an input in place, as a definition would de
     (lambda op: op["outputs"][0].update(shape=["width"]), "dimension 'width' must be"),
     (lambda op: op["inputs"][0].update(dtype="int4"), "dtype 'int4' is neither"),
     (lambda op: op["inputs"][0].update(pinned=True), r"inputs\[0\]: unknown key\(s\) \['pinned'\]"),
-    (lambda op: op.update(rw_write="nothing"), "rw_write: 'nothing' must name an input"),
-    (lambda op: op.update(side_effect_mem=False), "must also set side_effect_mem"),
-    (lambda op: op.update(side_effect_mem="yes"), "side_effect_mem: must be true or false"),
-    (lambda op: op.update(same_dtype=["dst", "row"]), r"same_dtype: \['dst', 'row'\] must list distinct inputs"),
-    (lambda op: op.update(same_dtype=["dst"]), "two or more, or one variadic input"),
-    (lambda op: op.update(same_dtype="dst"), "same_dtype: 'dst' must list"),
+    (lambda op: op["args_signature"].update(rw_write="nothing"),
+     r"args_signature.rw_write: 'nothing' must name an input"),
+    (lambda op: op["args_signature"].update(rw_ref="dst"), r"args_signature: unknown key\(s\) \['rw_ref'\]"),
+    (lambda op: op["labels"].update(side_effect_mem=False), r"must also set labels: \{side_effect_mem: True\}"),
+    (lambda op: op["labels"].update(side_effect_mem="yes"), "labels.side_effect_mem: must be true or false"),
+    (lambda op: op["labels"].update(side_effect_io=True), r"labels: unknown key\(s\) \['side_effect_io'\]"),
+    (lambda op: op.update(ascend_function="write_rows"), r"unknown key\(s\) \['ascend_function'\]"),
+    (lambda op: op["args_signature"].update(dtype_group="(dst, row)"),
+     r"args_signature.dtype_group: '\(dst, row\)' must be one group"),
+    (lambda op: op["args_signature"].update(dtype_group="(dst)"), "two or more, or one variadic input"),
+    (lambda op: op["args_signature"].update(dtype_group="dst, src"), "dtype_group: 'dst, src' must be one group"),
+    (lambda op: op["args_signature"].update(dtype_group="(dst, src), (dst, src)"), "must be one group"),
 ])
 def test_a_bad_definition_is_an_error(change, message):
     op = yaml.safe_load(yaml.safe_dump(IN_PLACE_OP))
     change(op)
-    with pytest.raises(op_defs.OpDefinitionError, match=message):
+    with pytest.raises(op_defs.OpDefinitionError, match=message) as error:
         op_defs.parse(table_with(write_rows=op))
+    assert str(error.value).startswith(f"{NEW_FAMILY}: op write_rows: "), error.value  # names the file
+
+
+def test_an_op_defined_twice_or_an_empty_file_is_an_error():
+    with pytest.raises(op_defs.OpDefinitionError,
+                       match=r"configs/ops/rows.yaml: op copy_blocks is defined in configs/ops/blocks.yaml too"):
+        op_defs.parse(table_with(copy_blocks=IN_PLACE_OP))
+    with pytest.raises(op_defs.OpDefinitionError, match=r"configs/ops/rows.yaml must map op names"):
+        op_defs.parse({**op_defs.read_tables(), NEW_FAMILY: None})
+
+
+def test_the_definitions_are_one_file_per_family():
+    """configs/ops/<family>.yaml, ops_impl/kernels/bodies/<family>.cpp, ms_memcopy/ops/<family>.py and
+    tests/test_ops_<family>.py share their stems; nothing lists the families."""
+    families = op_defs.families()
+    assert sorted(families) == sorted(p.stem for p in (ROOT / "configs" / "ops").glob("*.yaml"))
+    assert {"batch", "memcpy2d", "desc", "condition", "blocks"} <= set(families)
+    assert families["desc"] == ["memcpy_desc_copy", "memcpy_desc_window"]  # in file order
+    for family in families:
+        assert (ROOT / "ms_memcopy" / "ops" / f"{family}.py").exists(), family
+        assert (ROOT / "tests" / f"test_ops_{family}.py").exists(), family
+    assert not (ROOT / "configs" / "ops.yaml").exists()
+    _, ops = op_defs.parse(table_with(write_rows=IN_PLACE_OP))
+    assert ops["write_rows"].family == "rows"
+
+
+def test_the_dtype_table_is_one_file():
+    """configs/dtypes.yaml: the supported dtypes of the definitions, the TypeIds of the generated tables
+    and the kernels' sizes and names (dtypes.inc), all from one file."""
+    import mindspore as ms
+
+    from ms_memcopy import dtypes
+
+    assert op_defs.supported_dtypes() == dtypes.supported() == (
+        "float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64", "bool")
+    for d in dtypes.table():
+        ms_type = getattr(ms, "bool_" if d.name == "bool" else d.name)
+        assert str(ms_type) == d.type_id, d  # MindSpore's name of mindspore::kNumberType<type_id>
+        assert d.itemsize == (2 if d.name == "bfloat16" else np.dtype(d.name if d.name != "bool" else "bool").itemsize)
+    inc = dtypes.table_source()
+    assert "X(bfloat16, BFloat16, 2, true)" in inc and "X(complex128, Complex128, 16, false)" in inc
+    assert "mindspore::kNumberTypeBFloat16" in route_codegen.route_table()
+    # no other hand-written dtype table in the sources
+    for path in [*(ROOT / "ops_impl" / "kernels").rglob("*.cpp"), *(ROOT / "ms_memcopy").rglob("*.py")]:
+        text = path.read_text()
+        assert text.count('"complex128"') == 0 and text.count("\"BFloat16\"") == 0, path
 
 
 def test_the_definitions_parse_and_int64_inputs_are_host_values():
@@ -76,7 +125,7 @@ def test_op_def_of_every_op():
     entries = route_codegen.op_def_entries()
     ops = op_defs.all_op_defs()
     # every primitive is Custom_ms_memcopy_<op>: a name no other extension's op takes
-    assert sorted(entries) == sorted(f"ms_memcopy_{op.ascend_function}" for op in ops.values())
+    assert sorted(entries) == sorted(f"ms_memcopy_{op.name}" for op in ops.values())
     for op in ops.values():
         entry = entries[route_codegen.op_def_name(op)]
         assert list(entry["args"]) == route_codegen.arg_names(op)
@@ -122,10 +171,9 @@ def test_route_table_lists_every_op_and_its_rules():
     table = route_codegen.route_table()
     ops = op_defs.all_op_defs()
     listed = re.search(r"#define MSMC_ROUTE_OPS\(X\) (.*)", table).group(1)
-    assert re.findall(r"X\((\w+), (\w+)\)", listed) == [(op.ascend_function, f"ms_memcopy_{op.ascend_function}")
-                                                        for op in ops.values()]
+    assert re.findall(r"X\((\w+), (\w+)\)", listed) == [(op.name, f"ms_memcopy_{op.name}") for op in ops.values()]
     assert '{"offsets", ArgKind::kHostValues, mindspore::kNumberTypeInt64, false, false}' in table
-    # same_dtype: [dst, src] of memcpy2d_insert marks both (and not its offsets)
+    # dtype_group: "(dst, src)" of memcpy2d_insert marks both (and not its offsets)
     insert = re.search(r"kArgs_memcpy2d_insert\[\] = \{(.*)\};", table).group(1)
     assert re.findall(r'\{"(\w+)", ArgKind::\w+, [\w:]+, true, \w+\}', insert) == ["dst", "src"]
     # the inputs written in place, whose graph infer wants Parameters (a variadic one: each element)
@@ -137,10 +185,21 @@ def test_route_table_lists_every_op_and_its_rules():
 
 
 def test_every_op_has_a_body():
-    bodies = (ROOT / "ops_impl" / "kernels" / "op_bodies.cpp").read_text()
-    registry = bodies[bodies.index("const OpBody kOpBodies[]"):]
+    """Each ops_impl/kernels/bodies/<family>.cpp registers its family's ops at static-init time: the
+    kernels library (FindOpBody, through msmc_op_label) finds a body for every op of the definitions,
+    and no body for an op that is not defined."""
+    from ms_memcopy import _kernels_lib
+
+    lib = _kernels_lib.library()
     for op in op_defs.all_op_defs().values():
-        assert f'{{"{op.name}", ' in registry, op.name
+        assert lib.msmc_op_label(op.name.encode()), op.name
+    assert lib.msmc_op_label(b"no_such_op") is None
+    bodies = ROOT / "ops_impl" / "kernels" / "bodies"
+    assert sorted(p.stem for p in bodies.glob("*.cpp")) == sorted(op_defs.families())
+    for family, names in op_defs.families().items():
+        source = (bodies / f"{family}.cpp").read_text()
+        assert re.findall(r'^    \{"(\w+)", "', source, re.M) == names, family  # its own ops, in file order
+    assert not (ROOT / "ops_impl" / "kernels" / "op_bodies.cpp").read_text().count("kOpBodies")
 
 
 # ---- one route ----------------------------------------------------------------------------------
@@ -174,10 +233,10 @@ sys.path.insert(0, {str(ROOT)!r})
 start = time.perf_counter()
 import numpy as np
 import mindspore as ms
-from ms_memcopy import op_def_route
+from ms_memcopy import route_build
 from ms_memcopy.ops import MemcpyWithDesc
 built = []
-original = op_def_route.builder
+original = route_build.builder
 def watched(*args, **kwargs):
     b = original(*args, **kwargs)
     real = b.build
@@ -186,7 +245,7 @@ def watched(*args, **kwargs):
         return real()
     b.build = build
     return b
-op_def_route.builder = watched
+route_build.builder = watched
 y = MemcpyWithDesc()(ms.Tensor(np.arange(4, dtype=np.float32)))
 print("values", y.asnumpy().tolist(), "compiled", len(built), "seconds", round(time.perf_counter() - start, 1))
 """, timeout=300)
@@ -416,7 +475,7 @@ print("block:", caches[1].asnumpy()[5].tolist())
 
 def test_build_dir_order(monkeypatch, tmp_path):
     """An explicit directory, then the installation's build, then MindSpore's cache, then the user's."""
-    monkeypatch.setattr(op_def_route, "packaged_build_dir", lambda backend: tmp_path / "pkg" / backend)
+    monkeypatch.setattr(route_build, "packaged_build_dir", lambda backend: tmp_path / "pkg" / backend)
     monkeypatch.delenv("MS_MEMCOPY_ROUTE_BUILD_DIR", raising=False)
     monkeypatch.delenv("MS_COMPILER_CACHE_PATH", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
@@ -426,7 +485,7 @@ def test_build_dir_order(monkeypatch, tmp_path):
     monkeypatch.setattr(op_def_route._paths, "LIB_DIR", tmp_path / "another_checkout" / "_lib")
     assert op_def_route.default_build_dir("CPU") != here
     monkeypatch.undo()
-    monkeypatch.setattr(op_def_route, "packaged_build_dir", lambda backend: tmp_path / "pkg" / backend)
+    monkeypatch.setattr(route_build, "packaged_build_dir", lambda backend: tmp_path / "pkg" / backend)
     monkeypatch.delenv("MS_MEMCOPY_ROUTE_BUILD_DIR", raising=False)
     monkeypatch.delenv("MS_COMPILER_CACHE_PATH", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))

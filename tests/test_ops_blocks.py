@@ -13,11 +13,7 @@ from ms_memcopy import HostBuffer
 from ms_memcopy.ops import CopyBlocks, Memcpy2D, SwapBlocks
 from ms_memcopy.ops._base import itemsize
 
-from _ops_support import DTYPES, PROFILES, as_numpy, check_on_profile, int64, make, raw_bytes
-
-
-def widen(dtype, values):
-    return values.astype(np.float32) if dtype == "bfloat16" else values
+from _ops_support import DTYPES, PROFILES, as_numpy, check_on_profile, int64, make, raw_bytes, widen
 
 
 def parameters(*tensors):

@@ -1,6 +1,6 @@
-"""Spec section 3: every validation row of the ACL memory-copy calls returns its exact code, in the documented order.
+"""Every validation row of the ACL memory-copy calls returns its exact code, in the order docs/host_runtime.md gives.
 
-Rows are grouped as in the spec table (copies, 2D copies, descriptor copies, batch copies, init/memory/streams).
+Rows are grouped as in docs/host_runtime.md (copies, 2D copies, descriptor copies, batch copies, init/memory/streams).
 Batch failIndex rows call the C functions through ctypes with a sentinel failIndex, so that "not written"
 (sentinel kept) and "written SIZE_MAX" can be told apart. SoC feature gates (207000 per chip) are in
 test_runtime_soc.py, the runtime decisions of the host runtime in test_runtime_decisions.py.

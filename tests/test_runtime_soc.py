@@ -1,4 +1,4 @@
-"""Spec section 6: the 207000 feature gates of each SoC profile in configs/soc_profiles.yaml, each profile
+"""The 207000 feature gates of each SoC profile in configs/soc_profiles.yaml, each profile
 in its own interpreter (MS_MEMCOPY_SOC), and an unknown profile name."""
 import json
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ms_memcopy import op_def_route, op_defs, route_codegen
+from ms_memcopy import op_def_route, op_defs, route_codegen, route_load
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDED_TUPLE_KERNEL = Path(__file__).resolve().parent / "route_probes" / "folded_tuple_cpu_kernel.cpp"
@@ -51,17 +51,16 @@ def test_every_variadic_input_has_a_length_attribute():
 
 
 def test_a_variadic_input_without_its_length_attribute_is_an_error():
-    import yaml
-
-    table = yaml.safe_load((ROOT / "configs" / "ops.yaml").read_text())
-    table["ops"]["copy_blocks"]["attrs"] = []
+    tables = op_defs.read_tables()
+    tables["configs/ops/blocks.yaml"]["copy_blocks"]["attrs"] = []
     with pytest.raises(op_defs.OpDefinitionError,
-                       match=r"op copy_blocks: attrs: variadic input 'caches' needs an int attribute 'num_caches'"):
-        op_defs.parse(table)
+                       match=r"^configs/ops/blocks.yaml: op copy_blocks: attrs: variadic input 'caches' needs an int "
+                             r"attribute 'num_caches'"):
+        op_defs.parse(tables)
 
 
 def test_a_refused_registration_is_an_error(tmp_path, monkeypatch):
-    monkeypatch.setattr(op_def_route, "_registered_pass_devices", set())  # as if not registered yet
+    monkeypatch.setattr(route_load, "_registered_pass_devices", set())  # as if not registered yet
     with pytest.raises(RuntimeError, match=r"register_custom_pass refused the op_def route's graph pass "
                                            r"ms_memcopy_unfold_tuple_inputs .* for device 'cpu'.*copy_blocks"):
         op_def_route.register_tuple_pass("CPU", tmp_path / "no_such_plugin.so")
@@ -73,9 +72,9 @@ _COPY_BLOCKS_GRAPH = """
 import numpy as np
 import mindspore as ms
 from mindspore import nn
-from ms_memcopy import op_def_route
+from ms_memcopy import route_load
 if not REGISTERED:
-    op_def_route.register_tuple_pass = lambda backend, module_path: None
+    route_load.register_tuple_pass = lambda backend, module_path: None
 ms.set_context(mode=ms.GRAPH_MODE, jit_config={"jit_level": "O0"})
 from ms_memcopy.ops import CopyBlocks
 

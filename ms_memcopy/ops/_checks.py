@@ -1,6 +1,6 @@
 """Range checks on offset values, shared by the infer-time and eager checks of the primitives.
 
-They mirror the kernels' own launch-time checks (ops_impl/kernels/op_bodies.cpp) so that the same
+They mirror the kernels' own launch-time checks (ops_impl/kernels/bodies/<family>.cpp) so that the same
 mistake reads the same in every mode, and raise ValueError naming the argument.
 """
 import numpy as np

@@ -165,7 +165,7 @@ class Memcpy2D(CopyPrimitive):
                 self._check_extract(matrix_view(shape), r, c)
         elif self.mode in ("insert", "write"):
             dst, src, row, col = args
-            check_supported(dst, "dst")  # (and src has dst's dtype: same_dtype in configs/ops.yaml)
+            check_supported(dst, "dst")  # (and src has dst's dtype: its dtype_group in configs/ops/memcpy2d.yaml)
             r, c = check_int64_input(row, "row", 1), check_int64_input(col, "col", 1)
             ds, ss = static_shape(dst["shape"]), static_shape(src["shape"])
             if ds is not None and ss is not None:

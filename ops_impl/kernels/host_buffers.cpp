@@ -45,11 +45,6 @@ void Fence(Entry &e, aclrtStream stream) noexcept {
   }
 }
 
-bool FenceDone(aclrtEvent event) {
-  aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
-  return aclrtQueryEventStatus(event, &status) == ACL_SUCCESS && status == ACL_EVENT_RECORDED_STATUS_COMPLETE;
-}
-
 class HostBufferTable {
  public:
   int32_t Open(int64_t id, void *ptr, size_t nbytes, bool pinned) {
@@ -101,21 +96,6 @@ class HostBufferTable {
     }
     Fence(it->second, stream);
     return 0;
-  }
-
-  int32_t Inflight(int64_t id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = entries_.find(id);
-    if (it == entries_.end()) {
-      return -1;
-    }
-    int32_t count = static_cast<int32_t>(it->second.unfenced.size());
-    for (const auto &fence : it->second.fences) {
-      if (fence.second != nullptr && it->second.unfenced.count(fence.first) == 0 && !FenceDone(fence.second)) {
-        ++count;
-      }
-    }
-    return count;
   }
 
   struct Leased {
@@ -239,14 +219,6 @@ int32_t msmc_hostbuffer_wait(int64_t id) {
 int32_t msmc_hostbuffer_note_stream(int64_t id, void *stream) {
   try {
     return msmc::Table().NoteStream(id, stream);
-  } catch (...) {
-    return -1;
-  }
-}
-
-int32_t msmc_hostbuffer_inflight(int64_t id) {
-  try {
-    return msmc::Table().Inflight(id);
   } catch (...) {
     return -1;
   }

@@ -25,8 +25,6 @@ MSMC_EXPORT int32_t msmc_hostbuffer_wait(int64_t id);
 // Records that a copy touching the buffer was enqueued on stream and may still be running: records the
 // buffer's fence event on stream (call it on a thread where stream's device is current).
 MSMC_EXPORT int32_t msmc_hostbuffer_note_stream(int64_t id, void *stream);
-// The number of streams whose copies touching the buffer have not completed (-1 for an unknown id).
-MSMC_EXPORT int32_t msmc_hostbuffer_inflight(int64_t id);
 
 namespace msmc {
 

@@ -103,17 +103,24 @@ MSMC_KERNELS_API void SwapBlocksH2D(KernelState &s, const TensorArg *caches, siz
 MSMC_KERNELS_API void CopyBlocks(KernelState &s, const TensorArg *caches, size_t num_caches,
                                  const TensorArg &block_mapping, const TensorArg &out, aclrtStream stream);
 
-// One op of configs/ops.yaml as the entry layers run it: every entry (PyNative function, CPU and
-// Ascend KernelMods) finds the op's body here by its op name. `args` holds the op's tensors in
-// op order: inputs (a variadic input's tensors one by one), then outputs.
+// One op of configs/ops/<family>.yaml as the entry layers run it: every entry (PyNative function, CPU
+// and Ascend KernelMods) finds the op's body by its op name (FindOpBody). `args` holds the op's tensors
+// in op order: inputs (a variadic input's tensors one by one), then outputs.
 struct OpBody {
-  const char *op;     // the op's name in configs/ops.yaml
+  const char *op;     // the op's name in configs/ops/<family>.yaml
   const char *label;  // the primitive and mode, for messages ("Memcpy2D(extract)")
   void (*run)(KernelState &s, const TensorArg *args, size_t count, aclrtStream stream);
 };
 
 // The body registered for op, or nullptr.
 MSMC_KERNELS_API const OpBody *FindOpBody(const char *op);
+// Adds `count` bodies (static storage) to the registry FindOpBody reads; a second body for one op
+// aborts. Each bodies/<family>.cpp calls it at static-init time through MSMC_REGISTER_OP_BODIES, so
+// no table lists the bodies: a new family is a new file (the kernels library is a shared library, so
+// its translation units are all linked and initialised).
+bool RegisterOpBodies(const OpBody *bodies, size_t count);
+#define MSMC_REGISTER_OP_BODIES(table) \
+  const bool kOpBodiesRegistered = ::msmc::RegisterOpBodies((table), sizeof(table) / sizeof((table)[0]))
 // Sets attribute `name` of a KernelState; throws std::invalid_argument for a name no body reads
 // and InputError for a negative value.
 MSMC_KERNELS_API void SetAttr(KernelState &s, const char *name, int64_t value);

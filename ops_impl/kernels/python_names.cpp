@@ -5,7 +5,7 @@
 #include "kernel_error.h"
 #include "op_bodies.h"
 
-// The label of op (its name in configs/ops.yaml), or nullptr for an op without a body.
+// The label of op (its name in configs/ops/*.yaml), or nullptr for an op without a body.
 MSMC_EXPORT const char *msmc_op_label(const char *op) {
   const msmc::OpBody *body = msmc::FindOpBody(op);
   return body != nullptr ? body->label : nullptr;

@@ -25,8 +25,9 @@ HOST_SOURCES = ROOT / "ops_impl" / "acl_host" / "src"
 TEST_PROGRAMS = ROOT / "tests" / "cpp"
 KERNEL_TEST_PROGRAMS = ROOT / "tests" / "cpp_kernels"
 KERNEL_DIR = ROOT / "ops_impl" / "kernels"
-# The kernel sources a kernel test links: everything but the MindSpore entry layers.
-KERNEL_SOURCES = sorted(KERNEL_DIR.glob("*.cpp"))
+# The kernel sources a kernel test links: everything but the MindSpore entry layers (the shared code
+# and bodies/<family>.cpp).
+KERNEL_SOURCES = sorted(p for p in KERNEL_DIR.rglob("*.cpp") if "ms_extension" not in p.relative_to(KERNEL_DIR).parts)
 KERNEL_FLAGS = ["-DMS_MEMCOPY_HOST_ACL=1", f"-I{KERNEL_DIR}"]
 SOC_YAML = ROOT / "configs" / "soc_profiles.yaml"
 
@@ -34,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_soc_table import generate as generate_soc_table  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from ms_memcopy import acl_error_codes  # noqa: E402  (kernel_error.cpp's generated table)
+from ms_memcopy import acl_error_codes, dtypes  # noqa: E402  (the kernels' generated tables)
 
 COMMON_FLAGS = ["-std=c++17", "-g", "-O1", "-fno-omit-frame-pointer", "-pthread", "-Wall", "-Wextra"]
 PASSES = {
@@ -90,6 +91,7 @@ def run_pass(name, cxx, programs, work_dir):
     generate_soc_table(SOC_YAML, gen_dir / "soc_profiles.inc")
     (gen_dir / acl_error_codes.KERNEL_TABLE_FILE).write_text(
         acl_error_codes.kernel_table_source(acl_error_codes.read_error_codes(HOST_INCLUDE)))
+    (gen_dir / dtypes.TABLE_FILE).write_text(dtypes.table_source())
     objects = compile_runtime(cxx, config["flags"], gen_dir, pass_dir)
     library = pass_dir / "libascendcl.so"
     # A shared library, as the runtime ships: a kernel test may define its own ACL entry points to

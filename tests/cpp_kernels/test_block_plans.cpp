@@ -1,4 +1,4 @@
-// The block bodies of the copy kernels (SwapBlocksD2H/H2D, CopyBlocks in ops_impl/kernels/op_bodies.cpp):
+// The block bodies of the copy kernels (SwapBlocksD2H/H2D, CopyBlocks in ops_impl/kernels/bodies/blocks.cpp):
 // all L x n copies of a call go through one aclrtMemcpyBatchAsync per 4096 items (blocks adjacent on
 // both sides merged first), device-to-device block copies through one descriptor copy each, and a bad
 // mapping is refused before any ACL copy call. The program counts the ACL calls by defining them

@@ -380,8 +380,6 @@ private:
 
 }  // namespace
 
-size_t CopyThreads() { return CopyPool::Instance().threads(); }
-
 void CopyBytes(void *dst, const void *src, size_t n)
 {
     if (n >= kParallelMinBytes &&

@@ -39,9 +39,6 @@ void Copy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t wid
 // no order).
 void CopyItems(const CopyItem *items, size_t count);
 
-// The number of threads (the caller included) a large copy may use.
-size_t CopyThreads();
-
 }  // namespace aclhost
 
 #endif  // MS_MEMCOPY_ACL_HOST_COPY_ENGINE_H_

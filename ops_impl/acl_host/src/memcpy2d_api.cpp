@@ -1,6 +1,6 @@
 // aclrtMemcpy2d and aclrtMemcpy2dAsync.
 //
-// Check order (spec section 3, CANN 9.1):
+// Check order (docs/host_runtime.md, "Copies"; CANN 9.1):
 //   width == 0 or height == 0 -> success, no copy (v9.1+) | dst, src NULL -> 100000
 //   width > spitch or width > dpitch -> 100000 | kind not in {H2D, D2H, D2D, DEFAULT} -> 100000
 //   async: stream handle unknown or destroyed -> 107017; NULL stream on a SoC profile without

@@ -1,6 +1,6 @@
 // aclrtMemcpy, aclrtMemcpyAsync, aclrtMemcpyAsyncWithCondition.
 //
-// Check order (spec section 3; ACL layer 100000, runtime layer 107000 / 207000):
+// Check order (docs/host_runtime.md, "Copies"; ACL layer 100000, runtime layer 107000 / 207000):
 //   count == 0 -> success (before anything else) | dst, src NULL -> 100000 | kind not in 0..5 -> 100000
 //   async: stream handle unknown or destroyed -> 107017
 //   sync: destMax == 0 -> 107000 | count > destMax -> 107000 | sync: dst == src -> success, no copy

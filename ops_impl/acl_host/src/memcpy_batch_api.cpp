@@ -1,6 +1,6 @@
 // aclrtMemcpyBatch, aclrtMemcpyBatchAsync and their V2 forms (the same without failIndex).
 //
-// Check order (spec section 3, CANN 9.1):
+// Check order (docs/host_runtime.md, "Copies"; CANN 9.1):
 //   failIndex NULL (non-V2) -> 100000 | sizes NULL -> 100000 | numBatches == 0 -> 100000 |
 //   every sizes[i] == 0 -> success, *failIndex = SIZE_MAX, nothing else checked |
 //   dsts, destMaxs, srcs, attrs, attrsIndexes NULL -> 100000 | destMaxs[i] < sizes[i] -> 100000 |

@@ -1,6 +1,6 @@
 // aclrtGetMemcpyDescSize, aclrtSetMemcpyDesc, aclrtMemcpyAsyncWithDesc (layout in memcpy_desc.h).
 //
-// Check order (spec section 3, CANN 9.1):
+// Check order (docs/host_runtime.md, "Copies"; CANN 9.1):
 //   GetMemcpyDescSize: descSize NULL -> 100000 | kind >= 8 -> 100000 | SoC without memcpy_desc -> 207000 |
 //     kind != INNER_DEVICE_TO_DEVICE(6) -> 207000
 //   SetMemcpyDesc: desc NULL -> 100000 | kind >= 8 -> 100000 | srcAddr, dstAddr NULL -> 100000 |

@@ -1,4 +1,4 @@
-// The emulated SoC: which memory-copy features the host runtime accepts (spec section 6).
+// The emulated SoC: which memory-copy features the host runtime accepts (configs/soc_profiles.yaml).
 #ifndef MS_MEMCOPY_ACL_HOST_SOC_PROFILE_H_
 #define MS_MEMCOPY_ACL_HOST_SOC_PROFILE_H_
 

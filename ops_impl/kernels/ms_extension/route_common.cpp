@@ -8,29 +8,23 @@
 #include "launch_context.h"
 
 #define MSMC_ROUTE_TABLE_DEFINITIONS
-#include "route_ops.inc"  // generated from configs/ops.yaml into the build directory
+#include "dtypes.inc"      // generated from configs/dtypes.yaml into the build directory
+#include "route_ops.inc"  // generated from configs/ops/*.yaml into the build directory
 
 namespace msmc {
 namespace route {
 namespace {
 
-// The names of the dtypes op_bodies.h knows (which dtypes the ops accept is configs/ops.yaml's list,
+// The names of the dtypes op_bodies.h knows (configs/dtypes.yaml; which of them the ops accept is
 // kSupportedDtypes of the generated table).
 struct DtypeEntry {
   TypeId type;
   const char *name;
 };
 
-constexpr DtypeEntry kDtypes[] = {
-    {mindspore::kNumberTypeFloat16, "float16"}, {mindspore::kNumberTypeBFloat16, "bfloat16"},
-    {mindspore::kNumberTypeFloat32, "float32"}, {mindspore::kNumberTypeFloat64, "float64"},
-    {mindspore::kNumberTypeInt8, "int8"},       {mindspore::kNumberTypeUInt8, "uint8"},
-    {mindspore::kNumberTypeInt16, "int16"},     {mindspore::kNumberTypeInt32, "int32"},
-    {mindspore::kNumberTypeInt64, "int64"},     {mindspore::kNumberTypeBool, "bool"},
-    {mindspore::kNumberTypeUInt16, "uint16"},   {mindspore::kNumberTypeUInt32, "uint32"},
-    {mindspore::kNumberTypeUInt64, "uint64"},   {mindspore::kNumberTypeComplex64, "complex64"},
-    {mindspore::kNumberTypeComplex128, "complex128"},
-};
+#define MSMC_DTYPE_ENTRY(name, type_id, itemsize, supported) {mindspore::kNumberType##type_id, #name},
+constexpr DtypeEntry kDtypes[] = {MSMC_DTYPES(MSMC_DTYPE_ENTRY)};
+#undef MSMC_DTYPE_ENTRY
 
 const DtypeEntry *Find(TypeId type) {
   for (const DtypeEntry &e : kDtypes) {
@@ -152,7 +146,7 @@ const OpBody &BodyOf(const RouteOp &op) {
   const OpBody *body = FindOpBody(op.name);
   if (body == nullptr) {
     throw std::logic_error(std::string("ms_memcopy: op ") + op.name +
-                           " has no body registered in libms_memcopy_kernels (op_bodies.cpp)");
+                           " has no body registered in libms_memcopy_kernels (ops_impl/kernels/bodies/)");
   }
   return *body;
 }

@@ -1,5 +1,5 @@
 // Shared by the translation units of the op_def route's module (built by ops.CustomOpBuilder, see
-// ms_memcopy/op_def_route.py): the table of ops generated from configs/ops.yaml (route_ops.inc), the
+// ms_memcopy/op_def_route.py): the table of ops generated from configs/ops/*.yaml (route_ops.inc), the
 // output rules every entry evaluates, dtype names, the launch protocol around an op body and the
 // error text. Framework types appear only as TypeId, so this header needs no graph or PyNative header.
 //
@@ -36,7 +36,7 @@ namespace route {
 using mindspore::TypeId;
 using Shape = std::vector<int64_t>;
 
-// ---- the op table (route_ops.inc, generated from configs/ops.yaml) ------------------------------
+// ---- the op table (route_ops.inc, generated from configs/ops/*.yaml) ------------------------------
 
 // What one argument of an op's op_def is, in the op_def's argument order.
 enum class ArgKind {
@@ -58,7 +58,7 @@ struct RouteArg {
   const char *name;
   ArgKind kind;
   TypeId dtype;  // the dtype a tensor argument must have, or kTypeUnknown for any supported dtype
-  bool same_dtype;  // one of the op's inputs whose tensors must all have one dtype (same_dtype)
+  bool same_dtype;  // one of the op's inputs whose tensors must all have one dtype (args_signature: dtype_group)
   bool written;  // written in place (rw_write): a graph must pass Parameters
 };
 
@@ -85,7 +85,7 @@ struct RouteOutput {
 };
 
 struct RouteOp {
-  const char *name;  // the op's name in configs/ops.yaml and its op_def (primitive Custom_<name>)
+  const char *name;  // the op's name in configs/ops/*.yaml and its op_def (primitive Custom_<name>)
   const RouteArg *args;
   int nargs;
   const RouteOutput *outputs;
@@ -135,7 +135,7 @@ void CheckVariadicLength(const RouteOp &op, const ArgReader &reader);
 const char *DtypeName(TypeId type);
 // The name of any type id, for messages ("type id 43" when DtypeName has none).
 std::string DescribeDtype(TypeId type);
-// True for the dtypes configs/ops.yaml lists (those every op accepts and a new output may have).
+// True for the dtypes configs/dtypes.yaml supports (those every op accepts and a new output may have).
 bool IsSupportedOutputDtype(TypeId type);
 // Empty when a tensor of dtype `type` may be passed as arg; else the error, in the primitives'
 // words ("offsets must be an int64 tensor, got float32", "x: dtype uint16 is not supported; ...");

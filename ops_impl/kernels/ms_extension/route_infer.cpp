@@ -1,6 +1,6 @@
 // The infer functions of the op_def route: one OpFuncImpl per op of the generated table, exported
 // under the name the generated op_def registration (gen_custom_ops_def.cc) refers to,
-// gCustom_<op>FuncImpl. Each evaluates the op's output rules from configs/ops.yaml (route_common.h)
+// gCustom_<op>FuncImpl. Each evaluates the op's output rules from configs/ops/*.yaml (route_common.h)
 // on MindSpore's InferInfo of the op_def arguments, and names the op's host-value inputs as
 // value-dependent, so that kernels get their values on the host.
 #include <optional>
@@ -62,7 +62,7 @@ void CheckJitLevel(const char *label) {
   }
 }
 
-// TypeError for a tensor argument of the wrong dtype, or for tensors of the op's same_dtype inputs
+// TypeError for a tensor argument of the wrong dtype, or for tensors of the op's dtype_group inputs
 // whose dtypes differ, in the primitives' words.
 void CheckDtypes(const RouteOp &op, const char *label, const InferInfoPtrList &in) {
   std::vector<std::pair<std::string, TypeId>> same_dtype;

@@ -5,7 +5,7 @@
 // ops.Custom among them, not the Custom_<op> primitives of a CustomOpBuilder op_def); for any other
 // node its InsertTypeTransformOp folds the tuple into one new contiguous tensor (RealMakeTuple). The
 // kernel would then get a temporary copy instead of the tensors, and in-place writes into it would be
-// lost. This pass unfolds the tuple inputs of the route's ops with a variadic input (configs/ops.yaml)
+// lost. This pass unfolds the tuple inputs of the route's ops with a variadic input (configs/ops/*.yaml)
 // before kernel selection, with MindSpore's own ConvertMakeTupleInputToPlantInputs, so that their
 // kernels get the tensors themselves.
 //

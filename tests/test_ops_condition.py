@@ -1,23 +1,19 @@
-"""MemcpyWithDesc and MemcpyWithCondition against numpy."""
+"""MemcpyWithCondition against numpy (configs/ops/condition.yaml, ops_impl/kernels/bodies/condition.cpp,
+ms_memcopy/ops/condition.py)."""
 import numpy as np
 import pytest
 
 import mindspore as ms
 
 from ms_memcopy import HostBuffer
-from ms_memcopy.ops import MemcpyWithCondition, MemcpyWithDesc
+from ms_memcopy.ops import MemcpyWithCondition
 
-from _ops_support import DTYPES, SHAPES, as_numpy, call, dtype_of, int64, make, raw_bytes
-
-
-def widen(dtype, values):
-    return values.astype(np.float32) if dtype == "bfloat16" else values
+from _ops_support import DTYPES, SHAPES, as_numpy, call, dtype_of, int64, make, raw_bytes, widen
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("op_factory", [MemcpyWithDesc, lambda: MemcpyWithCondition("d2d")], ids=["desc", "cond"])
-def test_copy_every_dtype_and_rank(ms_mode, op_factory, dtype):
-    op = op_factory()
+def test_copy_every_dtype_and_rank(ms_mode, dtype):
+    op = MemcpyWithCondition("d2d")
     for i, shape in enumerate(SHAPES):
         t, v = make(dtype, shape, seed=i)
         y = call("cell" if i % 2 else "jit", op, t)
@@ -25,24 +21,9 @@ def test_copy_every_dtype_and_rank(ms_mode, op_factory, dtype):
         np.testing.assert_array_equal(as_numpy(y), widen(dtype, v))
 
 
-@pytest.mark.parametrize("op_factory", [MemcpyWithDesc, lambda: MemcpyWithCondition("d2d")], ids=["desc", "cond"])
-def test_copy_call_styles(ms_mode, style, op_factory):
+def test_copy_call_styles(ms_mode, style):
     t, v = make("float64", (3, 7), seed=9)
-    np.testing.assert_array_equal(call(style, op_factory(), t).asnumpy(), v)
-
-
-@pytest.mark.parametrize("count,start", [(5, 0), (5, 100), (105, 0), (0, 17), (1, 104)])
-def test_desc_window(ms_mode, style, count, start):
-    t, v = make("int16", (3, 5, 7), seed=2)
-    y = call(style, MemcpyWithDesc(count=count), t, int64(start))
-    assert tuple(y.shape) == (count,)
-    np.testing.assert_array_equal(y.asnumpy(), v.reshape(-1)[start:start + count])
-
-
-def test_desc_window_bfloat16(ms_mode):
-    t, v = make("bfloat16", (4, 9), seed=5)
-    y = MemcpyWithDesc(count=11)(t, int64(13))
-    np.testing.assert_array_equal(as_numpy(y), v.reshape(-1)[13:24])
+    np.testing.assert_array_equal(call(style, MemcpyWithCondition("d2d"), t).asnumpy(), v)
 
 
 @pytest.mark.parametrize("pinned", [True, False], ids=["pinned", "pageable"])

@@ -7,7 +7,7 @@ import mindspore as ms
 from ms_memcopy import HostBuffer
 from ms_memcopy.ops import Memcpy2D
 
-from _ops_support import DTYPES, as_numpy, call, dtype_of, int64, make, raw_bytes
+from _ops_support import DTYPES, as_numpy, call, dtype_of, int64, make, raw_bytes, widen
 
 
 def matrix(values):
@@ -15,10 +15,6 @@ def matrix(values):
     if not values.ndim:
         return values.reshape(1, 1)
     return values.reshape(int(np.prod(values.shape[:-1])), values.shape[-1])
-
-
-def widen(dtype, values):
-    return values.astype(np.float32) if dtype == "bfloat16" else values
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -1,0 +1,133 @@
+"""The primitives' argument checks: ints, shapes, HostBuffers, int64 inputs, eager tensors, the dtype
+group of an op and in-place targets, each raising TypeError or ValueError naming the argument."""
+import numbers
+
+import numpy as np
+import mindspore as ms
+
+from ..host_buffer import HostBuffer
+from ._dtypes import dtype_name
+from ._host_values import host_values
+
+
+def static_shape(shape):
+    """The shape as a tuple of ints, or None when a dimension (or the rank) is unknown."""
+    shape = tuple(int(d) for d in shape)
+    return None if any(d < 0 for d in shape) else shape
+
+
+def num_elements(shape):
+    return int(np.prod(shape, dtype=np.int64)) if shape else 1
+
+
+def matrix_view(shape):
+    """(rows, cols) of the 2-D view of a tensor: every leading dimension is a row, the last one the columns."""
+    if not shape:
+        return 1, 1
+    return num_elements(shape[:-1]), shape[-1]
+
+
+INT64_MAX = 2**63 - 1
+
+
+def check_int(value, argument, minimum=0):
+    """An int in [minimum, INT64_MAX] (attributes reach the kernel as int64); TypeError/ValueError naming argument."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{argument} must be an int, not {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{argument} must be >= {minimum}, got {value}")
+    if value > INT64_MAX:
+        raise ValueError(f"{argument} must be at most {INT64_MAX} (int64), got {value}")
+    return int(value)
+
+
+def check_shape(shape, argument):
+    """A shape given as a tuple or list of non-negative ints, as a tuple; TypeError/ValueError naming argument."""
+    if not isinstance(shape, (tuple, list)):
+        raise TypeError(f"{argument} must be a tuple of ints, not {type(shape).__name__}")
+    for d in shape:
+        if isinstance(d, bool) or not isinstance(d, numbers.Integral):
+            raise TypeError(f"{argument} must be a tuple of ints, got {tuple(shape)}")
+    if any(d < 0 for d in shape):
+        raise ValueError(f"{argument} must hold non-negative ints, got {tuple(shape)}")
+    dims = tuple(check_int(d, f"{argument}[{i}]") for i, d in enumerate(shape))
+    elements = 1
+    for d in dims:
+        elements *= d
+    if elements > INT64_MAX:
+        raise ValueError(f"{argument} {dims} holds more than {INT64_MAX} elements")
+    return dims
+
+
+def check_host_buffer(host_buffer, argument="host_buffer"):
+    if not isinstance(host_buffer, HostBuffer):
+        raise TypeError(f"{argument} must be an ms_memcopy.HostBuffer, not {type(host_buffer).__name__}")
+    if host_buffer.closed:
+        raise ValueError(f"{argument}: the HostBuffer is closed")
+    host_buffer._attach_primitive()
+    return host_buffer
+
+
+def check_int64_input(arg, argument, length=None):
+    """Checks an offset input's dtype and length at infer time; returns its value (numpy) when constant."""
+    if dtype_name(arg["dtype"]) != "int64":
+        raise TypeError(f"{argument} must be an int64 tensor, got {dtype_name(arg['dtype'])}")
+    shape = static_shape(arg["shape"])
+    if shape is not None and length is not None and num_elements(shape) != length:
+        raise ValueError(f"{argument} must hold {length} value(s), got shape {shape}")
+    value = arg.get("value")
+    if value is None:
+        return None
+    return np.asarray(value.asnumpy() if hasattr(value, "asnumpy") else value, dtype=np.int64).reshape(-1)
+
+
+def eager_int64(value, argument):
+    """The values of an int64 tensor given to an eager call (numpy, flattened)."""
+    if not isinstance(value, ms.Tensor):
+        raise TypeError(f"{argument} must be an int64 Tensor, not {type(value).__name__}")
+    if value.dtype != ms.int64:
+        raise TypeError(f"{argument} must be an int64 tensor, got {dtype_name(value.dtype)}")
+    return host_values(value).reshape(-1)
+
+
+def flat_input_names(definition, count):
+    """The names of an op's count input tensors, a variadic input's one by one ("caches[1]")."""
+    variadic = count - (len(definition.inputs) - 1)
+    return [f"{t.name}[{i}]" if t.variadic else t.name
+            for t in definition.inputs for i in range(variadic if t.variadic else 1)]
+
+
+def check_tensors(definition, inputs):
+    """TypeError naming the first input of an eager call that is not a Tensor (a list or a numpy
+    array would reach the kernel as something else, or not at all)."""
+    for name, value in zip(flat_input_names(definition, len(inputs)), inputs):
+        if not isinstance(value, ms.Tensor):
+            in_place = name.split("[")[0] == definition.rw_write
+            what = "a Tensor or Parameter (written in place)" if in_place else "a Tensor"
+            raise TypeError(f"{name} must be {what}, not {type(value).__name__}")
+
+
+def check_same_dtype(definition, args):
+    """TypeError when the tensors of the op's ``dtype_group`` inputs (configs/ops/*.yaml) differ in dtype;
+    args are the abstract arguments of the op's inputs, a variadic input's one by one."""
+    tensors = [(name, dtype_name(arg["dtype"])) for name, arg in zip(flat_input_names(definition, len(args)), args)
+               if name.split("[")[0] in definition.dtype_group]
+    for name, dtype in tensors[1:]:
+        if dtype != tensors[0][1]:
+            raise TypeError(f"{name} has dtype {dtype} but {tensors[0][0]} has {tensors[0][1]}")
+
+
+def check_in_place_target(tensor, argument):
+    """An eager in-place target: a whole Tensor or Parameter, whose own storage the kernel writes.
+
+    A slice or view of another tensor reaches the kernel as a temporary copy, so the write would be
+    lost: TypeError naming argument.
+    """
+    if not isinstance(tensor, ms.Tensor):
+        raise TypeError(f"{argument} must be a Tensor or Parameter (written in place), not {type(tensor).__name__}")
+    if (not tensor.is_contiguous() or tensor.storage_offset() != 0
+            or tensor.untyped_storage().nbytes() != tensor.nbytes):
+        raise TypeError(f"{argument} is a slice or view of a larger tensor: an in-place write would land in a "
+                        f"temporary copy of it and be lost; pass the whole tensor and select the region with "
+                        f"the op's own arguments")
+    return tensor

@@ -1,0 +1,39 @@
+"""The primitives' errors: every error of their checks reads "ms_memcopy <primitive>(<mode>): <argument>
+...", the prefix the kernels give theirs (the op's label), and graphs with jit_level O2 are refused."""
+import contextlib
+import functools
+
+import mindspore as ms
+
+ERROR_PREFIX = "ms_memcopy "
+
+
+@contextlib.contextmanager
+def labelled_errors(label):
+    """Re-raises a ValueError or TypeError of the block as the same type with its text prefixed
+    "ms_memcopy <label>: ", as the kernels prefix theirs; text already prefixed is left alone."""
+    try:
+        yield
+    except (ValueError, TypeError) as error:
+        if type(error) not in (ValueError, TypeError) or str(error).startswith(ERROR_PREFIX):
+            raise
+        raise type(error)(f"{ERROR_PREFIX}{label}: {error}").with_traceback(error.__traceback__) from None
+
+
+def labelled_init(cls, init):
+    """cls.__init__ raising labelled errors: "<Class>(<mode>)" when the first argument is one of
+    the class's ``_forms``, else "<Class>"."""
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        form = args[0] if args and isinstance(args[0], str) and args[0] in cls._forms else None
+        with labelled_errors(cls.__name__ if form is None else f"{cls.__name__}({form})"):
+            init(self, *args, **kwargs)
+    return __init__
+
+
+def check_jit_level(label):
+    """The refusal the op's infer function makes, for calls that reach no infer function: these
+    kernels run kernel by kernel, which jit_level O2 (task sink) does not do."""
+    if ms.get_context("mode") == ms.GRAPH_MODE and (ms.get_context("jit_config") or {}).get("jit_level") == "O2":
+        raise RuntimeError(f"{ERROR_PREFIX}{label}: runs kernel by kernel and cannot be compiled with "
+                           "jit_level O2 (task sink); use jit_level O0 or O1")

@@ -1,0 +1,160 @@
+"""CopyPrimitive, the ``Custom_ms_memcopy_<op>`` primitive of an op of configs/ops/*.yaml that every copy
+primitive of ms_memcopy.ops is (how it is run and checked: :mod:`ms_memcopy.ops._base`)."""
+import numpy as np
+from mindspore import ops
+from mindspore.ops.primitive import _run_op
+
+from .. import _kernels_lib, op_def_route, route_codegen
+from .._framework import recording_gradients
+from ..op_defs import op_def
+from ._args import check_same_dtype, check_tensors
+from ._bprop import register_op_def_bprop
+from ._errors import check_jit_level, labelled_errors, labelled_init
+from ._host_values import host_values, reading_host_values_once
+from ._variadic import VariadicCall
+
+
+class CopyPrimitive(ops.Custom):
+    """A copy primitive over the op that configs/ops/<family>.yaml defines as op_name: the op's ``Custom_<op>``
+    primitive of the op_def route's CustomOpBuilder module, with the attributes as its init arguments.
+
+    In graphs MindSpore runs the op's registered kernel. An eager call runs the op's body through the
+    module's :class:`KernelInstance` of this primitive (created at the first eager call, released with
+    the primitive): int64 inputs go in as host values and the kernel state (result and descriptor
+    rings, events, pinned slots) is reused across calls.
+
+    Subclasses give the attribute values, for an op whose outputs the caller describes
+    (``shape: given`` in configs/ops/<family>.yaml) ``given=(shapes, dtypes)``, the bprop, and two checks:
+    ``_check_infer(args)`` on the abstract arguments (shapes, dtypes, constant values) and
+    ``_check_eager(inputs)`` on the tensors of an eager call; an eager call runs both. A bprop must
+    depend only on its arguments: the first one built for each op is registered.
+    """
+
+    _forms = ()  # the values of a public subclass's first argument (its mode or direction)
+
+    #: Kept for code that read it: the primitives have one route, on every device.
+    route = "op_def"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__ and not cls.__name__.startswith("_"):
+            cls.__init__ = labelled_init(cls, cls.__dict__["__init__"])
+
+    def __new__(cls, *args, **kwargs):
+        if cls._variadic_call(*args, **kwargs):
+            primitive = super().__new__(cls)
+            primitive.__init__(*args, **kwargs)
+            return VariadicCall(primitive)
+        return super().__new__(cls)
+
+    @classmethod
+    def _variadic_call(cls, *args, **kwargs):
+        """True when the primitive built from these arguments has a variadic input (a call's tensors
+        are then packed into the op's tuple argument, see VariadicCall)."""
+        return False
+
+    def __init__(self, op_name, *, attrs, given=None, variadic_count=None, bprop=None):
+        del variadic_count  # the op_def's tuple input takes any count; subclasses check theirs
+        definition = op_def(op_name)
+        if set(attrs) != set(definition.attr_names):
+            raise AssertionError(f"{op_name}: attributes {sorted(attrs)} differ from configs/ops/<family>.yaml "
+                                 f"{sorted(definition.attr_names)}")
+        if (given is not None) != definition.outputs_given:
+            raise AssertionError(f"{op_name}: given=(shapes, dtypes) is for the ops whose outputs have shape: given")
+        self._op_def = definition
+        self._label = _kernels_lib.op_label(definition.name)
+        if "buffer_id" in attrs:
+            # Keeps the buffer's id from naming another buffer for as long as this primitive may launch.
+            self._buffer_id_lease = self.host_buffer._attach_primitive()
+        op_def_route.load()  # registers the Custom_<op> primitives and their kernels
+        ops.Primitive.__init__(self, route_codegen.primitive_name(definition))
+        values = [attrs[name] for name in definition.attr_names]
+        if given is not None:
+            shapes, dtypes = given
+            if not definition.outputs[0].variadic:
+                shapes, dtypes = [shapes], [dtypes]
+            values += op_def_route.given_values(definition.name, shapes, dtypes)
+        names = route_codegen.arg_names(definition)[len(definition.inputs):]
+        for name, value in zip(names, values):  # as prim_arg_register does for init arguments
+            self._set_prim_arg(name, value)
+            self.init_attrs[name] = value
+        self._init_values = tuple(values)
+        self._kernel = None  # the eager calls' KernelInstance
+        self.bprop = None if bprop is None else register_op_def_bprop(definition, bprop)
+        if definition.side_effect_mem:
+            self.add_prim_attr("side_effect_mem", True)
+
+    def __infer__(self, *args):
+        check_jit_level(self._label)
+        with labelled_errors(self._label):
+            check_same_dtype(self._op_def, args)
+            self._check_infer(args)
+        return super().__infer__(*args)
+
+    def __call__(self, *args):
+        with labelled_errors(self._label), reading_host_values_once():
+            return self._checked_call(args)
+
+    def _checked_call(self, args):
+        self._check_arity(args)
+        # (VariadicCall passes a variadic input's tensors as one tuple)
+        flat = [t for group in args for t in (group if isinstance(group, tuple) else (group,))]
+        check_tensors(self._op_def, flat)  # wrong types and dtypes are TypeErrors before any value check
+        check_same_dtype(self._op_def, [{"dtype": t.dtype} for t in flat])
+        check_jit_level(self._label)
+        self._check_eager(flat)
+        self._check_infer([{"shape": tuple(t.shape), "dtype": t.dtype, "value": None} for t in flat])
+        if recording_gradients():
+            # MindSpore records the op for autograd only on its own single-op path (a graph per value).
+            return _run_op(self, self.name, (*args, *self._init_values))
+        return self._launch_eagerly(args)
+
+    def _check_arity(self, args):
+        """TypeError naming the missing or extra inputs of an op without a variadic input."""
+        names = self._op_def.input_names
+        if any(t.variadic for t in self._op_def.inputs) or len(args) == len(names):
+            return
+        form = f"op({', '.join(names)})"
+        if len(args) < len(names):
+            missing = ", ".join(names[len(args):])
+            raise TypeError(f"missing input {missing}: call it as {form}, got {len(args)} input(s)")
+        raise TypeError(f"takes {len(names)} input(s), got {len(args)}: call it as {form}")
+
+    def _launch_eagerly(self, args):
+        if self._kernel is None:
+            self._kernel = op_def_route.load().KernelInstance(self._op_def.name, *self._init_values)
+        values = [np.ascontiguousarray(host_values(x), dtype=np.int64) if t.host_values else _dense(x)
+                  for t, x in zip(self._op_def.inputs, args)]
+        outputs = self._kernel(*values)
+        return tuple(outputs) if self._op_def.outputs[0].variadic else outputs[0]
+
+    def _check_infer(self, args):
+        raise NotImplementedError
+
+    def _check_eager(self, inputs):
+        raise NotImplementedError
+
+
+def _dense(tensors):
+    """A tensor (or tuple of tensors) whose memory is laid out densely, as the kernels read it: a strided
+    view (a transposed or column slice) is copied first. In-place targets were checked to be whole
+    tensors already, so this copies only inputs that are read."""
+    if isinstance(tensors, tuple):
+        return tuple(_dense(t) for t in tensors)
+    return tensors if tensors.is_contiguous() else tensors.contiguous()
+
+
+class GradientOp(CopyPrimitive):
+    """A device-to-device kernel without checks or gradient of its own, for use inside bprops.
+
+    Only for ops without attributes whose output shape comes from the C++ infer hook.
+    """
+
+    def __init__(self, op_name):
+        super().__init__(op_name, attrs={})
+
+    def _check_infer(self, args):
+        pass
+
+    def _check_eager(self, inputs):
+        pass

@@ -1,0 +1,47 @@
+// MemcpyWithDesc: device copies through a memcpy descriptor.
+// Definitions: configs/ops/desc.yaml; primitives: ms_memcopy/ops/desc.py. The bodies register
+// themselves below (op_bodies.h), under the names of the definitions.
+#include "op_bodies.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "body_helpers.h"
+#include "host_buffers.h"
+#include "kernel_error.h"
+
+namespace msmc {
+
+using namespace bodies;  // NOLINT(build/namespaces)
+
+void DescCopy(KernelState &s, const TensorArg &x, const TensorArg &y, aclrtStream stream) {
+  CheckSameBytes(x, y, "x");
+  s.desc.Copy(y.data, x.data, NumBytes(x, "x"), stream);
+}
+
+void DescWindow(KernelState &s, const TensorArg &x, const TensorArg &start, const TensorArg &y, aclrtStream stream) {
+  const size_t itemsize = ItemSize(x.dtype, "x");
+  const size_t count = static_cast<size_t>(s.count);
+  const size_t first = CheckRegion(ReadInt64(s, start, "start", 1)[0], count, NumElements(x, "x"), "start",
+                                   "elements");
+  if (NumBytes(y, "output") != count * itemsize) {
+    throw InputError("output", "does not hold count elements");
+  }
+  s.desc.Copy(y.data, static_cast<const char *>(x.data) + first * itemsize, count * itemsize, stream);
+}
+
+namespace {
+
+const OpBody kBodies[] = {
+    {"memcpy_desc_copy", "MemcpyWithDesc",
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { DescCopy(s, a[0], a[1], st); }},
+    {"memcpy_desc_window", "MemcpyWithDesc(window)",
+     [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { DescWindow(s, a[0], a[1], a[2], st); }},
+};
+
+MSMC_REGISTER_OP_BODIES(kBodies);
+
+}  // namespace
+
+}  // namespace msmc

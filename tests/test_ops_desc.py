@@ -1,0 +1,36 @@
+"""MemcpyWithDesc against numpy (configs/ops/desc.yaml, ops_impl/kernels/bodies/desc.cpp, ms_memcopy/ops/desc.py)."""
+import numpy as np
+import pytest
+
+from ms_memcopy.ops import MemcpyWithDesc
+
+from _ops_support import DTYPES, SHAPES, as_numpy, call, dtype_of, int64, make, widen
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_copy_every_dtype_and_rank(ms_mode, dtype):
+    op = MemcpyWithDesc()
+    for i, shape in enumerate(SHAPES):
+        t, v = make(dtype, shape, seed=i)
+        y = call("cell" if i % 2 else "jit", op, t)
+        assert y.dtype == dtype_of(dtype) and tuple(y.shape) == shape
+        np.testing.assert_array_equal(as_numpy(y), widen(dtype, v))
+
+
+def test_copy_call_styles(ms_mode, style):
+    t, v = make("float64", (3, 7), seed=9)
+    np.testing.assert_array_equal(call(style, MemcpyWithDesc(), t).asnumpy(), v)
+
+
+@pytest.mark.parametrize("count,start", [(5, 0), (5, 100), (105, 0), (0, 17), (1, 104)])
+def test_desc_window(ms_mode, style, count, start):
+    t, v = make("int16", (3, 5, 7), seed=2)
+    y = call(style, MemcpyWithDesc(count=count), t, int64(start))
+    assert tuple(y.shape) == (count,)
+    np.testing.assert_array_equal(y.asnumpy(), v.reshape(-1)[start:start + count])
+
+
+def test_desc_window_bfloat16(ms_mode):
+    t, v = make("bfloat16", (4, 9), seed=5)
+    y = MemcpyWithDesc(count=11)(t, int64(13))
+    np.testing.assert_array_equal(as_numpy(y), v.reshape(-1)[13:24])
