@@ -28,6 +28,7 @@ import functools
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import tempfile
@@ -53,7 +54,7 @@ DEVICE_COUNT = 3  # MS_MEMCOPY_DEVICE_COUNT of the child: device 3 is out of ran
 PAGEABLE_BYTES = 2048
 JUNK_HANDLE = 0x7  # names no stream, event or context
 CALL_TIMEOUT_S = 120
-DEFAULT_EXAMPLES, DEFAULT_STEPS = 120, 60
+DEFAULT_EXAMPLES, DEFAULT_STEPS = 300, 60
 # The runtime's environment variables are set by the driver, never inherited.
 HOST_RUNTIME_ENV = ("MS_MEMCOPY_SOC", "MS_MEMCOPY_DEVICE_COUNT")
 # --break-model: a deliberately wrong rule, to show that a wrong prediction is reported.
@@ -220,9 +221,10 @@ def overlaps(ranges_a, ranges_b):
 
 # --- the state machine ---------------------------------------------------------------------------
 
-def make_machine(lib, profile, device_count, model_break=None):
+def make_machine(lib, profile, device_count, model_break=None, abort_before=None):
     """The RuleBasedStateMachine class over `lib` (a loaded libascendcl) with SoC `profile` (its entry of
-    configs/soc_profiles.yaml)."""
+    configs/soc_profiles.yaml). model_break: one of MODEL_BREAKS; abort_before: an API the process aborts
+    in (both for the tests of the test)."""
     import numpy as np
     from hypothesis import strategies as st
     from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -300,21 +302,23 @@ def make_machine(lib, profile, device_count, model_break=None):
             region.known[:] = True
             return region
 
-        def log(self, line):
+        def log(self, line, end="\n"):
             self.trace.append(line)
             if type(self).trace_file is not None:
-                type(self).trace_file.write(line + "\n")
+                type(self).trace_file.write(line + end)
                 type(self).trace_file.flush()
 
         def call(self, t, label, fn, expected, out=None):
             """Runs fn() (returning an aclError) on thread t and compares its code with `expected` (a code,
             or a set of codes)."""
-            self.log(f"t{t}: {label}")  # before the call: a crash leaves it as the last line
+            self.log(f"t{t}: {label}", end="")  # before the call: a crash leaves it as the last line
+            if abort_before and label.startswith(abort_before + "("):
+                fn = os.abort  # the driver's own test: the runtime dies inside this call
             code = self.threads[t].run(fn)
-            shown = f" -> {out()}" if out is not None and code == OK else ""
-            self.trace[-1] += f" = {code}{shown}"
+            shown = f" = {code}" + (f" -> {out()}" if out is not None and code == OK else "")
+            self.trace[-1] += shown
             if type(self).trace_file is not None:
-                type(self).trace_file.write(f"    = {code}{shown}\n")
+                type(self).trace_file.write(shown + "\n")
                 type(self).trace_file.flush()
             api = label.split("(", 1)[0]
             key = f"{api} {code}"
@@ -323,6 +327,11 @@ def make_machine(lib, profile, device_count, model_break=None):
             if code not in allowed:
                 self.fail(f"{label} on t{t} returned {code}; the model expects {sorted(allowed)}")
             return code
+
+        def note(self, what):
+            """Counts a situation the model predicted (the run's statistics)."""
+            key = f"model: {what}"
+            type(self).tally[key] = type(self).tally.get(key, 0) + 1
 
         def fail(self, what):
             self.failed = True
@@ -501,6 +510,7 @@ def make_machine(lib, profile, device_count, model_break=None):
             if self.crosses_devices(resolved, src, dst):
                 pair = frozenset((src.device, dst.device))
                 fails = not self.mutual(src.device, dst.device)
+                self.note("queued copy between devices " + ("without" if fails else "with") + " peer access")
             return OK, Effect(stream=on, queued_reads=[r], queued_writes=[w], apply=None if fails else apply,
                               peer_pair=pair, fails_when_run=fails)
 
@@ -610,15 +620,23 @@ def make_machine(lib, profile, device_count, model_break=None):
         # --- rules: devices -----------------------------------------------------------------------
 
         @initialize(plan=st.lists(st.tuples(st.sampled_from(["device", "device", "context", "none"]),
-                                            st.integers(0, 2)), min_size=THREADS, max_size=THREADS))
+                                            st.integers(0, 2), sizes), min_size=THREADS, max_size=THREADS),
+                    peer=st.booleans())
         @step
-        def bind_threads(self, plan):
-            """Each thread starts on a device, on a context it creates, or with neither."""
-            for t, (how, device) in enumerate(plan):
+        def bind_threads(self, plan, peer):
+            """Each thread starts on a device, on a context it creates, or with neither; each thread with a
+            context allocates device and pinned memory, and (peer) enables access to the other devices."""
+            for t, (how, device, size) in enumerate(plan):
                 if how == "device":
                     self.set_device(t, device)
                 elif how == "context":
                     self.create_context(t, device)
+                if how != "none":
+                    self.malloc(t, size, 0)
+                    self.malloc_host(t, size)
+                    for other in range(3) if peer else ():
+                        if other != device:
+                            self.change_peer_access(t, other, True, 0)
 
         @rule(t=threads, device=device_ids)
         @step
@@ -806,18 +824,39 @@ def make_machine(lib, profile, device_count, model_break=None):
             if stream.live:
                 self.retire(stream)
 
-        @rule(t=workers, pick=picks, null=st.booleans())
+        @rule(t=workers, pick=picks, null=st.booleans(), timeout=st.sampled_from([None, None, -1, 60000, 0, -2]))
         @step
-        def synchronize_stream(self, t, pick, null):
+        def synchronize_stream(self, t, pick, null, timeout):
+            """aclrtSynchronizeStream, or aclrtSynchronizeStreamWithTimeout (a timeout that never expires here:
+            an expiry is a hang)."""
             t = self.worker(t)
             stream, handle, name = self.stream_arg(pick, null)
             try:
+                if timeout is not None and (timeout < -1 or timeout == 0):
+                    raise Rejected(RT_PARAM_INVALID)
                 self.check_handle(stream)
                 on = self.resolve_stream(t, stream)
                 expected = self.synchronized(on)
             except Rejected as e:
                 expected = e.code
-            self.call(t, f"aclrtSynchronizeStream({name})", lambda: lib.aclrtSynchronizeStream(handle), expected)
+            if timeout is None:
+                label, fn = f"aclrtSynchronizeStream({name})", lambda: lib.aclrtSynchronizeStream(handle)
+            else:
+                label = f"aclrtSynchronizeStreamWithTimeout({name}, {timeout})"
+                fn = lambda: lib.aclrtSynchronizeStreamWithTimeout(handle, timeout)  # noqa: E731
+            self.call(t, label, fn, expected)
+
+        @rule(t=threads, pick=picks, deferred=st.booleans())
+        @step
+        def set_stream_deferred(self, t, pick, deferred):
+            """aclhostSetStreamDeferred: the stream's tasks run when a thread waits for it (the CPU kernels'
+            streams). The model's rules do not change: a task counts as run only once a wait has returned."""
+            if not self.streams:
+                return
+            stream = self._pick(self.streams, pick)
+            self.call(t, f"aclhostSetStreamDeferred({stream.name}, {int(deferred)})",
+                      lambda: lib.aclhostSetStreamDeferred(stream.handle, int(deferred)),
+                      OK if stream.live else RT_INVALID_HANDLE)
 
         # --- rules: memory ------------------------------------------------------------------------
 
@@ -911,9 +950,13 @@ def make_machine(lib, profile, device_count, model_break=None):
                 dest_max = count - 1
             return doff, soff, count, dest_max
 
+        def region(self, pick):
+            """A live allocation, or (one pick in eight, or when there is none) the pageable buffer."""
+            live = self.live_allocations()
+            return self.pageable if pick % 8 == 5 or not live else live[pick // 8 % len(live)]
+
         def regions_for_copy(self, dpick, spick):
-            regions = self.regions()
-            return self._pick(regions, dpick), self._pick(regions, spick)
+            return self.region(dpick), self.region(spick)
 
         def pointer(self, region, offset, shape):
             if shape == "null":
@@ -952,7 +995,7 @@ def make_machine(lib, profile, device_count, model_break=None):
         @step
         def memset(self, t, dpick, a, c, shape, value):
             t = self.worker(t)
-            dst = self._pick(self.regions(), dpick)
+            dst = self.region(dpick)
             off, _, count, max_count = self.geometry(dst, None, a, 0, c, shape)
             ptr, name = self.pointer(dst, off, shape)
             self.perform(t, f"aclrtMemset({name}, {max_count}, {value}, {count})",
@@ -964,7 +1007,7 @@ def make_machine(lib, profile, device_count, model_break=None):
         @step
         def memset_async(self, t, dpick, a, c, shape, value, spick, null):
             t = self.worker(t)
-            dst = self._pick(self.regions(), dpick)
+            dst = self.region(dpick)
             off, _, count, max_count = self.geometry(dst, None, a, 0, c, shape)
             ptr, name = self.pointer(dst, off, shape)
             stream, handle, sname = self.stream_arg(spick, null)
@@ -1291,7 +1334,7 @@ def worker(args):
     count = ctypes.c_uint32()
     assert lib.aclrtGetDeviceCount(ctypes.byref(count)) == OK
     soc, profile = read_profile(lib)
-    machine = make_machine(lib, profile, count.value, args.break_model)
+    machine = make_machine(lib, profile, count.value, args.break_model, args.abort_before)
     if args.trace_file:
         machine.trace_file = open(args.trace_file, "w", encoding="utf-8")
     config = settings(max_examples=args.examples, stateful_step_count=args.steps, deadline=None, database=None,
@@ -1323,7 +1366,7 @@ def child_env(soc):
 
 
 def run(examples=DEFAULT_EXAMPLES, steps=DEFAULT_STEPS, seed=0, library=None, soc=None, break_model=None,
-        no_shrink=False, timeout=1800, env=None):
+        no_shrink=False, timeout=1800, env=None, abort_before=None):
     """Runs the machine in a child interpreter. Returns (outcome dict or None, list of findings)."""
     if library is None:
         import ms_memcopy
@@ -1337,6 +1380,8 @@ def run(examples=DEFAULT_EXAMPLES, steps=DEFAULT_STEPS, seed=0, library=None, so
             cmd += ["--break-model", break_model]
         if no_shrink:
             cmd.append("--no-shrink")
+        if abort_before:
+            cmd += ["--abort-before", abort_before]
         child = child_env(soc)
         child.update(env or {})
         try:
@@ -1350,8 +1395,11 @@ def run(examples=DEFAULT_EXAMPLES, steps=DEFAULT_STEPS, seed=0, library=None, so
                 outcome = json.loads(line)
         if outcome is None or result.returncode not in (0, 1):
             calls = trace.read_text() if trace.exists() else "(none)"
-            return outcome, [f"the model's process died (exit status {result.returncode}) in an example whose calls "
-                             f"were:\n{calls}\nstderr (end):\n{result.stderr[-6000:]}"]
+            status = (f"signal {signal.Signals(-result.returncode).name}" if result.returncode < 0
+                      else f"exit status {result.returncode}")
+            return outcome, [f"the model's process ended without a result ({status}) in an example whose calls were "
+                             f"(the last one without a code never returned):\n{calls}\n"
+                             f"stderr (end):\n{result.stderr[-6000:]}"]
         findings = [outcome["failure"]] if outcome["failure"] else []
         if result.returncode != 0 and not findings:
             findings.append(f"exit status {result.returncode}\n{result.stderr[-6000:]}")
@@ -1366,6 +1414,7 @@ def main(argv=None):
     parser.add_argument("--library", help="the libascendcl to test (default: the one ms_memcopy ships)")
     parser.add_argument("--soc", help="MS_MEMCOPY_SOC of the run (default: the default profile)")
     parser.add_argument("--break-model", choices=MODEL_BREAKS, help=argparse.SUPPRESS)
+    parser.add_argument("--abort-before", help=argparse.SUPPRESS)
     parser.add_argument("--no-shrink", action="store_true", help="report the first failing example as found")
     parser.add_argument("--stats", action="store_true", help="print the calls made per API and code")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
