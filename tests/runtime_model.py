@@ -41,6 +41,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fuzz_runtime import FORCED, PAGEABLE_RULES  # noqa: E402  (the kind-correction table)
 
+try:
+    import ms_memcopy  # noqa: F401  (the prototypes and error codes; no library is loaded)
+except ImportError:  # run from a checkout without an install (run_sanitizers.py needs no build)
+    sys.path.insert(0, str(ROOT))
+
 H2H, H2D, D2H, D2D, DEFAULT, BUF_H2D = 0, 1, 2, 3, 4, 5
 KIND_NAMES = {H2H: "H2H", H2D: "H2D", D2H: "D2H", D2D: "D2D", DEFAULT: "DEFAULT", BUF_H2D: "BUF_H2D", 7: "kind7"}
 EVENT_DEFAULT_FLAG = 0x0E  # aclrtCreateEvent: CANN's RT_EVENT_DEFAULT
