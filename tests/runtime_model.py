@@ -70,6 +70,10 @@ class Mismatch(AssertionError):
     pass
 
 
+class Hang(Exception):
+    pass
+
+
 # --- the threads that make the calls -------------------------------------------------------------
 
 class CallThread:
@@ -97,7 +101,7 @@ class CallThread:
         result, done = [], threading.Event()
         self.requests.put((fn, result, done))
         if not done.wait(CALL_TIMEOUT_S):
-            raise Mismatch(f"{self.name}: a call did not return within {CALL_TIMEOUT_S} s (a hang)")
+            raise Hang(f"{self.name}: the call did not return within {CALL_TIMEOUT_S} s")
         ok, value = result[0]
         if not ok:
             raise value
@@ -141,6 +145,7 @@ RT_INVALID_HANDLE = CODES["ACL_ERROR_RT_INVALID_HANDLE"]              # 107017
 RT_FEATURE_NOT_SUPPORT = CODES["ACL_ERROR_RT_FEATURE_NOT_SUPPORT"]    # 207000
 RT_CONTEXT_RELEASE_ERROR = CODES["ACL_ERROR_RT_CONTEXT_RELEASE_ERROR"]  # 507007
 RT_SYS_DMA = CODES["ACL_ERROR_RT_SYS_DMA"]                            # 507013
+RT_NO_STREAM_RESOURCE = CODES["ACL_ERROR_RT_NO_STREAM_RESOURCE"]      # 207008
 
 
 # --- the model's objects -------------------------------------------------------------------------
@@ -156,19 +161,19 @@ class Context:
 
 
 class Stream:
-    """A user stream (handle) or a context's default stream (handle None). pending: the tasks queued
+    """A user stream (handle) or a context's default stream (handle None). queued: the tasks queued
     since the model last knew the stream idle; failed: a queued task fails (or failed) and no
     synchronize has reported it yet."""
 
     def __init__(self, name, context, handle=None):
         self.name, self.context, self.handle = name, context, handle
         self.live = True
-        self.pending = []
-        self.drained_seq = 0
+        self.queued = []
+        self.ran_through = 0
         self.failed = False
 
 
-class Pending:
+class QueuedTask:
     """A queued task: its sequence number, the byte ranges it reads and writes, the device pair it copies
     between (None when on one device or not a copy)."""
 
@@ -190,6 +195,8 @@ class Allocation:
 
 
 class Event:
+    """An event of aclrtCreateEvent(WithFlag): its device, its flag, its latest record."""
+
     def __init__(self, name, handle, device, flag):
         self.name, self.handle, self.device, self.flag = name, handle, device, flag
         self.live = True
@@ -301,7 +308,6 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
 
         def _pageable_buffer(self):
             array = np.random.default_rng(0).integers(0, 256, PAGEABLE_BYTES, dtype=np.uint8)
-            self.keep = array
             region = Allocation("page", "pageable", array.ctypes.data, PAGEABLE_BYTES, -1, array)
             region.expected[:] = array
             region.known[:] = True
@@ -313,18 +319,27 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
                 type(self).trace_file.write(line + end)
                 type(self).trace_file.flush()
 
+        def log_result(self, text):
+            """Completes the trace's last line (the call) with its result."""
+            self.trace[-1] += text
+            if type(self).trace_file is not None:
+                type(self).trace_file.write(text + "\n")
+                type(self).trace_file.flush()
+
         def call(self, t, label, fn, expected, out=None):
             """Runs fn() (returning an aclError) on thread t and compares its code with `expected` (a code,
             or a set of codes)."""
             self.log(f"t{t}: {label}", end="")  # before the call: a crash leaves it as the last line
             if abort_before and label.startswith(abort_before + "("):
                 fn = os.abort  # the driver's own test: the runtime dies inside this call
-            code = self.threads[t].run(fn)
-            shown = f" = {code}" + (f" -> {out()}" if out is not None and code == OK else "")
-            self.trace[-1] += shown
-            if type(self).trace_file is not None:
-                type(self).trace_file.write(shown + "\n")
-                type(self).trace_file.flush()
+            try:
+                code = self.threads[t].run(fn)
+            except Hang as e:  # nothing can be released behind a hung call: report and leave
+                self.failed = True
+                emit({"failure": f"{e} (a hang)\n  calls of this example:\n    " + "\n    ".join(self.trace),
+                      "tally": type(self).tally})
+                os._exit(1)
+            self.log_result(f" = {code}" + (f" -> {out()}" if out is not None and code == OK else ""))
             api = label.split("(", 1)[0]
             key = f"{api} {code}"
             type(self).tally[key] = type(self).tally.get(key, 0) + 1
@@ -408,8 +423,8 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
         def drain(self, stream, through=None):
             """The stream has run every task queued so far (or those up to sequence number `through`)."""
             through = self.seq if through is None else through
-            stream.pending = [p for p in stream.pending if p.seq > through]
-            stream.drained_seq = max(stream.drained_seq, through)
+            stream.queued = [task for task in stream.queued if task.seq > through]
+            stream.ran_through = max(stream.ran_through, through)
 
         def synchronized(self, stream):
             """aclrtSynchronizeStream's code for the stream, which it drains and whose failure it reports."""
@@ -556,16 +571,17 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
             """The streams whose queued tasks touch what the call touches (a race the test must not make)."""
             found = []
             for stream in self.all_streams():
-                if not stream.live or not stream.pending:
+                if not stream.live or not stream.queued:
                     continue
                 if effect.drain and stream is effect.stream:
                     continue  # the call synchronizes it first
-                for p in stream.pending:
-                    immediate = (overlaps(effect.immediate_writes, p.reads + p.writes)
-                                 or overlaps(effect.immediate_reads, p.writes))
-                    queued = stream is not effect.stream and (
-                        overlaps(effect.queued_writes, p.reads + p.writes) or overlaps(effect.queued_reads, p.writes))
-                    if immediate or queued:
+                for task in stream.queued:
+                    with_call = (overlaps(effect.immediate_writes, task.reads + task.writes)
+                                 or overlaps(effect.immediate_reads, task.writes))
+                    with_task = stream is not effect.stream and (
+                        overlaps(effect.queued_writes, task.reads + task.writes)
+                        or overlaps(effect.queued_reads, task.writes))
+                    if with_call or with_task:
                         found.append(stream)
                         break
             return found
@@ -614,7 +630,7 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
                 effect.apply()
             if effect.queues:
                 self.seq += 1
-                effect.stream.pending.append(Pending(self.seq, effect.queued_reads, effect.queued_writes,
+                effect.stream.queued.append(QueuedTask(self.seq, effect.queued_reads, effect.queued_writes,
                                                      effect.peer_pair))
                 if effect.fails_when_run:
                     effect.stream.failed = True
@@ -817,6 +833,39 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
             self.call(t, f"aclrtCreateStream(&{stream.name})", lambda: lib.aclrtCreateStream(ctypes.byref(out)), OK)
             stream.handle = out.value
             self.streams.append(stream)
+
+        @rule(t=workers)
+        @step
+        def fill_device_with_streams(self, t):
+            """Creates streams in the current context until aclrtCreateStream refuses one (207008: the device
+            holds max_streams streams, its contexts' default streams included), which must happen after
+            exactly as many as the model's count of the device's live streams leaves room for; then destroys
+            them. The stream accounting of releases is what RemoveDefaultStream got wrong."""
+            t = self.worker(t)
+            context = self.current(t)
+            if context is None:
+                return
+            device = context.device
+            used = sum(s.live and s.context.device == device for s in self.all_streams())
+            room = profile["max_streams"] - used
+
+            def fill():
+                made, code = [], OK
+                while code == OK and len(made) <= room:
+                    out = ctypes.c_void_p()
+                    code = lib.aclrtCreateStream(ctypes.byref(out))
+                    if code == OK:
+                        made.append(out.value)
+                return len(made), code, [lib.aclrtDestroyStream(handle) for handle in made]
+
+            self.log(f"t{t}: aclrtCreateStream until it fails, then aclrtDestroyStream of each", end="")
+            created, code, destroyed = self.threads[t].run(fill)
+            self.log_result(f" = {created} streams, then {code}; destroyed: {sorted(set(destroyed))}")
+            for key in (f"aclrtCreateStream {code}", "model: device filled with streams"):
+                type(self).tally[key] = type(self).tally.get(key, 0) + 1
+            if (created, code) != (room, RT_NO_STREAM_RESOURCE) or any(destroyed):
+                self.fail(f"device {device} took {created} more streams, then {code}; the model: {room} "
+                          f"({profile['max_streams']} less {used} live), then {RT_NO_STREAM_RESOURCE}")
 
         @rule(t=threads, pick=picks)
         @step
@@ -1082,7 +1131,7 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
             if event.record is None:
                 return False
             stream, seq = event.record
-            return True if stream.drained_seq >= seq else None
+            return True if stream.ran_through >= seq else None
 
         @rule(t=threads, pick=picks)
         @step
@@ -1193,7 +1242,7 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
             if expected == OK:
                 # A queued copy between the two devices reads the table when it runs: let it run first.
                 pair = frozenset((context.device, peer))
-                busy = [s for s in self.all_streams() if s.live and any(p.peer_pair == pair for p in s.pending)]
+                busy = [s for s in self.all_streams() if s.live and any(p.peer_pair == pair for p in s.queued)]
                 if busy and not self.settle(t, busy):
                     return
             if enable:
@@ -1209,7 +1258,7 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
 
         @invariant()
         def bytes_match_the_model(self):
-            busy = {r[0] for s in self.all_streams() if s.live for p in s.pending for r in p.reads + p.writes}
+            busy = {r[0] for s in self.all_streams() if s.live for p in s.queued for r in p.reads + p.writes}
             for region in self.regions():
                 if region.name in busy:
                     continue
@@ -1354,9 +1403,14 @@ def worker(args):
         failure = str(e)
     except Exception:  # a fault of the harness itself, with hypothesis's steps to replay it
         failure = traceback.format_exc()
-    print(json.dumps({"done": args.examples, "soc": soc, "seconds": round(time.monotonic() - start, 1),
-                      "failure": failure, "tally": machine.tally}), flush=True)
+    emit({"done": args.examples, "soc": soc, "seconds": round(time.monotonic() - start, 1), "failure": failure,
+          "tally": machine.tally})
     return 0 if failure is None else 1
+
+
+def emit(outcome):
+    """The worker's result, one JSON line on stdout (the driver reads the last one)."""
+    print(json.dumps(outcome), flush=True)
 
 
 def child_env(soc):
@@ -1430,7 +1484,7 @@ def main(argv=None):
     start = time.monotonic()
     outcome, findings = run(args.examples, args.steps, args.seed, args.library, args.soc, args.break_model,
                             args.no_shrink)
-    if outcome is not None:
+    if outcome is not None and "done" in outcome:
         print(f"{outcome['done']} examples of up to {args.steps} steps, SoC {outcome['soc']}, seed {args.seed}: "
               f"{time.monotonic() - start:.1f} s")
         if args.stats:
