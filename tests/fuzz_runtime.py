@@ -516,11 +516,15 @@ class Model:
             if state["current"] == "new":
                 state["current"] = None
             return OK, None
-        if api == "aclrtDestroyStream":
+        if api == "aclrtDestroyStream":  # ApiImpl::StreamDestroy: the stream's own context must be current
             if state["stream"] == "null":
                 raise Rejected(INVALID_PARAM)
             if state["stream"] == "dead":
                 raise Rejected(RT_INVALID_HANDLE)
+            if state["current"] is None:
+                raise Rejected(RT_CONTEXT_NULL)
+            if state["current"] != state["stream_context"]:
+                raise Rejected(RT_CONTEXT_STREAM)
             state["stream"] = "dead"
             return OK, None
         current = state["current"]
@@ -796,7 +800,7 @@ def gen_contexts(rng, memory):
               "null_out": rng.random() < 0.05}]
     for _ in range(rng.randrange(1, 7)):
         api = rng.choice(["aclrtSetCurrentContext"] * 3 + ["aclrtDestroyContext"] * 3 + ["aclrtGetCurrentContext",
-                          "aclrtGetDevice", "aclrtSynchronizeDevice", "aclrtCreateStream", "aclrtDestroyStream"])
+                          "aclrtGetDevice", "aclrtSynchronizeDevice"] + ["aclrtCreateStream", "aclrtDestroyStream"] * 2)
         step = {"api": api}
         if api in ("aclrtSetCurrentContext", "aclrtDestroyContext"):
             step["target"] = rng.choices(["new", "primary0", "primary1", "null", "junk", "dead", "stream"],
@@ -926,7 +930,9 @@ def run_step(memory, step, made):
         code = call(api, ctypes.byref(out))
         made["stream"] = out.value if code == OK else made.get("stream")
         if code == OK:
-            made["streams"].append(out.value)
+            context = ctypes.c_void_p()
+            call("aclrtGetCurrentContext", ctypes.byref(context))
+            made["streams"].append((out.value, context.value))  # destroyed with that context current
         return code, None
     if api == "aclrtDestroyStream":
         return call(api, made.get("stream")), None
@@ -953,8 +959,9 @@ def run_sequence(memory, case):
         call = memory.call
         if made["event"]:
             call("aclrtDestroyEvent", made["event"])
-        for stream in made["streams"]:
-            call("aclrtDestroyStream", stream)
+        for stream, context in made["streams"]:
+            if call("aclrtSetCurrentContext", context) == OK:  # else the context is gone, and its streams
+                call("aclrtDestroyStream", stream)
         if made["context"]:
             call("aclrtDestroyContext", made["context"])
         if made["peer"]:

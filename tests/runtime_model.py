@@ -590,8 +590,12 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
             """Synchronizes the streams (checked calls) so that what follows cannot race with their tasks;
             False when one of them is a default stream no thread can name (the step is then skipped)."""
             for stream in streams:
-                if stream.handle is not None:
-                    self.call(t, f"aclrtSynchronizeStream({stream.name})",
+                if stream.handle is not None:  # any thread with a context synchronizes it
+                    u = t if self.current(t) is not None else next(
+                        (u for u in range(THREADS) if self.current(u) is not None), None)
+                    if u is None:
+                        return False
+                    self.call(u, f"aclrtSynchronizeStream({stream.name})",
                               lambda h=stream.handle: lib.aclrtSynchronizeStream(h), self.synchronized(stream))
                     continue
                 holder = next((u for u in range(THREADS) if self.current(u) is stream.context), None)
@@ -810,11 +814,13 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
 
         # --- rules: streams -----------------------------------------------------------------------
 
-        def stream_arg(self, pick, null):
-            """(model stream or None for NULL, handle, name)."""
+        def stream_arg(self, t, pick, null):
+            """(model stream or None for NULL, handle, name): NULL, or mostly a live stream of the thread's
+            current context, else (one pick in three) any stream, of another context or destroyed."""
             if null or not self.streams:
                 return None, None, "NULL"
-            stream = self._pick(self.streams, pick)
+            own = [s for s in self.streams if s.live and s.context is self.current(t)]
+            stream = self._pick(self.streams, pick // 3) if pick % 3 == 0 or not own else own[pick // 3 % len(own)]
             return stream, stream.handle, stream.name
 
         @rule(t=workers)
@@ -867,15 +873,27 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
                 self.fail(f"device {device} took {created} more streams, then {code}; the model: {room} "
                           f"({profile['max_streams']} less {used} live), then {RT_NO_STREAM_RESOURCE}")
 
-        @rule(t=threads, pick=picks)
+        @rule(t=workers, pick=picks)
         @step
         def destroy_stream(self, t, pick):
+            """aclrtDestroyStream, mostly from a thread whose current context is the stream's (CANN's
+            ApiImpl::StreamDestroy: 107002 without a context, 107003 from another one)."""
             if not self.streams:
                 return
             stream = self._pick(self.streams, pick)
-            self.call(t, f"aclrtDestroyStream({stream.name})", lambda: lib.aclrtDestroyStream(stream.handle),
-                      OK if stream.live else RT_INVALID_HANDLE)
-            if stream.live:
+            owners = [u for u in range(THREADS) if self.current(u) is stream.context]
+            t = t % THREADS if t < THREADS or not owners else owners[t % len(owners)]
+            context = self.current(t)
+            if not stream.live:
+                expected = RT_INVALID_HANDLE
+            elif context is None:
+                expected = RT_CONTEXT_NULL
+            elif stream.context is not context:
+                expected = RT_STREAM_CONTEXT
+            else:
+                expected = OK
+            self.call(t, f"aclrtDestroyStream({stream.name})", lambda: lib.aclrtDestroyStream(stream.handle), expected)
+            if expected == OK:
                 self.retire(stream)
 
         @rule(t=workers, pick=picks, null=st.booleans(), timeout=st.sampled_from([None, None, -1, 60000, 0, -2]))
@@ -884,11 +902,14 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
             """aclrtSynchronizeStream, or aclrtSynchronizeStreamWithTimeout (a timeout that never expires here:
             an expiry is a hang)."""
             t = self.worker(t)
-            stream, handle, name = self.stream_arg(pick, null)
+            stream, handle, name = self.stream_arg(t, pick, null)
             try:
-                if timeout is not None and (timeout < -1 or timeout == 0):
+                if timeout is not None and timeout < -1:  # the ACL layer, before the handle guard
                     raise Rejected(RT_PARAM_INVALID)
                 self.check_handle(stream)
+                if timeout == 0:  # ApiErrorDecorator::StreamSynchronize
+                    raise Rejected(RT_PARAM_INVALID)
+                self.require_current(t)  # ApiImpl::StreamSynchronize, whatever the stream
                 on = self.resolve_stream(t, stream)
                 expected = self.synchronized(on)
             except Rejected as e:
@@ -1038,12 +1059,37 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
             doff, soff, count, dest_max = self.geometry(dst, src, a, b, c, shape)
             dptr, dname = self.pointer(dst, doff, shape)
             sptr = src.ptr + soff
-            stream, handle, sname = self.stream_arg(spick2, null)
+            stream, handle, sname = self.stream_arg(t, spick2, null)
             label = (f"aclrtMemcpyAsync({dname}, {dest_max}, {src.name}+{soff}, {count}, {KIND_NAMES[kind]}, "
                      f"{sname})")
             self.perform(t, label, lambda: lib.aclrtMemcpyAsync(dptr, dest_max, sptr, count, kind, handle),
                          lambda: self.predict_memcpy_async(t, dst if dptr else None, doff, dest_max, src, soff, count, kind,
                                                            stream))
+
+        @rule(t=workers, dpick=picks, spick=picks, a=picks, b=picks, c=picks, queued=st.booleans(),
+              spick2=picks, null=st.booleans())
+        @step
+        def copy_between_devices(self, t, dpick, spick, a, b, c, queued, spick2, null):
+            """aclrtMemcpy or aclrtMemcpyAsync (DEFAULT) from one device's memory to another device's: peer
+            access in both directions decides, at the call or when the queued copy runs."""
+            t = self.worker(t)
+            device_memory = [a for a in self.live_allocations() if a.kind == "device"]
+            pairs = [(d, s) for d in device_memory for s in device_memory if d.device != s.device]
+            if not pairs:
+                return
+            dst, src = pairs[(dpick + spick) % len(pairs)]
+            doff, soff, count, dest_max = self.geometry(dst, src, a, b, c, "fit")
+            label = f"{dst.name}+{doff}, {dest_max}, {src.name}+{soff}, {count}, DEFAULT"
+            if not queued:
+                self.perform(t, f"aclrtMemcpy({label})",
+                             lambda: lib.aclrtMemcpy(dst.ptr + doff, dest_max, src.ptr + soff, count, DEFAULT),
+                             lambda: self.predict_memcpy(t, dst, doff, dest_max, src, soff, count, DEFAULT))
+                return
+            stream, handle, sname = self.stream_arg(t, spick2, null)
+            self.perform(t, f"aclrtMemcpyAsync({label}, {sname})",
+                         lambda: lib.aclrtMemcpyAsync(dst.ptr + doff, dest_max, src.ptr + soff, count, DEFAULT,
+                                                      handle),
+                         lambda: self.predict_memcpy_async(t, dst, doff, dest_max, src, soff, count, DEFAULT, stream))
 
         @rule(t=workers, dpick=picks, a=picks, c=picks, shape=shapes, value=st.integers(-300, 300))
         @step
@@ -1064,7 +1110,7 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
             dst = self.region(dpick)
             off, _, count, max_count = self.geometry(dst, None, a, 0, c, shape)
             ptr, name = self.pointer(dst, off, shape)
-            stream, handle, sname = self.stream_arg(spick, null)
+            stream, handle, sname = self.stream_arg(t, spick, null)
             self.perform(t, f"aclrtMemsetAsync({name}, {max_count}, {value}, {count}, {sname})",
                          lambda: lib.aclrtMemsetAsync(ptr, max_count, value, count, handle),
                          lambda: self.predict_memset_async(t, dst if ptr else None, off, max_count, count, value, stream))
@@ -1109,7 +1155,7 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
             event = self.event_arg(pick)
             if event is None:
                 return
-            stream, handle, sname = self.stream_arg(spick, null)
+            stream, handle, sname = self.stream_arg(t, spick, null)
 
             def predict():
                 if not event.live:
@@ -1293,10 +1339,23 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
                 for thread in self.threads:
                     thread.close()
 
+        def enter(self, t, context):
+            """Makes the context current on thread t (checked): aclrtSetCurrentContext of a created context,
+            aclrtSetDevice for a primary one (one more reference, which the teardown releases)."""
+            if self.current(t) is context:
+                return
+            if context.primary:
+                self.set_device(t, context.device)
+            else:
+                self.call(t, f"aclrtSetCurrentContext({context.name})",
+                          lambda: lib.aclrtSetCurrentContext(context.handle), OK)
+                self.binding[t] = ("context", context)
+
         def release_checked(self):
             self.log("-- teardown")
             for stream in self.streams:
                 if stream.live:
+                    self.enter(0, stream.context)
                     self.call(0, f"aclrtDestroyStream({stream.name})", lambda h=stream.handle: lib.aclrtDestroyStream(h),
                               OK)
                     self.retire(stream)
@@ -1339,12 +1398,18 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
             """After a mismatch: give back what the model and the strays know, and every device reference,
             so that the next example (hypothesis shrinking) starts clean as far as possible."""
             run = self.threads[0].run
-            for stream in self.streams:
-                run(lambda h=stream.handle: lib.aclrtDestroyStream(h))
+            entries = [lambda c=c: lib.aclrtSetCurrentContext(c.handle) for c in self.contexts]
+            entries += [lambda d=d: lib.aclrtSetDevice(d) for d in range(device_count)]
+            stray_streams = [handle for kind, handle in self.strays if kind == "stream"]
+            for handle in [s.handle for s in self.streams] + stray_streams:
+                for enter in entries:  # a stream is destroyed with its context current: try each
+                    run(enter)
+                    if run(lambda h=handle: lib.aclrtDestroyStream(h)) in (OK, RT_INVALID_HANDLE):
+                        break
             for kind, handle in self.strays:
-                fn = {"stream": lib.aclrtDestroyStream, "event": lib.aclrtDestroyEvent, "device": lib.aclrtFree,
-                      "pinned": lib.aclrtFreeHost}[kind]
-                run(lambda f=fn, h=handle: f(h))
+                fn = {"event": lib.aclrtDestroyEvent, "device": lib.aclrtFree, "pinned": lib.aclrtFreeHost}.get(kind)
+                if fn is not None:
+                    run(lambda f=fn, h=handle: f(h))
             for context in self.contexts:
                 run(lambda h=context.handle: lib.aclrtDestroyContext(h))
             for allocation in self.allocations:
