@@ -659,7 +659,8 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
                 if how != "none":
                     self.malloc(t, size, 0)
                     self.malloc_host(t, size)
-                    for other in range(3) if peer else ():
+                    self.create_event(t, None)
+                    for other in range(min(3, device_count)) if peer else ():
                         if other != device:
                             self.change_peer_access(t, other, True, 0)
 
@@ -814,13 +815,14 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
 
         # --- rules: streams -----------------------------------------------------------------------
 
-        def stream_arg(self, t, pick, null):
+        def stream_arg(self, t, pick, null, any_one_in=3):
             """(model stream or None for NULL, handle, name): NULL, or mostly a live stream of the thread's
-            current context, else (one pick in three) any stream, of another context or destroyed."""
+            current context, else (one pick in any_one_in) any stream, of another context or destroyed."""
             if null or not self.streams:
                 return None, None, "NULL"
             own = [s for s in self.streams if s.live and s.context is self.current(t)]
-            stream = self._pick(self.streams, pick // 3) if pick % 3 == 0 or not own else own[pick // 3 % len(own)]
+            n = any_one_in
+            stream = self._pick(self.streams, pick // n) if pick % n == 0 or not own else own[pick // n % len(own)]
             return stream, stream.handle, stream.name
 
         @rule(t=workers)
@@ -902,7 +904,7 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
             """aclrtSynchronizeStream, or aclrtSynchronizeStreamWithTimeout (a timeout that never expires here:
             an expiry is a hang)."""
             t = self.worker(t)
-            stream, handle, name = self.stream_arg(t, pick, null)
+            stream, handle, name = self.stream_arg(t, pick, null, any_one_in=2)
             try:
                 if timeout is not None and timeout < -1:  # the ACL layer, before the handle guard
                     raise Rejected(RT_PARAM_INVALID)
@@ -1148,11 +1150,16 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
         def event_arg(self, pick):
             return self._pick(self.events, pick)
 
-        @rule(t=workers, pick=picks, spick=picks, null=st.booleans())
+        @rule(t=workers, pick=picks, spick=picks, null=st.booleans(), then=st.sampled_from([None, "query", "sync"]))
         @step
-        def record_event(self, t, pick, spick, null):
+        def record_event(self, t, pick, spick, null, then):
+            """aclrtRecordEvent, mostly of a live event of the current device; then (then) at once, in the same
+            call on the same thread, aclrtQueryEventStatus or aclrtSynchronizeEvent of it, while the stream
+            may be reaching the record (the window a data race between them needs)."""
             t = self.worker(t)
-            event = self.event_arg(pick)
+            context = self.current(t)
+            own = [e for e in self.events if e.live and context is not None and e.device == context.device]
+            event = self.event_arg(pick // 3) if pick % 3 == 0 or not own else own[pick // 3 % len(own)]
             if event is None:
                 return
             stream, handle, sname = self.stream_arg(t, spick, null)
@@ -1169,8 +1176,29 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
                     raise Rejected(RT_STREAM_CONTEXT)
                 return OK, Effect(stream=on, event=event)
 
-            self.perform(t, f"aclrtRecordEvent({event.name}, {sname})",
-                         lambda: lib.aclrtRecordEvent(event.handle, handle), predict)
+            status = ctypes.c_int(-1)
+            followed = []
+
+            def record_then():
+                code = lib.aclrtRecordEvent(event.handle, handle)
+                if then == "query":
+                    followed.append(lib.aclrtQueryEventStatus(event.handle, ctypes.byref(status)))
+                elif then == "sync":
+                    followed.append(lib.aclrtSynchronizeEvent(event.handle))
+                return code
+
+            label = f"aclrtRecordEvent({event.name}, {sname})"
+            if then == "query":
+                label += f"; aclrtQueryEventStatus({event.name}, &status)"
+            elif then == "sync":
+                label += f"; aclrtSynchronizeEvent({event.name})"
+            if not self.perform(t, label, record_then, predict) or then is None:
+                return
+            self.log_result(f"; then {followed[0]}" + (f" -> {status.value}" if then == "query" else ""))
+            if then == "query":
+                self.check_query(t, event, followed[0], status.value)
+            else:
+                self.check_synchronize(t, event, followed[0])
 
         def event_complete(self, event):
             """True, False, or None when the model cannot tell (the record may or may not have run)."""
@@ -1179,6 +1207,31 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
             stream, seq = event.record
             return True if stream.ran_through >= seq else None
 
+        def event_code(self, event):
+            """aclrtQueryEventStatus's and aclrtSynchronizeEvent's code for the event."""
+            if not event.live:
+                return RT_INVALID_HANDLE
+            return RT_FEATURE_NOT_SUPPORT if event.flag == EVENT_EXTERNAL else OK
+
+        def check_query(self, t, event, code, status):
+            label = f"aclrtQueryEventStatus({event.name}, &status) on t{t}"
+            if code != self.event_code(event):
+                self.fail(f"{label} returned {code}; the model expects {self.event_code(event)}")
+            if code != OK:
+                return
+            complete = self.event_complete(event)
+            allowed = {NOT_READY, COMPLETE} if complete is None else {COMPLETE if complete else NOT_READY}
+            if status not in allowed:
+                self.fail(f"{label} gave status {status}; the model expects {sorted(allowed)}")
+
+        def check_synchronize(self, t, event, code):
+            if code != self.event_code(event):
+                self.fail(f"aclrtSynchronizeEvent({event.name}) on t{t} returned {code}; the model expects "
+                          f"{self.event_code(event)}")
+            if code == OK and event.record is not None:
+                stream, seq = event.record
+                self.drain(stream, through=seq)
+
         @rule(t=threads, pick=picks)
         @step
         def query_event(self, t, pick):
@@ -1186,22 +1239,10 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
             if event is None:
                 return
             status = ctypes.c_int(-1)
-            if not event.live:
-                expected = RT_INVALID_HANDLE
-            elif event.flag == EVENT_EXTERNAL:
-                expected = RT_FEATURE_NOT_SUPPORT
-            else:
-                expected = OK
-            self.call(t, f"aclrtQueryEventStatus({event.name}, &status)",
-                      lambda: lib.aclrtQueryEventStatus(event.handle, ctypes.byref(status)), expected,
-                      out=lambda: status.value)
-            if expected != OK:
-                return
-            complete = self.event_complete(event)
-            allowed = {NOT_READY, COMPLETE} if complete is None else {COMPLETE if complete else NOT_READY}
-            if status.value not in allowed:
-                self.fail(f"aclrtQueryEventStatus({event.name}) on t{t} gave status {status.value}; the model "
-                          f"expects {sorted(allowed)}")
+            code = self.call(t, f"aclrtQueryEventStatus({event.name}, &status)",
+                             lambda: lib.aclrtQueryEventStatus(event.handle, ctypes.byref(status)),
+                             self.event_code(event), out=lambda: status.value)
+            self.check_query(t, event, code, status.value)
 
         @rule(t=threads, pick=picks)
         @step
@@ -1209,17 +1250,9 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
             event = self.event_arg(pick)
             if event is None:
                 return
-            if not event.live:
-                expected = RT_INVALID_HANDLE
-            elif event.flag == EVENT_EXTERNAL:
-                expected = RT_FEATURE_NOT_SUPPORT
-            else:
-                expected = OK
-            self.call(t, f"aclrtSynchronizeEvent({event.name})", lambda: lib.aclrtSynchronizeEvent(event.handle),
-                      expected)
-            if expected == OK and event.record is not None:
-                stream, seq = event.record
-                self.drain(stream, through=seq)
+            code = self.call(t, f"aclrtSynchronizeEvent({event.name})", lambda: lib.aclrtSynchronizeEvent(event.handle),
+                             self.event_code(event))
+            self.check_synchronize(t, event, code)
 
         @rule(t=threads, pick=picks)
         @step

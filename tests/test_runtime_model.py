@@ -11,7 +11,7 @@ import runtime_model
 REACHED_IN_THE_SHORT_RUN = {
     "aclrtResetDevice 0", "aclrtResetDevice 507007", "aclrtDestroyContext 0", "aclrtDestroyContext 107002",
     "aclrtSetCurrentContext 0", "aclrtSetCurrentContext 107000", "aclrtGetCurrentContext 107002",
-    "aclrtCreateStream 107002", "aclrtDestroyStream 107017", "aclrtSynchronizeStream 107017",
+    "aclrtCreateStream 107002", "aclrtDestroyStream 107017", "aclrtDestroyStream 107003",
     "aclrtMemcpyAsync 0", "aclrtMemcpyAsync 107003", "aclrtMemcpyAsync 107017", "aclrtMemcpyAsync 207000",
     "aclrtMemcpy 0", "aclrtMemcpy 507013", "aclrtMemsetAsync 0", "aclrtMemsetAsync 107003", "aclrtMemset 0",
     "aclrtSynchronizeStream 507013", "aclrtFree 0", "aclrtFree 107000",

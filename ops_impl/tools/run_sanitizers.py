@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -53,14 +54,14 @@ PASSES = {
         },
         "model_preload": "libasan.so",
         "model_env": {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1"},
-        "model_examples": 120,
+        "model_examples": 300,
     },
     "tsan": {
         "flags": ["-fsanitize=thread"],
         "env": {"TSAN_OPTIONS": "halt_on_error=1:second_deadlock_stack=1"},
         "model_preload": "libtsan.so",
         "model_env": {},
-        "model_examples": 60,
+        "model_examples": 150,
     },
 }
 # Text that means a sanitizer found something, even if the program still exited 0.
@@ -146,12 +147,13 @@ def run_model_test(name, cxx, library, env):
         return False
     env = dict(env, LD_PRELOAD=preload, **config["model_env"])
     cmd = [sys.executable, str(MODEL_TEST), "--examples", str(config["model_examples"]), "--library", str(library)]
+    start = time.monotonic()
     result = run(cmd, env=env, timeout=1800)
     output = result.stdout + result.stderr
     reported = [marker for marker in REPORT_MARKERS if marker in output]
     passed = result.returncode == 0 and "model: PASS" in result.stdout and not reported
     print(f"== {name}: {MODEL_TEST.name} ({config['model_examples']} examples): {'ok' if passed else 'FAILED'} "
-          f"(exit status {result.returncode})")
+          f"(exit status {result.returncode}, {time.monotonic() - start:.0f} s)")
     if not passed:
         sys.stdout.write(output)
     return passed
