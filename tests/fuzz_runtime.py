@@ -32,6 +32,11 @@ import time
 SIZE_MAX = 2**64 - 1
 OK, INVALID_PARAM, RT_PARAM_INVALID, RT_CONTEXT_STREAM = 0, 100000, 107000, 107003
 RT_INVALID_HANDLE, RT_FEATURE_NOT_SUPPORT, RT_INTERNAL_ERROR = 107017, 207000, 507000
+FEATURE_UNSUPPORTED, RT_INVALID_DEVICEID, RT_CONTEXT_NULL = 200006, 107001, 107002
+EVENT_DEFAULT_FLAG, EVENT_FLAG_MASK, EVENT_DEVICE_USE_ONLY, EVENT_EXTERNAL = 0x0E, 0x3F, 0x10, 0x20
+NOT_READY, COMPLETE = 0, 1
+MAX_RUNTIME_DEVICES = 64  # CANN's RT_MAX_DEV_NUM
+JUNK_HANDLE = 0x4321  # names no stream, event or context
 H2H, H2D, D2H, D2D, DEFAULT, BUF_H2D, INNER_D2D = 0, 1, 2, 3, 4, 5, 6
 DESC_MAGIC, DESC_VERSION, DESC_MAX_COUNT = 0x4344534D, 2, 4 * 2**30
 LOC_HOST, LOC_DEVICE, LOC_UNREGISTERED, LOC_MANAGED, LOC_HOST_NUMA = 0, 1, 2, 3, 4
@@ -66,9 +71,25 @@ class Memory:
             table = yaml.safe_load(f)
         self.profile = table["profiles"][table["default"]]
         call = self.call
+        count = ctypes.c_uint32()
+        assert call("aclrtGetDeviceCount", ctypes.byref(count)) == OK
+        self.device_count = count.value
+        self.primary = {}  # device -> its primary context's handle
         assert call("aclrtSetDevice", 1) == OK
+        self.primary[1] = self.current_context()
         self.other_stream = self.new_stream()  # a stream of device 1
         assert call("aclrtSetDevice", 0) == OK
+        self.primary[0] = self.current_context()
+        created = ctypes.c_void_p()
+        assert call("aclrtCreateContext", ctypes.byref(created), 0) == OK
+        assert call("aclrtDestroyContext", created) == OK
+        self.dead_context = created.value
+        # Every case starts and ends here: the primary context of device 0 current, peer access off.
+        assert call("aclrtSetCurrentContext", self.primary[0]) == OK
+        event = ctypes.c_void_p()
+        assert call("aclrtCreateEvent", ctypes.byref(event)) == OK
+        assert call("aclrtDestroyEvent", event) == OK
+        self.dead_event = event.value
         self.stream = self.new_stream()
         dead = self.new_stream()
         assert call("aclrtDestroyStream", dead) == OK
@@ -105,6 +126,11 @@ class Memory:
 
     def call(self, name, *args):
         return self.lib.func(name)(*args)
+
+    def current_context(self):
+        out = ctypes.c_void_p()
+        assert self.call("aclrtGetCurrentContext", ctypes.byref(out)) == OK
+        return out.value
 
     def new_stream(self):
         out = ctypes.c_void_p()
@@ -400,8 +426,191 @@ class Model:
             return (set_code, OK, OK), copies
         return (set_code, OK, RT_INTERNAL_ERROR), copies  # not a descriptor when the task reads it
 
+    # Sequences of calls on runtime objects. Each step's expectation is (code, value): value None when the
+    # call returns nothing to check (or fails), else the value it must give (a set: any of those).
+
+    def event_target(self, target, state):
+        """An event argument -> "null", "dead" or "live" (the case's event: state["event"])."""
+        if target == "new":
+            return state["event"]
+        return {"null": "null", "dead": "dead", "junk": "dead", "stream": "dead"}[target]
+
+    def events(self, c):
+        """aclrtCreateEvent(WithFlag), then record / query / synchronize / destroy of that event and of
+        NULL, destroyed and foreign handles (docs/host_runtime.md, "Streams", Events)."""
+        state = {"event": "null", "flag": None, "recorded": False, "complete": False}
+        results = []
+        for step in c["steps"]:
+            try:
+                results.append(self.event_step(step, state))
+            except Rejected as e:
+                results.append((e.code, None))
+        return tuple(results)
+
+    def event_step(self, step, state):
+        api = step["api"]
+        if api.startswith("aclrtCreateEvent"):
+            flag = EVENT_DEFAULT_FLAG if api == "aclrtCreateEvent" else step["flag"]
+            if step["null_out"]:
+                raise Rejected(INVALID_PARAM)
+            if flag & EVENT_FLAG_MASK == 0 or flag > EVENT_FLAG_MASK:
+                raise Rejected(RT_PARAM_INVALID)
+            if any(flag & sole and flag & ~sole for sole in (EVENT_DEVICE_USE_ONLY, EVENT_EXTERNAL)):
+                raise Rejected(RT_PARAM_INVALID)
+            if flag == EVENT_DEVICE_USE_ONLY and not self.m.profile["event_device_use_only"]:
+                raise Rejected(RT_FEATURE_NOT_SUPPORT)
+            state.update(event="live", flag=flag, recorded=False, complete=False)
+            return OK, None
+        if api == "aclrtQueryEventStatus" and step["null_status"]:
+            raise Rejected(INVALID_PARAM)
+        target = self.event_target(step["event"], state)
+        if target == "null":
+            raise Rejected(INVALID_PARAM)
+        if target == "dead":
+            raise Rejected(RT_INVALID_HANDLE)
+        if api == "aclrtRecordEvent":
+            self.stream_handle(step["stream"])
+            if state["flag"] == EVENT_DEVICE_USE_ONLY:
+                raise Rejected(RT_PARAM_INVALID)
+            if step["stream"] == "s1":  # another context (and device) than the current one
+                raise Rejected(RT_CONTEXT_STREAM)
+            state.update(recorded=True, complete=False)
+            return OK, None
+        if api == "aclrtDestroyEvent":
+            state["event"] = "dead"
+            return OK, None
+        if state["flag"] == EVENT_EXTERNAL:
+            raise Rejected(RT_FEATURE_NOT_SUPPORT)
+        if api == "aclrtSynchronizeEvent":
+            state["complete"] = state["recorded"]
+            return OK, None
+        if not state["recorded"]:
+            return OK, NOT_READY
+        return OK, (COMPLETE if state["complete"] else frozenset((NOT_READY, COMPLETE)))
+
+    def contexts(self, c):
+        """aclrtCreateContext, then set / destroy / get of contexts (the new one, the primary contexts of
+        devices 0 and 1, NULL, destroyed and foreign handles), and calls that need the current context
+        (docs/host_runtime.md, "Initialization and devices", Contexts)."""
+        state = {"current": "primary0", "new": "null", "new_device": None, "stream": "null", "stream_context": None}
+        results = []
+        for step in c["steps"]:
+            try:
+                results.append(self.context_step(step, state))
+            except Rejected as e:
+                results.append((e.code, None))
+        return tuple(results)
+
+    def context_live(self, target, state):
+        if target in ("primary0", "primary1"):
+            return True
+        return target == "new" and state["new"] == "live"
+
+    def context_step(self, step, state):
+        api = step["api"]
+        devices = {"primary0": 0, "primary1": 1, "new": state["new_device"]}
+        if api == "aclrtCreateContext":
+            if step["null_out"]:
+                raise Rejected(INVALID_PARAM)
+            if not 0 <= step["device"] < self.m.device_count:
+                raise Rejected(RT_INVALID_DEVICEID)
+            state.update(new="live", new_device=step["device"], current="new")
+            return OK, None
+        if api in ("aclrtSetCurrentContext", "aclrtDestroyContext"):
+            target = step["target"]
+            if target == "null" or (target == "new" and state["new"] == "null"):
+                raise Rejected(INVALID_PARAM)
+            if api == "aclrtSetCurrentContext":
+                if not self.context_live(target, state):
+                    raise Rejected(RT_PARAM_INVALID)
+                state["current"] = target
+                return OK, None
+            if target != "new" or state["new"] != "live":  # a primary context, or not a live one
+                raise Rejected(RT_CONTEXT_NULL)
+            state["new"] = "dead"
+            if state["stream_context"] == "new":
+                state["stream"] = "dead"
+            if state["current"] == "new":
+                state["current"] = None
+            return OK, None
+        if api == "aclrtDestroyStream":  # ApiImpl::StreamDestroy: the stream's own context must be current
+            if state["stream"] == "null":
+                raise Rejected(INVALID_PARAM)
+            if state["stream"] == "dead":
+                raise Rejected(RT_INVALID_HANDLE)
+            if state["current"] is None:
+                raise Rejected(RT_CONTEXT_NULL)
+            if state["current"] != state["stream_context"]:
+                raise Rejected(RT_CONTEXT_STREAM)
+            state["stream"] = "dead"
+            return OK, None
+        current = state["current"]
+        if current is None:
+            raise Rejected(RT_CONTEXT_NULL)
+        if api == "aclrtGetCurrentContext":
+            return OK, current
+        if api == "aclrtGetDevice":
+            return OK, devices[current]
+        if api == "aclrtCreateStream":
+            state.update(stream="live", stream_context=current)
+            return OK, None
+        return OK, None  # aclrtSynchronizeDevice: nothing is queued in any context
+
+    def peers(self, c):
+        """aclrtDeviceCanAccessPeer, aclrtDeviceEnablePeerAccess, aclrtDeviceDisablePeerAccess and
+        aclrtDevicePeerAccessStatus with valid and invalid ids, from device 0 or 1 (docs/host_runtime.md,
+        "Peer devices")."""
+        state = {"device": 0, "enabled": set()}
+        results = []
+        for step in c["steps"]:
+            try:
+                results.append(self.peer_step(step, state))
+            except Rejected as e:
+                results.append((e.code, None))
+        return tuple(results)
+
+    def peer_step(self, step, state):
+        api, count = step["api"], self.m.device_count
+        if api == "aclrtSetCurrentContext":
+            state["device"] = step["device"]
+            return OK, None
+        if api == "aclrtDevicePeerAccessStatus":
+            if step["null_out"]:
+                raise Rejected(INVALID_PARAM)
+            if not all(0 <= d < MAX_RUNTIME_DEVICES for d in (step["device"], step["peer"])):
+                raise Rejected(RT_PARAM_INVALID)
+            mutual = {(step["device"], step["peer"]), (step["peer"], step["device"])} <= state["enabled"]
+            return OK, int(step["device"] != step["peer"] and mutual)
+        if api == "aclrtDeviceCanAccessPeer":
+            device, peer = step["device"], step["peer"]
+            if device == peer:
+                raise Rejected(INVALID_PARAM)
+            if not 0 <= peer < count:
+                raise Rejected(RT_INVALID_DEVICEID)
+            if not 0 <= device < MAX_RUNTIME_DEVICES or step["null_out"]:
+                raise Rejected(RT_PARAM_INVALID)
+            if not self.m.profile["peer_access"]:
+                raise Rejected(RT_FEATURE_NOT_SUPPORT)
+            if not 0 <= device < count:
+                raise Rejected(RT_INVALID_DEVICEID)
+            return OK, 1
+        if api == "aclrtDeviceEnablePeerAccess" and step["flags"]:
+            raise Rejected(FEATURE_UNSUPPORTED)
+        peer = step["peer"]
+        if peer == state["device"]:
+            raise Rejected(INVALID_PARAM)
+        if not 0 <= peer < count:
+            raise Rejected(RT_INVALID_DEVICEID)
+        if not self.m.profile["peer_access"]:
+            raise Rejected(RT_FEATURE_NOT_SUPPORT)
+        change = state["enabled"].add if api == "aclrtDeviceEnablePeerAccess" else state["enabled"].discard
+        change((state["device"], peer))
+        return OK, None
+
     def predict(self, c):
-        """(code, copies, failIndex or None)."""
+        """(code, copies, failIndex or None); for a sequence (SEQUENCES), code is each step's expectation."""
+        if c["api"] in SEQUENCES:
+            return getattr(self, SEQUENCES[c["api"]])(c), [], None
         if c["api"] == "descriptor":
             return (*self.desc(c), None)
         try:
@@ -452,6 +661,10 @@ def apply(copies, mem):
                 mem[dreg][doff + r * dpitch:doff + r * dpitch + width] = row
 
 
+# The sequence cases: their "api" and the Model method that predicts them.
+SEQUENCES = {"events": "events", "contexts": "contexts", "peer access": "peers"}
+
+
 # --- case generation -------------------------------------------------------------------------------
 
 HUGE = (2**63, SIZE_MAX, SIZE_MAX - 1023, 2**32 + 7, 2**62 + 5, 2**64 - 2**20)
@@ -459,7 +672,10 @@ BAD_KINDS = (6, 7, 8, -1, 2**31 - 1, 100)
 API_WEIGHTS = {"aclrtMemcpy": 3, "aclrtMemcpyAsync": 3, "aclrtMemcpyAsyncWithCondition": 1, "aclrtMemcpy2d": 2,
                "aclrtMemcpy2dAsync": 2, "aclrtMemcpyBatchAsync": 2, "aclrtMemcpyBatch": 1,
                "aclrtMemcpyBatchAsyncV2": 0.5, "aclrtMemcpyBatchV2": 0.5, "aclrtMemset": 1,
-               "aclrtMemsetAsync": 1, "descriptor": 1.5}
+               "aclrtMemsetAsync": 1, "descriptor": 1.5, "events": 1.5, "contexts": 1.5, "peer access": 1}
+# aclrtCreateEvent (None), flags CANN accepts, then flags it refuses.
+EVENT_FLAGS = ((None,) * 6 + (0x1, 0x2, 0x4, 0x8, 0xF, 0x3, 0xE, EVENT_DEVICE_USE_ONLY, EVENT_EXTERNAL) * 2
+               + (0, 0x40, 0x80, 0x30, 0x11, 0x21, 0x3F, 2**31, 2**32 - 1))
 
 
 def pick_ptr(rng, memory):
@@ -579,10 +795,66 @@ def gen_descriptor(rng, memory):
             "kind": pick_kind(rng, (INNER_D2D,) * 6 + (D2D, 7)), "stream": pick_stream(rng)}
 
 
+def gen_events(rng):
+    flag = rng.choice(EVENT_FLAGS)
+    steps = [{"api": "aclrtCreateEvent" if flag is None else "aclrtCreateEventWithFlag", "flag": flag,
+              "null_out": rng.random() < 0.05}]
+    for _ in range(rng.randrange(1, 7)):
+        api = rng.choice(["aclrtRecordEvent"] * 3 + ["aclrtQueryEventStatus"] * 2 + ["aclrtSynchronizeEvent"] * 2
+                         + ["aclrtDestroyEvent"])
+        step = {"api": api, "event": rng.choices(["new", "null", "dead", "junk", "stream"], [84, 4, 4, 4, 4])[0]}
+        if api == "aclrtRecordEvent":
+            step["stream"] = pick_stream(rng)
+        if api == "aclrtQueryEventStatus":
+            step["null_status"] = rng.random() < 0.05
+        steps.append(step)
+    return {"steps": steps}
+
+
+def gen_contexts(rng, memory):
+    count = memory.device_count
+    steps = [{"api": "aclrtCreateContext", "device": rng.choice([0, 1, count - 1] * 4 + [count, -1, 2**31 - 1]),
+              "null_out": rng.random() < 0.05}]
+    for _ in range(rng.randrange(1, 7)):
+        api = rng.choice(["aclrtSetCurrentContext"] * 3 + ["aclrtDestroyContext"] * 3 + ["aclrtGetCurrentContext",
+                          "aclrtGetDevice", "aclrtSynchronizeDevice"] + ["aclrtCreateStream", "aclrtDestroyStream"] * 2)
+        step = {"api": api}
+        if api in ("aclrtSetCurrentContext", "aclrtDestroyContext"):
+            step["target"] = rng.choices(["new", "primary0", "primary1", "null", "junk", "dead", "stream"],
+                                         [50, 12, 10, 6, 6, 10, 6])[0]
+        steps.append(step)
+    return {"steps": steps}
+
+
+def gen_peers(rng, memory):
+    count = memory.device_count
+    ids = [0, 1, 2, count - 1, count, MAX_RUNTIME_DEVICES - 1, MAX_RUNTIME_DEVICES, -1, -2**31, 2**31 - 1]
+    weights = [20, 20, 8, 4, 4, 2, 2, 3, 1, 1]
+    pick = lambda: rng.choices(ids, weights)[0]  # noqa: E731
+    steps = []
+    for _ in range(rng.randrange(2, 8)):
+        api = rng.choice(["aclrtDeviceCanAccessPeer", "aclrtDeviceEnablePeerAccess", "aclrtDeviceEnablePeerAccess",
+                          "aclrtDeviceDisablePeerAccess", "aclrtDevicePeerAccessStatus",
+                          "aclrtDevicePeerAccessStatus", "aclrtSetCurrentContext"])
+        if api == "aclrtSetCurrentContext":
+            steps.append({"api": api, "device": rng.choice([0, 1])})
+        elif api in ("aclrtDeviceCanAccessPeer", "aclrtDevicePeerAccessStatus"):
+            steps.append({"api": api, "device": pick(), "peer": pick(), "null_out": rng.random() < 0.05})
+        else:
+            steps.append({"api": api, "peer": pick(), "flags": rng.choice([0] * 6 + [1, 2**31])})
+    return {"steps": steps}
+
+
 def gen_case(rng, memory):
     api = rng.choices(list(API_WEIGHTS), list(API_WEIGHTS.values()))[0]
     case = {"api": api}
-    if api == "descriptor":
+    if api == "events":
+        case.update(gen_events(rng))
+    elif api == "contexts":
+        case.update(gen_contexts(rng, memory))
+    elif api == "peer access":
+        case.update(gen_peers(rng, memory))
+    elif api == "descriptor":
         case.update(gen_descriptor(rng, memory))
     elif api.startswith("aclrtMemset"):
         count = pick_size(rng)
@@ -633,11 +905,105 @@ def make_case(seed, index, memory, model):
 
 # --- running a case --------------------------------------------------------------------------------
 
+def run_step(memory, step, made):
+    """One call of a sequence case -> (code, value or None). made: the handles the case created."""
+    call, api = memory.call, step["api"]
+    out = ctypes.c_void_p()
+    value = ctypes.c_int32(-1)
+    if api.startswith("aclrtCreateEvent"):
+        target = None if step["null_out"] else ctypes.byref(out)
+        code = (call(api, target) if api == "aclrtCreateEvent" else call(api, target, step["flag"]))
+        made["event"] = out.value if code == OK else None
+        return code, None
+    if api in ("aclrtRecordEvent", "aclrtQueryEventStatus", "aclrtSynchronizeEvent", "aclrtDestroyEvent"):
+        event = {"new": made["event"], "null": None, "dead": memory.dead_event, "junk": JUNK_HANDLE,
+                 "stream": memory.stream}[step["event"]]
+        if api == "aclrtRecordEvent":
+            return call(api, event, memory.streams[step["stream"]]), None
+        if api == "aclrtQueryEventStatus":
+            code = call(api, event, None if step["null_status"] else ctypes.byref(value))
+            return code, (value.value if code == OK else None)
+        return call(api, event), None
+    if api == "aclrtCreateContext":
+        code = call(api, None if step["null_out"] else ctypes.byref(out), step["device"])
+        made["context"] = out.value if code == OK else None
+        return code, None
+    if api == "aclrtSetCurrentContext" and "device" in step:  # a peer-access case moves to another device
+        return call(api, memory.primary[step["device"]]), None
+    if api in ("aclrtSetCurrentContext", "aclrtDestroyContext"):
+        context = {"new": made["context"], "primary0": memory.primary[0], "primary1": memory.primary[1], "null": None,
+                   "junk": JUNK_HANDLE, "dead": memory.dead_context, "stream": memory.stream}[step["target"]]
+        return call(api, context), None
+    if api == "aclrtGetCurrentContext":
+        code = call(api, ctypes.byref(out))
+        names = {memory.primary[0]: "primary0", memory.primary[1]: "primary1", made["context"]: "new"}
+        return code, (names.get(out.value, hex(out.value or 0)) if code == OK else None)
+    if api == "aclrtGetDevice":
+        code = call(api, ctypes.byref(value))
+        return code, (value.value if code == OK else None)
+    if api == "aclrtSynchronizeDevice":
+        return call(api), None
+    if api == "aclrtCreateStream":
+        code = call(api, ctypes.byref(out))
+        made["stream"] = out.value if code == OK else made.get("stream")
+        if code == OK:
+            context = ctypes.c_void_p()
+            call("aclrtGetCurrentContext", ctypes.byref(context))
+            made["streams"].append((out.value, context.value))  # destroyed with that context current
+        return code, None
+    if api == "aclrtDestroyStream":
+        return call(api, made.get("stream")), None
+    if api in ("aclrtDeviceCanAccessPeer", "aclrtDevicePeerAccessStatus"):
+        target = None if step["null_out"] else ctypes.byref(value)
+        code = (call(api, target, step["device"], step["peer"]) if api == "aclrtDeviceCanAccessPeer"
+                else call(api, step["device"], step["peer"], target))
+        return code, (value.value if code == OK else None)
+    if api == "aclrtDeviceEnablePeerAccess":
+        made["peer"] = True
+        return call(api, step["peer"], step["flags"]), None
+    made["peer"] = True
+    return call(api, step["peer"]), None  # aclrtDeviceDisablePeerAccess
+
+
+def run_sequence(memory, case):
+    """Makes the calls of a sequence case; returns each one's (code, value). Whatever happened, the runtime
+    is left as every case finds it: what the case made is released, peer access is off, and the primary
+    context of device 0 is current."""
+    made = {"event": None, "context": None, "streams": [], "peer": False}
+    try:
+        return tuple(run_step(memory, step, made) for step in case["steps"])
+    finally:
+        call = memory.call
+        if made["event"]:
+            call("aclrtDestroyEvent", made["event"])
+        for stream, context in made["streams"]:
+            if call("aclrtSetCurrentContext", context) == OK:  # else the context is gone, and its streams
+                call("aclrtDestroyStream", stream)
+        if made["context"]:
+            call("aclrtDestroyContext", made["context"])
+        if made["peer"]:
+            for device in (0, 1):
+                assert call("aclrtSetCurrentContext", memory.primary[device]) == OK
+                for peer in range(memory.device_count):
+                    if peer != device:
+                        assert call("aclrtDeviceDisablePeerAccess", peer) in (OK, RT_FEATURE_NOT_SUPPORT)
+        assert call("aclrtSetCurrentContext", memory.primary[0]) == OK
+
+
+def step_matches(want, got):
+    """A step's (code, value) against the model's (code, value or set of values or None)."""
+    if want[0] != got[0] or want[1] is None:
+        return want[0] == got[0]
+    return got[1] in want[1] if isinstance(want[1], frozenset) else got[1] == want[1]
+
+
 def run_call(memory, case):
     """Calls the C function; returns (code, failIndex or None)."""
     lib = memory.lib
     addr = memory.address
     api = case["api"]
+    if api in SEQUENCES:
+        return run_sequence(memory, case), None
     stream = memory.streams.get(case.get("stream"))
     if api.startswith("aclrtMemcpyBatch"):
         n = case["count"]
@@ -709,22 +1075,33 @@ def describe(case):
 def run_case(memory, model, seed, index, tally=None):
     """None when the runtime matched the model, else a description of the mismatch."""
     rng, case, (code, copies, fail_index) = make_case(seed, index, memory, model)
+    sequence = case["api"] in SEQUENCES
+    if sequence and not isinstance(code, tuple):  # a model that predicts one code for the whole sequence
+        code = tuple((code, None) for _ in case["steps"])
     if tally is not None:
-        shown = "/".join(map(str, code)) if isinstance(code, tuple) else code
-        key = f"{case['api']} {shown}"
-        tally[key] = tally.get(key, 0) + 1
+        if sequence:
+            keys = [f"{step['api']} {want[0]}" for step, want in zip(case["steps"], code)]
+        else:
+            keys = [f"{case['api']} {'/'.join(map(str, code)) if isinstance(code, tuple) else code}"]
+        for key in keys:
+            tally[key] = tally.get(key, 0) + 1
     memory.fill(rng)
     before = memory.snapshot()
     got, got_fail = run_call(memory, case)
     memory.sync_all()
     memory.download()
     problems = []
-    if got != code:
+    if sequence:
+        for i, (step, want, have) in enumerate(zip(case["steps"], code, got)):
+            if not step_matches(want, have):
+                problems.append(f"step {i} {step['api']}: (code, value) {have}, model {want}")
+                break  # the later steps follow from this one
+    elif got != code:
         problems.append(f"code {got}, model {code}")
     if fail_index is not None and got_fail != fail_index:
         problems.append(f"failIndex {got_fail}, model {fail_index}")
     expected = {name: array.copy() for name, array in before.items()}
-    apply(copies if got == code else [], expected)
+    apply(copies if got == code and not problems else [], expected)
     skip = {}
     if case["api"].startswith("aclrtMemcpyBatch") and overlapping_batch(copies):
         for copy in copies:  # items of a batch run in no order: only bytes no item writes are compared

@@ -3,7 +3,8 @@
 One test per behaviour, each asserting CANN's exact code: invalid stream handles (107017), streams of
 another device (107003), aclrtMemcpy2dAsync's NULL stream, misaligned descriptors at the call,
 aclGetRecentErrMsg's per-thread text, aclFinalize / aclrtResetDevice codes, the timeout 0 rejection
-and the synchronous 2D copy that resolves to device-to-device.
+(after the handle check), the context aclrtDestroyStream and aclrtSynchronizeStream need, and the
+synchronous 2D copy that resolves to device-to-device.
 """
 import threading
 
@@ -92,7 +93,11 @@ def test_stream_of_another_device_is_107003(acl_res, call):
         rt.memcpy_async(dev, 64, data, 64, H2D, stream)
         np.testing.assert_array_equal(acl_res.download(dev, 64), data)
     finally:
+        rt.set_device(1)  # aclrtDestroyStream needs the stream's context current (CANN's ApiImpl::StreamDestroy)
         rt.destroy_stream(stream)
+        rt.set_device(0)
+        rt.reset_device(0)
+        rt.reset_device(1)
         rt.reset_device(1)
 
 
@@ -280,6 +285,41 @@ def test_synchronize_with_timeout_zero_is_107000(acl_res):
     stream = acl_res.stream()
     assert code(rt.synchronize_stream_with_timeout, stream, 0) == RT_PARAM_INVALID
     assert code(rt.synchronize_stream_with_timeout, None, 0) == RT_PARAM_INVALID
+    dead = rt.create_stream()
+    rt.destroy_stream(dead)
+    # The handle guard (rtStreamSynchronizeWithTimeout) comes before ApiErrorDecorator's timeout check;
+    # only a timeout below -1 is refused first, by the ACL layer.
+    assert code(rt.synchronize_stream_with_timeout, dead, 0) == RT_INVALID_HANDLE
+    assert code(rt.synchronize_stream_with_timeout, dead, -2) == RT_PARAM_INVALID
+
+
+def test_destroying_or_synchronizing_a_stream_needs_a_context(acl_device):
+    """ApiImpl::StreamSynchronize and ApiImpl::StreamDestroy check the current context whatever the stream
+    (107002 without one); StreamDestroy then needs the stream's own context (107003), while a stream of
+    another context is synchronized (CANN switches to its context for the wait)."""
+    codes = {}
+
+    def on_a_thread():
+        ctx1 = rt.create_context(1)
+        stream = rt.create_stream()
+        ctx0 = rt.create_context(0)
+        codes["synchronize from another context"] = code(rt.synchronize_stream, stream)
+        codes["destroy from another context"] = code(rt.destroy_stream, stream)
+        rt.destroy_context(ctx0)
+        codes["synchronize without a context"] = code(rt.synchronize_stream, stream)
+        codes["synchronize with timeout without a context"] = code(rt.synchronize_stream_with_timeout, stream, 10)
+        codes["destroy without a context"] = code(rt.destroy_stream, stream)
+        rt.set_current_context(ctx1)
+        codes["destroy in its context"] = code(rt.destroy_stream, stream)
+        rt.destroy_context(ctx1)
+
+    thread = threading.Thread(target=on_a_thread)
+    thread.start()
+    thread.join()
+    assert codes == {"synchronize from another context": 0, "destroy from another context": RT_STREAM_CONTEXT,
+                     "synchronize without a context": RT_CONTEXT_NULL,
+                     "synchronize with timeout without a context": RT_CONTEXT_NULL,
+                     "destroy without a context": RT_CONTEXT_NULL, "destroy in its context": 0}
 
 
 @pytest.mark.parametrize("kind,expected", [(D2D, RT_FEATURE_NOT_SUPPORT), (DEFAULT, RT_PARAM_INVALID),

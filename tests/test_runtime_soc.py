@@ -192,6 +192,7 @@ runtime.set_device(1)
 other = runtime.create_stream()  # the limit is per device
 out["other_device"] = runtime.get_device_count() > 1
 runtime.destroy_stream(other)
+runtime.set_device(0)  # a stream is destroyed with its context current
 for s in streams:
     runtime.destroy_stream(s)
 print(json.dumps(out))

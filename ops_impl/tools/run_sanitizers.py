@@ -8,14 +8,18 @@ The runtime sources (ops_impl/acl_host/src/*.cpp, with soc_profiles.inc generate
 configs/soc_profiles.yaml into a temporary directory) are compiled with the sanitizer flags and linked
 statically into every program, so that the sanitizers see the runtime's own code. The programs of
 tests/cpp_kernels also get the copy kernels' sources (ops_impl/kernels, without the MindSpore entry
-layers). Exits non-zero when a
-build fails, a program fails or does not print "ALL PASSED", or a sanitizer reports anything.
+layers). Each pass then runs a short run of the model-based test (tests/runtime_model.py) against the
+sanitizer build of libascendcl, through ctypes from Python with the sanitizer's runtime preloaded.
+Exits non-zero when a build fails, a program fails or does not print "ALL PASSED", the model test
+fails, or a sanitizer reports anything.
 """
 import argparse
+import importlib.util
 import os
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -30,6 +34,7 @@ KERNEL_DIR = ROOT / "ops_impl" / "kernels"
 KERNEL_SOURCES = sorted(p for p in KERNEL_DIR.rglob("*.cpp") if "ms_extension" not in p.relative_to(KERNEL_DIR).parts)
 KERNEL_FLAGS = ["-DMS_MEMCOPY_HOST_ACL=1", f"-I{KERNEL_DIR}"]
 SOC_YAML = ROOT / "configs" / "soc_profiles.yaml"
+MODEL_TEST = ROOT / "tests" / "runtime_model.py"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_soc_table import generate as generate_soc_table  # noqa: E402
@@ -38,6 +43,9 @@ sys.path.insert(0, str(ROOT))
 from ms_memcopy import acl_error_codes, dtypes  # noqa: E402  (the kernels' generated tables)
 
 COMMON_FLAGS = ["-std=c++17", "-g", "-O1", "-fno-omit-frame-pointer", "-pthread", "-Wall", "-Wextra"]
+# model_*: the model test's run in the pass: the sanitizer runtime preloaded into Python (an uninstrumented
+# interpreter loading an instrumented library needs it first), its options (no leak check: the interpreter
+# itself never frees everything), and how many examples.
 PASSES = {
     "asan+ubsan": {
         "flags": ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"],
@@ -45,10 +53,16 @@ PASSES = {
             "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1",
             "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
         },
+        "model_preload": "libasan.so",
+        "model_env": {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1"},
+        "model_examples": 300,
     },
     "tsan": {
         "flags": ["-fsanitize=thread"],
         "env": {"TSAN_OPTIONS": "halt_on_error=1:second_deadlock_stack=1"},
+        "model_preload": "libtsan.so",
+        "model_env": {},
+        "model_examples": 150,
     },
 }
 # Text that means a sanitizer found something, even if the program still exited 0.
@@ -123,7 +137,28 @@ def run_pass(name, cxx, programs, work_dir):
         if not passed:
             sys.stdout.write(output)
             ok = False
-    return ok
+    return run_model_test(name, cxx, library, env) and ok
+
+
+def run_model_test(name, cxx, library, env):
+    """The model test's short run against the pass's libascendcl."""
+    config = PASSES[name]
+    preload = run([cxx, f"-print-file-name={config['model_preload']}"]).stdout.strip()
+    if not os.path.isabs(preload):
+        print(f"== {name}: {MODEL_TEST.name}: FAILED: {cxx} does not know where {config['model_preload']} is")
+        return False
+    env = dict(env, LD_PRELOAD=preload, **config["model_env"])
+    cmd = [sys.executable, str(MODEL_TEST), "--examples", str(config["model_examples"]), "--library", str(library)]
+    start = time.monotonic()
+    result = run(cmd, env=env, timeout=1800)
+    output = result.stdout + result.stderr
+    reported = [marker for marker in REPORT_MARKERS if marker in output]
+    passed = result.returncode == 0 and "model: PASS" in result.stdout and not reported
+    print(f"== {name}: {MODEL_TEST.name} ({config['model_examples']} examples): {'ok' if passed else 'FAILED'} "
+          f"(exit status {result.returncode}, {time.monotonic() - start:.0f} s)")
+    if not passed:
+        sys.stdout.write(output)
+    return passed
 
 
 def main():
@@ -135,6 +170,9 @@ def main():
     programs = sorted(TEST_PROGRAMS.glob("*.cpp")) + sorted(KERNEL_TEST_PROGRAMS.glob("*.cpp"))
     if not programs:
         print(f"no programs in {TEST_PROGRAMS}")
+        return 1
+    if importlib.util.find_spec("hypothesis") is None:
+        print(f"{MODEL_TEST.name} needs hypothesis: pip install -e '.[test]'")
         return 1
     passes = ["tsan"] if args.tsan_only else (["asan+ubsan", "tsan"] if args.tsan else ["asan+ubsan"])
     with tempfile.TemporaryDirectory(prefix="ms_memcopy_sanitizers_") as tmp:

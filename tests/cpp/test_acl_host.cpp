@@ -731,9 +731,16 @@ void TestCopyErrors(aclrtStream stream)
     CHECK_MSG("another context (on device 1)");
     CHECK_RET(aclrtMemcpy2dAsync(dev, 16, pinned, 16, 16, 2, ACL_MEMCPY_HOST_TO_DEVICE, other),
               ACL_ERROR_RT_STREAM_CONTEXT);
+    // A stream is destroyed with its context current (CANN's ApiImpl::StreamDestroy).
+    CHECK_RET(aclrtDestroyStream(other), ACL_ERROR_RT_STREAM_CONTEXT);
+    CHECK_MSG("make its context current");
+    CHECK_RET(aclrtSetDevice(1), ACL_SUCCESS);
     CHECK_RET(aclrtDestroyStream(other), ACL_SUCCESS);
+    CHECK_RET(aclrtSetDevice(0), ACL_SUCCESS);
     CHECK_RET(aclrtResetDevice(1), ACL_SUCCESS);
-    CHECK_RET(aclrtResetDevice(0), ACL_SUCCESS);  // the second aclrtSetDevice(0) above
+    CHECK_RET(aclrtResetDevice(1), ACL_SUCCESS);
+    CHECK_RET(aclrtResetDevice(0), ACL_SUCCESS);  // the second and third aclrtSetDevice(0) above
+    CHECK_RET(aclrtResetDevice(0), ACL_SUCCESS);
     // Host-runtime memory safety: 1024 requested bytes are 1056 usable; 2048 run past the allocation.
     CHECK_RET(aclrtMemcpyAsync(dev, 4096, pinned, 2048, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_ERROR_RT_PARAM_INVALID);
     CHECK_MSG("past the end of its allocation");
@@ -1287,6 +1294,40 @@ void TestReleaseInAnyOrder()
     }).join();
 }
 
+// As CANN's ApiImpl::StreamDestroy and ApiImpl::StreamSynchronize: both need a current context whatever
+// the stream; a stream is destroyed only with its own context current, and synchronized from any.
+void TestStreamCallsNeedAContext()
+{
+    std::thread([] {
+        aclrtContext ctx0 = nullptr;
+        aclrtContext ctx1 = nullptr;
+        CHECK_RET(aclrtCreateContext(&ctx1, 1), ACL_SUCCESS);
+        aclrtStream on1 = nullptr;
+        CHECK_RET(aclrtCreateStream(&on1), ACL_SUCCESS);
+        CHECK_RET(aclrtCreateContext(&ctx0, 0), ACL_SUCCESS);
+        CHECK_RET(aclrtSynchronizeStream(on1), ACL_SUCCESS);  // another context's stream: synchronized
+        CHECK_RET(aclrtSynchronizeStreamWithTimeout(on1, 1000), ACL_SUCCESS);
+        CHECK_RET(aclrtDestroyStream(on1), ACL_ERROR_RT_STREAM_CONTEXT);
+        CHECK_MSG("another context (on device 1)");
+
+        CHECK_RET(aclrtDestroyContext(ctx0), ACL_SUCCESS);  // the thread now has no context
+        CHECK_RET(aclrtSynchronizeStream(on1), ACL_ERROR_RT_CONTEXT_NULL);
+        CHECK_RET(aclrtSynchronizeStreamWithTimeout(on1, 1000), ACL_ERROR_RT_CONTEXT_NULL);
+        CHECK_RET(aclrtDestroyStream(on1), ACL_ERROR_RT_CONTEXT_NULL);
+        // Order: a timeout below -1 (the ACL layer), the handle, a timeout of 0, the context.
+        aclrtStream dead = nullptr;
+        CHECK_RET(aclrtSetCurrentContext(ctx1), ACL_SUCCESS);
+        CHECK_RET(aclrtCreateStream(&dead), ACL_SUCCESS);
+        CHECK_RET(aclrtDestroyStream(dead), ACL_SUCCESS);
+        CHECK_RET(aclrtSynchronizeStreamWithTimeout(dead, -2), ACL_ERROR_RT_PARAM_INVALID);
+        CHECK_RET(aclrtSynchronizeStreamWithTimeout(dead, 0), ACL_ERROR_RT_INVALID_HANDLE);
+        CHECK_RET(aclrtSynchronizeStreamWithTimeout(on1, 0), ACL_ERROR_RT_PARAM_INVALID);
+        CHECK_RET(aclrtDestroyStream(dead), ACL_ERROR_RT_INVALID_HANDLE);
+        CHECK_RET(aclrtDestroyStream(on1), ACL_SUCCESS);
+        CHECK_RET(aclrtDestroyContext(ctx1), ACL_SUCCESS);
+    }).join();
+}
+
 // Contexts are bound to devices and threads as CANN binds them.
 void TestContexts()
 {
@@ -1595,6 +1636,7 @@ int main()
     TestPeerAccess(stream);
     CHECK_RET(aclrtDestroyStream(stream), ACL_SUCCESS);
     TestContexts();
+    TestStreamCallsNeedAContext();
     TestReleaseInAnyOrder();
     TestStreams();
     TestThreads();

@@ -12,8 +12,16 @@
 // - aclrtDestroyStream waits for the stream's pending tasks, then destroys it.
 // - A task failure (a descriptor copy whose descriptor is invalid when it executes) is reported once, by
 //   the next synchronize of that stream: ACL_ERROR_RT_INTERNAL_ERROR (507000) with the task's message.
-// - aclrtSynchronizeStreamWithTimeout: timeout < -1 or 0 is 107000 (as CANN's runtime layer); -1 waits
-//   forever, > 0 waits that many milliseconds; expiry is ACL_ERROR_RT_STREAM_SYNC_TIMEOUT (507046).
+// - aclrtSynchronizeStreamWithTimeout: -1 waits forever, > 0 waits that many milliseconds; expiry is
+//   ACL_ERROR_RT_STREAM_SYNC_TIMEOUT (507046).
+//
+// Check order (CANN 9.1 source: the ACL layer in acl/aclrt_impl/stream.cpp, the handle guard of
+// runtime/api/api_c_stream.cc, ApiErrorDecorator and ApiImpl in runtime/api/impl/):
+//   aclrtDestroyStream: NULL -> 100000 | unknown or destroyed -> 107017 | no current context -> 107002 |
+//     a stream of another context than the current one -> 107003 (ApiImpl::StreamDestroy)
+//   aclrtSynchronizeStream(WithTimeout): timeout < -1 -> 107000 (ACL layer) | unknown or destroyed ->
+//     107017 | timeout 0 -> 107000 (ApiErrorDecorator::StreamSynchronize) | no current context -> 107002,
+//     whatever the stream (ApiImpl::StreamSynchronize; a stream of another context is synchronized)
 #include <memory>
 #include <utility>
 
@@ -67,8 +75,25 @@ extern "C" aclError aclrtDestroyStream(aclrtStream stream)
         if (stream == nullptr) {
             return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a handle from aclrtCreateStream");
         }
+        std::shared_ptr<Stream> target;
+        aclError ret = aclhost::LookupStreamHandle(api, stream, &target);
+        if (ret != ACL_SUCCESS) {
+            return ret;
+        }
+        aclhost::CurrentContextInfo context;
+        ret = aclhost::DeviceManager::Instance().Current(api, &context);
+        if (ret != ACL_SUCCESS) {
+            return ret;
+        }
+        if (target->context() != context.id) {
+            return Fail(ACL_ERROR_RT_STREAM_CONTEXT, api,
+                        "stream %p belongs to another context (on device %d) than the calling thread's current "
+                        "context (on device %d); make its context current (aclrtSetCurrentContext, aclrtSetDevice) "
+                        "to destroy it",
+                        stream, static_cast<int>(target->device()), static_cast<int>(context.device));
+        }
         std::shared_ptr<Stream> removed = StreamTable::Instance().RemoveUserStream(stream);
-        if (removed == nullptr) {
+        if (removed == nullptr) {  // another thread destroyed it meanwhile
             return Fail(ACL_ERROR_RT_INVALID_HANDLE, api,
                         "stream %p is not a live stream (never created by aclrtCreateStream, or already destroyed)",
                         stream);
@@ -83,7 +108,10 @@ extern "C" aclError aclrtSynchronizeStream(aclrtStream stream)
     constexpr const char *api = "aclrtSynchronizeStream";
     return GuardedCall(api, [&]() -> aclError {
         std::shared_ptr<Stream> target;
-        const aclError ret = aclhost::ResolveStream(api, stream, &target);
+        aclError ret = aclhost::LookupStreamHandle(api, stream, &target);
+        if (ret == ACL_SUCCESS) {
+            ret = aclhost::UseCurrentContext(api, &target);
+        }
         if (ret != ACL_SUCCESS) {
             return ret;
         }
@@ -95,13 +123,23 @@ extern "C" aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_
 {
     constexpr const char *api = "aclrtSynchronizeStreamWithTimeout";
     return GuardedCall(api, [&]() -> aclError {
-        if (timeout < -1 || timeout == 0) {
+        const auto invalid_timeout = [&] {
             return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
                         "timeout %d is invalid; expected -1 (wait forever) or a positive number of ms",
                         static_cast<int>(timeout));
+        };
+        if (timeout < -1) {
+            return invalid_timeout();
         }
         std::shared_ptr<Stream> target;
-        const aclError ret = aclhost::ResolveStream(api, stream, &target);
+        aclError ret = aclhost::LookupStreamHandle(api, stream, &target);
+        if (ret != ACL_SUCCESS) {
+            return ret;
+        }
+        if (timeout == 0) {
+            return invalid_timeout();
+        }
+        ret = aclhost::UseCurrentContext(api, &target);
         if (ret != ACL_SUCCESS) {
             return ret;
         }

@@ -68,7 +68,7 @@ ACL_FUNC_VISIBILITY aclError aclhostGetMemLocation(const void *ptr, int32_t *typ
  * thread (host functions still run on the stream's thread), and a timed synchronize, a pageable copy's
  * drain, aclrtFree/aclrtFreeHost and aclrtDestroyStream let them run too. Without a wait they do not
  * run, unlike a CANN stream; deferred 0 restores background execution. NULL stream: 100000; unknown
- * stream: 107000.
+ * or destroyed stream: 107017.
  */
 ACL_FUNC_VISIBILITY aclError aclhostSetStreamDeferred(aclrtStream stream, int32_t deferred);
 
