@@ -110,15 +110,13 @@ class CopyPrimitive(ops.Custom):
         return self._launch_eagerly(args)
 
     def _check_arity(self, args):
-        """TypeError naming the missing or extra inputs of an op without a variadic input."""
+        """TypeError naming the missing inputs of an op without a variadic input (extra inputs are
+        each form's own count check, a ValueError)."""
         names = self._op_def.input_names
-        if any(t.variadic for t in self._op_def.inputs) or len(args) == len(names):
+        if any(t.variadic for t in self._op_def.inputs) or len(args) >= len(names):
             return
-        form = f"op({', '.join(names)})"
-        if len(args) < len(names):
-            missing = ", ".join(names[len(args):])
-            raise TypeError(f"missing input {missing}: call it as {form}, got {len(args)} input(s)")
-        raise TypeError(f"takes {len(names)} input(s), got {len(args)}: call it as {form}")
+        missing = ", ".join(names[len(args):])
+        raise TypeError(f"missing input {missing}: call it as op({', '.join(names)}), got {len(args)} input(s)")
 
     def _launch_eagerly(self, args):
         if self._kernel is None:
