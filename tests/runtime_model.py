@@ -4,23 +4,26 @@ A hypothesis state machine creates, switches and releases devices, contexts, str
 and pinned allocations in random order, from three long-lived threads (each call runs on the thread a
 rule picks, so the per-thread current context and device matter), and moves bytes between them:
 aclrtMemcpy, aclrtMemcpyAsync (H2D, D2H, D2D, between devices, HOST_TO_BUF_TO_DEVICE, through pageable
-memory), aclrtMemset, aclrtMemsetAsync, and peer access. A model written from CANN's rules as
-docs/host_runtime.md states them (per-thread current context, device references, which contexts,
-streams and events are live and which context or device each belongs to, which allocations are live,
-which stream tasks are still queued) predicts every return code; numpy arrays predict every byte of
-every allocation, compared whenever no queued task can still touch it. After each example everything
-is released in a checked order, so the next example starts from a clean runtime.
+memory), aclrtMemset, aclrtMemsetAsync, with peer access switched on and off. A model of CANN's rules
+as docs/host_runtime.md states them (checked against CANN's source: ApiImpl::StreamDestroy,
+ApiImpl::StreamSynchronize, ApiErrorDecorator::ContextSetCurrent, Context::TearDown, ...) tracks each
+thread's current context, the devices' references, which contexts, streams and events are live and
+which context or device each belongs to, which allocations are live and which stream tasks may still be
+queued, and predicts every return code; numpy arrays predict every byte of every allocation, compared
+whenever no queued task can still touch it. After each example everything is released in a checked
+order, so the next example starts from a clean runtime.
 
 The machine drives libascendcl through ctypes, so it runs against any build of it: the shipped one,
 or a sanitizer build (ops_impl/tools/run_sanitizers.py runs it against its ASan and TSan builds).
 
-    python tests/runtime_model.py                          # the short run of the test suite
-    python tests/runtime_model.py --examples 5000 --seed 7 # a long run
+    python tests/runtime_model.py                          # the short run of the test suite (~15 s)
+    python tests/runtime_model.py --examples 5000 --seed 7 # a long run (~4 min)
     python tests/runtime_model.py --soc Ascend310B         # another SoC profile
 
 Each run happens in a child interpreter (the runtime's process state, such as the process default
 device, must start fresh); a crash or hang of the child is reported with the calls of the example it
-was running. Exit status 0 when every call matched the model.
+was running, a mismatch with the calls of the shrunk example. Exit status 0 when every call matched
+the model.
 """
 import argparse
 import ctypes
@@ -42,9 +45,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fuzz_runtime import FORCED, PAGEABLE_RULES  # noqa: E402  (the kind-correction table)
 
 try:
-    import ms_memcopy  # noqa: F401  (the prototypes and error codes; no library is loaded)
+    import ms_memcopy  # the prototypes and error codes; importing it loads no library
 except ImportError:  # run from a checkout without an install (run_sanitizers.py needs no build)
     sys.path.insert(0, str(ROOT))
+    import ms_memcopy
 
 H2H, H2D, D2H, D2D, DEFAULT, BUF_H2D = 0, 1, 2, 3, 4, 5
 KIND_NAMES = {H2H: "H2H", H2D: "H2D", D2H: "D2H", D2D: "D2D", DEFAULT: "DEFAULT", BUF_H2D: "BUF_H2D", 7: "kind7"}
@@ -1065,8 +1069,8 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
             label = (f"aclrtMemcpyAsync({dname}, {dest_max}, {src.name}+{soff}, {count}, {KIND_NAMES[kind]}, "
                      f"{sname})")
             self.perform(t, label, lambda: lib.aclrtMemcpyAsync(dptr, dest_max, sptr, count, kind, handle),
-                         lambda: self.predict_memcpy_async(t, dst if dptr else None, doff, dest_max, src, soff, count, kind,
-                                                           stream))
+                         lambda: self.predict_memcpy_async(t, dst if dptr else None, doff, dest_max, src, soff, count,
+                                                           kind, stream))
 
         @rule(t=workers, dpick=picks, spick=picks, a=picks, b=picks, c=picks, queued=st.booleans(),
               spick2=picks, null=st.booleans())
@@ -1115,7 +1119,8 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
             stream, handle, sname = self.stream_arg(t, spick, null)
             self.perform(t, f"aclrtMemsetAsync({name}, {max_count}, {value}, {count}, {sname})",
                          lambda: lib.aclrtMemsetAsync(ptr, max_count, value, count, handle),
-                         lambda: self.predict_memset_async(t, dst if ptr else None, off, max_count, count, value, stream))
+                         lambda: self.predict_memset_async(t, dst if ptr else None, off, max_count, count, value,
+                                                           stream))
 
         # --- rules: events ------------------------------------------------------------------------
 
@@ -1194,7 +1199,7 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
                 label += f"; aclrtSynchronizeEvent({event.name})"
             if not self.perform(t, label, record_then, predict) or then is None:
                 return
-            self.log_result(f"; then {followed[0]}" + (f" -> {status.value}" if then == "query" else ""))
+            self.log(f"    then {followed[0]}" + (f" -> {status.value}" if then == "query" else ""))
             if then == "query":
                 self.check_query(t, event, followed[0], status.value)
             else:
@@ -1389,8 +1394,8 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
             for stream in self.streams:
                 if stream.live:
                     self.enter(0, stream.context)
-                    self.call(0, f"aclrtDestroyStream({stream.name})", lambda h=stream.handle: lib.aclrtDestroyStream(h),
-                              OK)
+                    self.call(0, f"aclrtDestroyStream({stream.name})",
+                              lambda h=stream.handle: lib.aclrtDestroyStream(h), OK)
                     self.retire(stream)
             for context in self.contexts:
                 if not context.destroyed:
@@ -1516,8 +1521,7 @@ def child_env(soc):
     env["MS_MEMCOPY_DEVICE_COUNT"] = str(DEVICE_COUNT)
     if soc:
         env["MS_MEMCOPY_SOC"] = soc
-    loaded = sys.modules.get("ms_memcopy")
-    parent = os.path.dirname(os.path.dirname(os.path.abspath(loaded.__file__))) if loaded else str(ROOT)
+    parent = os.path.dirname(os.path.dirname(os.path.abspath(ms_memcopy.__file__)))  # the same ms_memcopy
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [parent, env.get("PYTHONPATH")]))
     return env
 
@@ -1526,8 +1530,6 @@ def run(examples=DEFAULT_EXAMPLES, steps=DEFAULT_STEPS, seed=0, library=None, so
         no_shrink=False, timeout=1800, env=None, abort_before=None):
     """Runs the machine in a child interpreter. Returns (outcome dict or None, list of findings)."""
     if library is None:
-        import ms_memcopy
-
         library = ms_memcopy.get_acl_library()
     with tempfile.TemporaryDirectory(prefix="ms_memcopy_model_") as tmp:
         trace = Path(tmp) / "trace.txt"

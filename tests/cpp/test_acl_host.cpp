@@ -1294,8 +1294,9 @@ void TestReleaseInAnyOrder()
     }).join();
 }
 
-// As CANN's ApiImpl::StreamDestroy and ApiImpl::StreamSynchronize: both need a current context whatever
-// the stream; a stream is destroyed only with its own context current, and synchronized from any.
+// As CANN's ApiImpl::StreamDestroy, ApiImpl::StreamSynchronize and ApiImpl::MemcpyBatchAsync: they need a
+// current context whatever the stream; a stream is destroyed only with its own context current, and
+// synchronized from any.
 void TestStreamCallsNeedAContext()
 {
     std::thread([] {
@@ -1304,6 +1305,17 @@ void TestStreamCallsNeedAContext()
         CHECK_RET(aclrtCreateContext(&ctx1, 1), ACL_SUCCESS);
         aclrtStream on1 = nullptr;
         CHECK_RET(aclrtCreateStream(&on1), ACL_SUCCESS);
+        void *dev = DeviceAlloc(64);
+        void *pinned = PinnedAlloc(64);
+        Fill(pinned, 64, 3);
+        aclrtMemcpyBatchAttr h2d = {};
+        h2d.srcLoc = {0, ACL_MEM_LOCATION_TYPE_HOST};
+        h2d.dstLoc = {1, ACL_MEM_LOCATION_TYPE_DEVICE};
+        void *dsts[1] = {dev};
+        void *srcs[1] = {pinned};
+        size_t sizes[1] = {64};
+        size_t first = 0;
+        size_t fail_index = 0;
         CHECK_RET(aclrtCreateContext(&ctx0, 0), ACL_SUCCESS);
         CHECK_RET(aclrtSynchronizeStream(on1), ACL_SUCCESS);  // another context's stream: synchronized
         CHECK_RET(aclrtSynchronizeStreamWithTimeout(on1, 1000), ACL_SUCCESS);
@@ -1314,6 +1326,10 @@ void TestStreamCallsNeedAContext()
         CHECK_RET(aclrtSynchronizeStream(on1), ACL_ERROR_RT_CONTEXT_NULL);
         CHECK_RET(aclrtSynchronizeStreamWithTimeout(on1, 1000), ACL_ERROR_RT_CONTEXT_NULL);
         CHECK_RET(aclrtDestroyStream(on1), ACL_ERROR_RT_CONTEXT_NULL);
+        // ApiImpl::MemcpyBatchAsync checks the context whatever the stream, after the argument checks.
+        CHECK_RET(aclrtMemcpyBatchAsync(dsts, sizes, srcs, sizes, 1, &h2d, &first, 1, &fail_index, on1),
+                  ACL_ERROR_RT_CONTEXT_NULL);
+        CHECK(fail_index == SIZE_MAX);
         // Order: a timeout below -1 (the ACL layer), the handle, a timeout of 0, the context.
         aclrtStream dead = nullptr;
         CHECK_RET(aclrtSetCurrentContext(ctx1), ACL_SUCCESS);
@@ -1323,7 +1339,15 @@ void TestStreamCallsNeedAContext()
         CHECK_RET(aclrtSynchronizeStreamWithTimeout(dead, 0), ACL_ERROR_RT_INVALID_HANDLE);
         CHECK_RET(aclrtSynchronizeStreamWithTimeout(on1, 0), ACL_ERROR_RT_PARAM_INVALID);
         CHECK_RET(aclrtDestroyStream(dead), ACL_ERROR_RT_INVALID_HANDLE);
+        CHECK_RET(aclrtMemcpyBatchAsync(dsts, sizes, srcs, sizes, 1, &h2d, &first, 1, &fail_index, on1),
+                  ACL_SUCCESS);
+        CHECK_RET(aclrtSynchronizeStream(on1), ACL_SUCCESS);
+        std::vector<unsigned char> back(64);
+        CHECK_RET(aclrtMemcpy(back.data(), 64, dev, 64, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+        CHECK(Same(back.data(), pinned, 64));
         CHECK_RET(aclrtDestroyStream(on1), ACL_SUCCESS);
+        CHECK_RET(aclrtFree(dev), ACL_SUCCESS);
+        CHECK_RET(aclrtFreeHost(pinned), ACL_SUCCESS);
         CHECK_RET(aclrtDestroyContext(ctx1), ACL_SUCCESS);
     }).join();
 }

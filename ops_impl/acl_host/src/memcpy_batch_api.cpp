@@ -7,7 +7,8 @@
 //   attrs[k].rsv != 0 -> 100000 | SoC without memcpy_batch -> 207000 | async: stream unknown -> 107017 |
 //   *failIndex = SIZE_MAX | numAttrs == 0 or numAttrs > numBatches -> 107000 |
 //   sync: numBatches > 4096 -> 107000 | attrsIndexes[0] != 0, not strictly increasing, or >= numBatches
-//   -> 107000 | async: NULL stream without a device -> 107002 | per item i (failIndex = i, 107000):
+//   -> 107000 | async: no current context -> 107002, whatever the stream (ApiImpl::MemcpyBatchAsync's
+//   CHECK_CONTEXT_VALID), then NULL is the default stream | per item i (failIndex = i, 107000):
 //   size == 0 or size > destMax, src NULL, dst NULL, attribute location of dst then src does not match
 //   the real location (pageable counts as HOST, HOST_NUMA input as HOST, DEVICE also compares the id),
 //   real src location == real dst location (only H2D and D2H), (host runtime) range past its allocation.
@@ -364,7 +365,7 @@ aclError MemcpyBatchAsyncImpl(const char *api, const BatchArgs &a, bool has_fail
     if (ret != ACL_SUCCESS) {
         return ret;
     }
-    ret = UseDefaultStreamIfEmpty(api, &stream);
+    ret = UseCurrentContext(api, &stream);
     if (ret != ACL_SUCCESS) {
         return ret;
     }
