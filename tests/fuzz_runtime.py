@@ -182,6 +182,17 @@ class Rejected(Exception):
         self.code = code
 
 
+def corrected_kind(kind, src_loc, dst_loc):
+    """The copy kind the runtime uses for `kind` between these locations, or None (107000)."""
+    pair = (src_loc, dst_loc)
+    if pair in FORCED:
+        return FORCED[pair]
+    allowed, default = PAGEABLE_RULES[pair]
+    if kind == DEFAULT:
+        return default
+    return kind if kind in allowed else None
+
+
 class Model:
     def __init__(self, memory):
         self.m = memory
@@ -198,15 +209,10 @@ class Model:
             raise Rejected(RT_PARAM_INVALID)
 
     def resolve(self, kind, src, dst):
-        pair = (self.loc(src), self.loc(dst))
-        if pair in FORCED:
-            return FORCED[pair]
-        allowed, default = PAGEABLE_RULES[pair]
-        if kind == DEFAULT:
-            return default
-        if kind in allowed:
-            return kind
-        raise Rejected(RT_PARAM_INVALID)
+        resolved = corrected_kind(kind, self.loc(src), self.loc(dst))
+        if resolved is None:
+            raise Rejected(RT_PARAM_INVALID)
+        return resolved
 
     def stream_handle(self, stream):
         if stream in ("dead", "junk"):

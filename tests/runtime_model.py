@@ -42,7 +42,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fuzz_runtime import FORCED, PAGEABLE_RULES  # noqa: E402  (the kind-correction table)
+from fuzz_runtime import corrected_kind  # noqa: E402  (the kind-correction table)
 
 try:
     import ms_memcopy  # the prototypes and error codes; importing it loads no library
@@ -452,15 +452,10 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
                 if src.kind == "device" or dst.kind != "device":
                     raise Rejected(RT_PARAM_INVALID)
                 return BUF_H2D
-            pair = (src.kind, dst.kind)
-            if pair in FORCED:
-                return FORCED[pair]
-            allowed, default = PAGEABLE_RULES[pair]
-            if kind == DEFAULT:
-                return default
-            if kind in allowed:
-                return kind
-            raise Rejected(RT_PARAM_INVALID)
+            resolved = corrected_kind(kind, src.kind, dst.kind)
+            if resolved is None:
+                raise Rejected(RT_PARAM_INVALID)
+            return resolved
 
         def crosses_devices(self, resolved, src, dst):
             return resolved == D2D and src.kind == dst.kind == "device" and src.device != dst.device
