@@ -11,6 +11,7 @@ import numpy as np
 import mindspore as ms
 
 from ..host_buffer import HostBuffer
+from ._variadic import OpCell
 from ._base import (CopyPrimitive, check_host_buffer, check_in_place_target, check_int, check_supported,
                     dtype_name, itemsize, labelled_errors, num_elements, reading_host_values_once,
                     remember_host_values, static_shape)
@@ -77,14 +78,10 @@ class _BlockPrimitive(CopyPrimitive):
     def __init__(self, op_name, num_caches, attrs):
         self.num_caches = check_int(num_caches, "num_caches", minimum=1)
         self._eager_mapping = None
-        super().__init__(op_name, attrs={**attrs, "num_caches": self.num_caches}, variadic_count=self.num_caches)
-
-    @classmethod
-    def _variadic_call(cls, *args, **kwargs):
-        return True  # the caches
+        super().__init__(op_name, attrs={**attrs, "num_caches": self.num_caches})
 
     def __call__(self, *args):
-        # The caches arrive as one tuple (VariadicCall packs them).
+        # The caches arrive as one tuple (the OpCell packs them).
         grouped = len(args) == 2 and isinstance(args[0], (tuple, list))
         flat = (*args[0], args[1]) if grouped else args
         with reading_host_values_once():
@@ -134,7 +131,55 @@ class _BlockPrimitive(CopyPrimitive):
         raise NotImplementedError
 
 
-class SwapBlocks(_BlockPrimitive):
+class _SwapBlocksPrimitive(_BlockPrimitive):
+    """The primitive of SwapBlocks (the checks of its calls)."""
+
+    def __init__(self, direction: str, host_buffer: HostBuffer, *, num_caches: int):
+        if direction not in _DIRECTIONS:
+            raise ValueError(f"direction must be one of {_DIRECTIONS}, got {direction!r}")
+        self.direction = direction
+        self.host_buffer = check_host_buffer(host_buffer)
+        super().__init__(f"swap_blocks_{direction}", num_caches, {"buffer_id": host_buffer.buffer_id})
+
+    def host_blocks(self, block_bytes):
+        """H: the blocks of each host cache for blocks of block_bytes bytes."""
+        return self.host_buffer.nbytes // (self.num_caches * block_bytes)
+
+    def _check_host_room(self, block_bytes):
+        if self.host_blocks(block_bytes) == 0:
+            raise ValueError(f"host_buffer: its {self.host_buffer.nbytes} bytes hold no host block: each of the "
+                             f"{self.num_caches} host caches needs at least one block of {block_bytes} bytes; "
+                             f"give a HostBuffer of at least {self.num_caches * block_bytes} bytes "
+                             f"(num_caches x host blocks x block bytes)")
+
+    def _check_infer(self, args):
+        check_host_buffer(self.host_buffer)
+        super()._check_infer(args)
+
+    def _check_eager(self, inputs):
+        check_host_buffer(self.host_buffer)
+        super()._check_eager(inputs)
+
+    def _check_mapping(self, geometry, values):
+        num_blocks, block_bytes = geometry
+        self._check_host_room(block_bytes)
+        device, host = ("device", num_blocks), ("host", self.host_blocks(block_bytes))
+        source, destination = (device, host) if self.direction == "d2h" else (host, device)
+        check_block_mapping(values, source, destination, same_cache=False)
+
+
+class _CopyBlocksPrimitive(_BlockPrimitive):
+    """The primitive of CopyBlocks (the checks of its calls)."""
+
+    def __init__(self, *, num_caches: int):
+        super().__init__("copy_blocks", num_caches, {})
+
+    def _check_mapping(self, geometry, values):
+        side = ("device", geometry[0])
+        check_block_mapping(values, side, side, same_cache=True)
+
+
+class SwapBlocks(OpCell):
     r"""Swaps blocks of L device caches out to, or in from, L host caches kept in a HostBuffer.
 
     ``SwapBlocks("d2h", host_buffer, num_caches=L)``: ``nbytes = op(cache_0, ..., cache_{L-1}, block_mapping)``
@@ -203,40 +248,18 @@ class SwapBlocks(_BlockPrimitive):
     _forms = _DIRECTIONS
 
     def __init__(self, direction: str, host_buffer: HostBuffer, *, num_caches: int):
-        if direction not in _DIRECTIONS:
-            raise ValueError(f"direction must be one of {_DIRECTIONS}, got {direction!r}")
+        super().__init__()
+        self.primitive = _SwapBlocksPrimitive(direction, host_buffer, num_caches=num_caches)
         self.direction = direction
-        self.host_buffer = check_host_buffer(host_buffer)
-        super().__init__(f"swap_blocks_{direction}", num_caches, {"buffer_id": host_buffer.buffer_id})
+        self.host_buffer = host_buffer
+        self.num_caches = self.primitive.num_caches
 
     def host_blocks(self, block_bytes):
         """H: the blocks of each host cache for blocks of block_bytes bytes."""
-        return self.host_buffer.nbytes // (self.num_caches * block_bytes)
-
-    def _check_host_room(self, block_bytes):
-        if self.host_blocks(block_bytes) == 0:
-            raise ValueError(f"host_buffer: its {self.host_buffer.nbytes} bytes hold no host block: each of the "
-                             f"{self.num_caches} host caches needs at least one block of {block_bytes} bytes; "
-                             f"give a HostBuffer of at least {self.num_caches * block_bytes} bytes "
-                             f"(num_caches x host blocks x block bytes)")
-
-    def _check_infer(self, args):
-        check_host_buffer(self.host_buffer)
-        super()._check_infer(args)
-
-    def _check_eager(self, inputs):
-        check_host_buffer(self.host_buffer)
-        super()._check_eager(inputs)
-
-    def _check_mapping(self, geometry, values):
-        num_blocks, block_bytes = geometry
-        self._check_host_room(block_bytes)
-        device, host = ("device", num_blocks), ("host", self.host_blocks(block_bytes))
-        source, destination = (device, host) if self.direction == "d2h" else (host, device)
-        check_block_mapping(values, source, destination, same_cache=False)
+        return self.primitive.host_blocks(block_bytes)
 
 
-class CopyBlocks(_BlockPrimitive):
+class CopyBlocks(OpCell):
     r"""Copies blocks within each of L device caches, in place (vLLM's copy_blocks: forking a sequence).
 
     ``nbytes = CopyBlocks(num_caches=L)(cache_0, ..., cache_{L-1}, block_mapping)`` copies, for every
@@ -286,8 +309,6 @@ class CopyBlocks(_BlockPrimitive):
     """
 
     def __init__(self, *, num_caches: int):
-        super().__init__("copy_blocks", num_caches, {})
-
-    def _check_mapping(self, geometry, values):
-        side = ("device", geometry[0])
-        check_block_mapping(values, side, side, same_cache=True)
+        super().__init__()
+        self.primitive = _CopyBlocksPrimitive(num_caches=num_caches)
+        self.num_caches = self.primitive.num_caches
