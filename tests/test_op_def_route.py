@@ -353,13 +353,18 @@ def test_ascend_kernels_compile_and_link(tmp_path):
 
 
 def test_variadic_primitive_keeps_its_attributes(monkeypatch):
-    """MemcpyBatch d2h is a Cell packing its tensors; it still reads like the primitive it wraps."""
+    """MemcpyBatch d2h is a Cell packing its tensors into its primitive's tuple input; it is an instance
+    of its class and has the documented attributes."""
+    from mindspore import nn
+
     from ms_memcopy import HostBuffer
     from ms_memcopy.ops import MemcpyBatch
 
     with HostBuffer(64) as buf:
         op = MemcpyBatch("d2h", buf, num_tensors=3)
+        assert type(op) is MemcpyBatch and isinstance(op, nn.Cell)
         assert (op.direction, op.num_tensors, op.host_buffer, op.route) == ("d2h", 3, buf, "op_def")
+        assert op.primitive.name == "Custom_ms_memcopy_memcpy_batch_d2h"
         with pytest.raises(AttributeError):
             op.no_such_attribute  # noqa: B018
 
