@@ -16,7 +16,6 @@ Nor does a call leave anything behind: the live events and pinned host allocatio
 (ms_memcopy.runtime.live_resource_counts) stay the same from call to call once a ring of calls has
 given every event-guarded slot its event.
 """
-import numpy as np
 import pytest
 
 from ms_memcopy import HostBuffer, op_defs, runtime, samples

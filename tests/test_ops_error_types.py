@@ -15,6 +15,7 @@ import mindspore as ms
 
 from ms_memcopy import HostBuffer, op_defs, samples
 from ms_memcopy.ops import CopyBlocks, Memcpy2D, MemcpyBatch, MemcpyWithCondition, MemcpyWithDesc, SwapBlocks
+from ms_memcopy.ops._args import flat_input_names
 
 from _ops_support import FnCell, int64
 
@@ -51,14 +52,10 @@ OPS = op_defs.all_op_defs()
 # ---- cases made from the sample call of every op (ms_memcopy/samples.py) and its definition --------------
 
 def positions(definition, count):
-    """The argument name of each of count inputs of a call: a variadic input's tensors are name[i]."""
-    names = []
-    for t in definition.inputs:
-        if t.variadic:
-            names += [(t, f"{t.name}[{i}]") for i in range(count - len(definition.inputs) + 1)]
-        else:
-            names.append((t, t.name))
-    return names
+    """(input definition, argument name) of each of count inputs of a call: a variadic input's tensors
+    are name[i]."""
+    by_name = {t.name: t for t in definition.inputs}
+    return [(by_name[name.split("[")[0]], name) for name in flat_input_names(definition, count)]
 
 
 def as_dtype(x, np_dtype):

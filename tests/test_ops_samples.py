@@ -1,6 +1,5 @@
 """The table of sample calls (ms_memcopy/samples.py): one per op of configs/ops/*.yaml, each run in
 GRAPH_MODE and PYNATIVE_MODE (in a Cell, in ms.jit and eagerly) and compared against numpy."""
-import numpy as np
 import pytest
 
 import mindspore as ms

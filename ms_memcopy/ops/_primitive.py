@@ -1,5 +1,5 @@
 """CopyPrimitive, the ``Custom_ms_memcopy_<op>`` primitive of an op of configs/ops/*.yaml that every copy
-primitive of ms_memcopy.ops is (how it is run and checked: :mod:`ms_memcopy.ops._base`)."""
+primitive of ms_memcopy.ops is or holds (how it is run and checked: :mod:`ms_memcopy.ops`)."""
 import numpy as np
 from mindspore import ops
 from mindspore.ops.primitive import _run_op

@@ -4,9 +4,11 @@ from typing import Optional, Sequence
 import mindspore as ms
 
 from ..host_buffer import HostBuffer
+from ._args import check_host_buffer, check_int, check_int64_input, check_shape, eager_int64, num_elements, static_shape
+from ._dtypes import DtypeLike, check_supported, itemsize, ms_dtype
+from ._errors import labelled_errors
+from ._primitive import CopyPrimitive
 from ._variadic import OpCell
-from ._base import (CopyPrimitive, DtypeLike, check_host_buffer, check_int, check_int64_input, check_shape,
-                    check_supported, eager_int64, itemsize, labelled_errors, ms_dtype, num_elements, static_shape)
 from ._checks import check_batch_ranges
 
 _DIRECTIONS = ("d2h", "h2d")

@@ -11,10 +11,12 @@ import numpy as np
 import mindspore as ms
 
 from ..host_buffer import HostBuffer
+from ._args import check_host_buffer, check_in_place_target, check_int, num_elements, static_shape
+from ._dtypes import check_supported, dtype_name, itemsize
+from ._errors import labelled_errors
+from ._host_values import reading_host_values_once, remember_host_values
+from ._primitive import CopyPrimitive
 from ._variadic import OpCell
-from ._base import (CopyPrimitive, check_host_buffer, check_in_place_target, check_int, check_supported,
-                    dtype_name, itemsize, labelled_errors, num_elements, reading_host_values_once,
-                    remember_host_values, static_shape)
 from ._checks import check_block_mapping
 
 _DIRECTIONS = ("d2h", "h2d")
@@ -80,10 +82,9 @@ class _BlockPrimitive(CopyPrimitive):
         self._eager_mapping = None
         super().__init__(op_name, attrs={**attrs, "num_caches": self.num_caches})
 
-    def __call__(self, *args):
+    def __call__(self, caches, block_mapping):
         # The caches arrive as one tuple (the OpCell packs them).
-        grouped = len(args) == 2 and isinstance(args[0], (tuple, list))
-        flat = (*args[0], args[1]) if grouped else args
+        flat = (*caches, block_mapping)
         with reading_host_values_once():
             with labelled_errors(self._label):
                 self._check_count(len(flat))
@@ -92,7 +93,7 @@ class _BlockPrimitive(CopyPrimitive):
             remember_host_values(mapping, values)  # checked and launched from these values
             self._eager_mapping = values
             try:
-                return super().__call__(args[0], mapping) if grouped else super().__call__(*flat[:-1], mapping)
+                return super().__call__(caches, mapping)
             finally:
                 self._eager_mapping = None
 
