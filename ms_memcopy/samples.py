@@ -56,7 +56,14 @@ class Sample:
             pairs = [(f"outputs[{i}]", got, want) for i, (got, want) in enumerate(zip(outputs, self.outputs))]
         else:
             pairs = [("output", outputs, self.outputs)]
-        pairs += [(name, read(), want) for name, read, want in self.writes]
+        self._compare(pairs)
+        self.check_writes()
+
+    def check_writes(self):
+        """AssertionError unless what the call writes equals the numpy expectations."""
+        self._compare([(name, read(), want) for name, read, want in self.writes])
+
+    def _compare(self, pairs):
         for name, got, want in pairs:
             got = got.asnumpy() if isinstance(got, ms.Tensor) else np.asarray(got)
             np.testing.assert_array_equal(got, want, err_msg=f"{self.label}: {name}")
