@@ -132,54 +132,6 @@ class _BlockPrimitive(CopyPrimitive):
         raise NotImplementedError
 
 
-class _SwapBlocksPrimitive(_BlockPrimitive):
-    """The primitive of SwapBlocks (the checks of its calls)."""
-
-    def __init__(self, direction: str, host_buffer: HostBuffer, *, num_caches: int):
-        if direction not in _DIRECTIONS:
-            raise ValueError(f"direction must be one of {_DIRECTIONS}, got {direction!r}")
-        self.direction = direction
-        self.host_buffer = check_host_buffer(host_buffer)
-        super().__init__(f"swap_blocks_{direction}", num_caches, {"buffer_id": host_buffer.buffer_id})
-
-    def host_blocks(self, block_bytes):
-        """H: the blocks of each host cache for blocks of block_bytes bytes."""
-        return self.host_buffer.nbytes // (self.num_caches * block_bytes)
-
-    def _check_host_room(self, block_bytes):
-        if self.host_blocks(block_bytes) == 0:
-            raise ValueError(f"host_buffer: its {self.host_buffer.nbytes} bytes hold no host block: each of the "
-                             f"{self.num_caches} host caches needs at least one block of {block_bytes} bytes; "
-                             f"give a HostBuffer of at least {self.num_caches * block_bytes} bytes "
-                             f"(num_caches x host blocks x block bytes)")
-
-    def _check_infer(self, args):
-        check_host_buffer(self.host_buffer)
-        super()._check_infer(args)
-
-    def _check_eager(self, inputs):
-        check_host_buffer(self.host_buffer)
-        super()._check_eager(inputs)
-
-    def _check_mapping(self, geometry, values):
-        num_blocks, block_bytes = geometry
-        self._check_host_room(block_bytes)
-        device, host = ("device", num_blocks), ("host", self.host_blocks(block_bytes))
-        source, destination = (device, host) if self.direction == "d2h" else (host, device)
-        check_block_mapping(values, source, destination, same_cache=False)
-
-
-class _CopyBlocksPrimitive(_BlockPrimitive):
-    """The primitive of CopyBlocks (the checks of its calls)."""
-
-    def __init__(self, *, num_caches: int):
-        super().__init__("copy_blocks", num_caches, {})
-
-    def _check_mapping(self, geometry, values):
-        side = ("device", geometry[0])
-        check_block_mapping(values, side, side, same_cache=True)
-
-
 class SwapBlocks(OpCell):
     r"""Swaps blocks of L device caches out to, or in from, L host caches kept in a HostBuffer.
 
@@ -260,6 +212,43 @@ class SwapBlocks(OpCell):
         return self.primitive.host_blocks(block_bytes)
 
 
+class _SwapBlocksPrimitive(_BlockPrimitive):
+    """The primitive of SwapBlocks (the checks of its calls)."""
+
+    def __init__(self, direction: str, host_buffer: HostBuffer, *, num_caches: int):
+        if direction not in _DIRECTIONS:
+            raise ValueError(f"direction must be one of {_DIRECTIONS}, got {direction!r}")
+        self.direction = direction
+        self.host_buffer = check_host_buffer(host_buffer)
+        super().__init__(f"swap_blocks_{direction}", num_caches, {"buffer_id": host_buffer.buffer_id})
+
+    def host_blocks(self, block_bytes):
+        """H: the blocks of each host cache for blocks of block_bytes bytes."""
+        return self.host_buffer.nbytes // (self.num_caches * block_bytes)
+
+    def _check_host_room(self, block_bytes):
+        if self.host_blocks(block_bytes) == 0:
+            raise ValueError(f"host_buffer: its {self.host_buffer.nbytes} bytes hold no host block: each of the "
+                             f"{self.num_caches} host caches needs at least one block of {block_bytes} bytes; "
+                             f"give a HostBuffer of at least {self.num_caches * block_bytes} bytes "
+                             f"(num_caches x host blocks x block bytes)")
+
+    def _check_infer(self, args):
+        check_host_buffer(self.host_buffer)
+        super()._check_infer(args)
+
+    def _check_eager(self, inputs):
+        check_host_buffer(self.host_buffer)
+        super()._check_eager(inputs)
+
+    def _check_mapping(self, geometry, values):
+        num_blocks, block_bytes = geometry
+        self._check_host_room(block_bytes)
+        device, host = ("device", num_blocks), ("host", self.host_blocks(block_bytes))
+        source, destination = (device, host) if self.direction == "d2h" else (host, device)
+        check_block_mapping(values, source, destination, same_cache=False)
+
+
 class CopyBlocks(OpCell):
     r"""Copies blocks within each of L device caches, in place (vLLM's copy_blocks: forking a sequence).
 
@@ -313,3 +302,14 @@ class CopyBlocks(OpCell):
         super().__init__()
         self.primitive = _CopyBlocksPrimitive(num_caches=num_caches)
         self.num_caches = self.primitive.num_caches
+
+
+class _CopyBlocksPrimitive(_BlockPrimitive):
+    """The primitive of CopyBlocks (the checks of its calls)."""
+
+    def __init__(self, *, num_caches: int):
+        super().__init__("copy_blocks", num_caches, {})
+
+    def _check_mapping(self, geometry, values):
+        side = ("device", geometry[0])
+        check_block_mapping(values, side, side, same_cache=True)
