@@ -22,6 +22,7 @@ def test_every_op_has_a_sample_and_every_sample_an_op():
 def test_each_sample_builds_its_op():
     """A sample's op is the primitive of that op (held by the public Cell for the variadic forms) and
     an instance of the public class of its label."""
+    classes = set()
     with HostBuffer(samples.HOST_BUFFER_BYTES) as buf:
         for name in OP_NAMES:
             sample = samples.sample(name, buf)
@@ -30,6 +31,8 @@ def test_each_sample_builds_its_op():
             public = sample.label.split("(")[0]
             if name not in samples.GRADIENT_ONLY:
                 assert type(sample.op) is getattr(ops, public), name
+                classes.add(public)
+    assert classes == set(ops.__all__)  # every public class has its forms in the table
 
 
 @pytest.mark.parametrize("name", OP_NAMES)
