@@ -2,8 +2,9 @@
 from typing import Optional, Sequence
 
 from ..host_buffer import HostBuffer
-from ._base import (CopyPrimitive, DtypeLike, GradientOp, check_host_buffer, check_int, check_int64_input, check_shape,
-                    check_supported, eager_int64, itemsize, ms_dtype, num_elements, static_shape)
+from ._args import check_host_buffer, check_int64_input, check_shape, eager_int64, num_elements, static_shape
+from ._dtypes import DtypeLike, check_supported, itemsize, ms_dtype
+from ._primitive import CopyPrimitive, GradientOp
 from ._checks import check_host_range
 
 _DIRECTIONS = ("d2d", "d2h", "h2d")

@@ -3,8 +3,9 @@ from typing import Optional
 
 from mindspore import ops
 
-from ._base import (CopyPrimitive, GradientOp, check_int, check_int64_input, check_supported, eager_int64, num_elements,
-                    static_shape)
+from ._args import check_int, check_int64_input, eager_int64, num_elements, static_shape
+from ._dtypes import check_supported
+from ._primitive import CopyPrimitive, GradientOp
 from ._checks import check_region
 
 

@@ -8,9 +8,10 @@ from typing import Optional, Sequence
 from mindspore import ops
 
 from ..host_buffer import HostBuffer
-from ._base import (CopyPrimitive, DtypeLike, GradientOp, check_host_buffer, check_in_place_target, check_int,
-                    check_int64_input, check_shape, check_supported, eager_int64, itemsize, matrix_view, ms_dtype,
-                    static_shape)
+from ._args import (check_host_buffer, check_in_place_target, check_int, check_int64_input, check_shape, eager_int64,
+                    matrix_view, static_shape)
+from ._dtypes import DtypeLike, check_supported, itemsize, ms_dtype
+from ._primitive import CopyPrimitive, GradientOp
 from ._checks import check_host_range, check_region, pitched_span
 
 _MODES = ("extract", "insert", "write", "d2h", "h2d")
