@@ -63,10 +63,7 @@ extern "C" aclError aclInit(const char *configPath)
                                  static_cast<unsigned long long>(g_init_references));
         }
         if (configPath != nullptr && configPath[0] != '\0') {
-            const aclError ret = CheckConfigFile(api, configPath);
-            if (ret != ACL_SUCCESS) {
-                return ret;
-            }
+            ACLHOST_RETURN_IF_ERROR(CheckConfigFile(api, configPath));
         }
         aclError ret = ACL_SUCCESS;
         if (aclhost::RequireSoc(api, &ret) == nullptr) {

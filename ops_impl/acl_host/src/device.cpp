@@ -125,10 +125,7 @@ aclError DeviceManager::DeviceCount(const char *api, int32_t *count)
 aclError DeviceManager::CheckDeviceIdLocked(const char *api, int32_t id)
 {
     int32_t count = 0;
-    const aclError ret = DeviceCountLocked(api, &count);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(DeviceCountLocked(api, &count));
     if (id < 0 || id >= count) {
         return Fail(ACL_ERROR_RT_INVALID_DEVICEID, api, "deviceId %d is out of range; expected [0, %d)",
                     static_cast<int>(id), static_cast<int>(count));
@@ -139,12 +136,10 @@ aclError DeviceManager::CheckDeviceIdLocked(const char *api, int32_t id)
 aclError DeviceManager::SetDevice(const char *api, int32_t id)
 {
     std::lock_guard<std::mutex> lock(mutex_);
-    aclError ret = CheckDeviceIdLocked(api, id);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    if (RequireSoc(api, &ret) == nullptr) {
-        return ret;
+    ACLHOST_RETURN_IF_ERROR(CheckDeviceIdLocked(api, id));
+    aclError soc_error = ACL_SUCCESS;
+    if (RequireSoc(api, &soc_error) == nullptr) {
+        return soc_error;
     }
     DeviceState &state = devices_[id];
     if (state.default_stream == nullptr) {
@@ -167,10 +162,7 @@ aclError DeviceManager::ResetDevice(const char *api, int32_t id)
     std::shared_ptr<Stream> retired;
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        const aclError ret = CheckDeviceIdLocked(api, id);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(CheckDeviceIdLocked(api, id));
         const auto it = devices_.find(id);
         if (it == devices_.end() || it->second.references == 0) {
             return Fail(ACL_ERROR_RT_CONTEXT_RELEASE_ERROR, api,
@@ -203,12 +195,10 @@ uint64_t DeviceManager::LiveContextLocked(aclrtContext handle, bool *primary)
 aclError DeviceManager::CreateContext(const char *api, int32_t device, aclrtContext *out)
 {
     std::lock_guard<std::mutex> lock(mutex_);
-    aclError ret = CheckDeviceIdLocked(api, device);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    if (RequireSoc(api, &ret) == nullptr) {
-        return ret;
+    ACLHOST_RETURN_IF_ERROR(CheckDeviceIdLocked(api, device));
+    aclError soc_error = ACL_SUCCESS;
+    if (RequireSoc(api, &soc_error) == nullptr) {
+        return soc_error;
     }
     const uint64_t id = kFirstUserContext + next_user_context_;
     UserContext context;
@@ -274,11 +264,9 @@ aclError DeviceManager::SetCurrentContext(const char *api, aclrtContext handle)
 aclError DeviceManager::GetCurrentContext(const char *api, aclrtContext *out)
 {
     CurrentContextInfo info;
-    const aclError ret = Current(api, &info);
-    if (ret == ACL_SUCCESS) {
-        *out = ContextHandle(info.id);
-    }
-    return ret;
+    ACLHOST_RETURN_IF_ERROR(Current(api, &info));
+    *out = ContextHandle(info.id);
+    return ACL_SUCCESS;
 }
 
 bool DeviceManager::CurrentLocked(CurrentContextInfo *out, const char **why)
@@ -347,21 +335,17 @@ bool DeviceManager::CurrentIfSet(CurrentContextInfo *out)
 aclError DeviceManager::CurrentDevice(const char *api, int32_t *id)
 {
     CurrentContextInfo info;
-    const aclError ret = Current(api, &info);
-    if (ret == ACL_SUCCESS) {
-        *id = info.device;
-    }
-    return ret;
+    ACLHOST_RETURN_IF_ERROR(Current(api, &info));
+    *id = info.device;
+    return ACL_SUCCESS;
 }
 
 aclError DeviceManager::DefaultStream(const char *api, std::shared_ptr<Stream> *out)
 {
     CurrentContextInfo info;
-    const aclError ret = Current(api, &info);
-    if (ret == ACL_SUCCESS) {
-        *out = std::move(info.default_stream);
-    }
-    return ret;
+    ACLHOST_RETURN_IF_ERROR(Current(api, &info));
+    *out = std::move(info.default_stream);
+    return ACL_SUCCESS;
 }
 
 }  // namespace aclhost

@@ -50,11 +50,9 @@ extern "C" aclError aclrtGetDeviceCount(uint32_t *count)
             return Fail(ACL_ERROR_INVALID_PARAM, api, "count is NULL; expected a pointer to a uint32_t");
         }
         int32_t devices = 0;
-        const aclError ret = DeviceManager::Instance().DeviceCount(api, &devices);
-        if (ret == ACL_SUCCESS) {
-            *count = static_cast<uint32_t>(devices);
-        }
-        return ret;
+        ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().DeviceCount(api, &devices));
+        *count = static_cast<uint32_t>(devices);
+        return ACL_SUCCESS;
     });
 }
 
@@ -75,10 +73,7 @@ extern "C" aclError aclrtSynchronizeDevice(void)
     constexpr const char *api = "aclrtSynchronizeDevice";
     return GuardedCall(api, [&]() -> aclError {
         aclhost::CurrentContextInfo context;
-        const aclError ret = DeviceManager::Instance().Current(api, &context);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().Current(api, &context));
         std::vector<std::shared_ptr<aclhost::Stream>> streams =
             aclhost::StreamTable::Instance().StreamsOfContext(context.id);
         streams.push_back(std::move(context.default_stream));

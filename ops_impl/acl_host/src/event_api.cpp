@@ -105,20 +105,11 @@ aclError CreateEvent(const char *api, aclrtEvent *event, uint32_t flag)
     if (event == nullptr) {
         return Fail(ACL_ERROR_INVALID_PARAM, api, "event is NULL; expected where to store the new event");
     }
-    aclError ret = CheckEventFlag(api, flag);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckEventFlag(api, flag));
     int32_t device = -1;
-    ret = DeviceManager::Instance().CurrentDevice(api, &device);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
     if (flag == ACL_EVENT_DEVICE_USE_ONLY) {
-        ret = CheckDeviceUseOnlySupported(api);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(CheckDeviceUseOnlySupported(api));
     }
     *event = EventTable::Instance().Add(std::make_shared<Event>(device, flag));
     return ACL_SUCCESS;
@@ -149,10 +140,7 @@ extern "C" aclError aclrtDestroyEvent(aclrtEvent event)
     constexpr const char *api = "aclrtDestroyEvent";
     return GuardedCall(api, [&]() -> aclError {
         std::shared_ptr<Event> found;
-        const aclError ret = aclhost::LookupEvent(api, event, &found);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(aclhost::LookupEvent(api, event, &found));
         (void)aclhost::EventTable::Instance().Remove(event);
         return ACL_SUCCESS;
     });
@@ -163,28 +151,19 @@ extern "C" aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
     constexpr const char *api = "aclrtRecordEvent";
     return GuardedCall(api, [&]() -> aclError {
         std::shared_ptr<Event> target;
-        aclError ret = aclhost::LookupEvent(api, event, &target);
+        ACLHOST_RETURN_IF_ERROR(aclhost::LookupEvent(api, event, &target));
         std::shared_ptr<Stream> on;
-        if (ret == ACL_SUCCESS) {
-            ret = aclhost::LookupStreamHandle(api, stream, &on);
+        ACLHOST_RETURN_IF_ERROR(aclhost::LookupStreamHandle(api, stream, &on));
+        if (target->flag() == ACL_EVENT_DEVICE_USE_ONLY) {
+            return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                        "event %p was created with ACL_EVENT_DEVICE_USE_ONLY; only the device records it", event);
         }
-        if (ret == ACL_SUCCESS && target->flag() == ACL_EVENT_DEVICE_USE_ONLY) {
-            ret = Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                       "event %p was created with ACL_EVENT_DEVICE_USE_ONLY; only the device records it", event);
-        }
-        if (ret == ACL_SUCCESS) {
-            ret = aclhost::UseCurrentContext(api, &on);
-        }
-        if (ret == ACL_SUCCESS) {
-            ret = aclhost::CheckStreamInCurrentContext(api, *on);
-        }
-        if (ret == ACL_SUCCESS && target->device() != on->device()) {
-            ret = Fail(ACL_ERROR_RT_STREAM_CONTEXT, api,
-                       "the event was created on device %d but the stream is on device %d",
-                       static_cast<int>(target->device()), static_cast<int>(on->device()));
-        }
-        if (ret != ACL_SUCCESS) {
-            return ret;
+        ACLHOST_RETURN_IF_ERROR(aclhost::UseCurrentContext(api, &on));
+        ACLHOST_RETURN_IF_ERROR(aclhost::CheckStreamInCurrentContext(api, *on));
+        if (target->device() != on->device()) {
+            return Fail(ACL_ERROR_RT_STREAM_CONTEXT, api,
+                        "the event was created on device %d but the stream is on device %d",
+                        static_cast<int>(target->device()), static_cast<int>(on->device()));
         }
         target->Record(on);
         return ACL_SUCCESS;
@@ -199,13 +178,8 @@ extern "C" aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedSt
             return Fail(ACL_ERROR_INVALID_PARAM, api, "status is NULL; expected where to store the status");
         }
         std::shared_ptr<Event> target;
-        aclError ret = aclhost::LookupEvent(api, event, &target);
-        if (ret == ACL_SUCCESS) {
-            ret = aclhost::CheckNotExternal(api, event, *target);
-        }
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(aclhost::LookupEvent(api, event, &target));
+        ACLHOST_RETURN_IF_ERROR(aclhost::CheckNotExternal(api, event, *target));
         *status = target->Complete() ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
         return ACL_SUCCESS;
     });
@@ -216,13 +190,8 @@ extern "C" aclError aclrtSynchronizeEvent(aclrtEvent event)
     constexpr const char *api = "aclrtSynchronizeEvent";
     return GuardedCall(api, [&]() -> aclError {
         std::shared_ptr<Event> target;
-        aclError ret = aclhost::LookupEvent(api, event, &target);
-        if (ret == ACL_SUCCESS) {
-            ret = aclhost::CheckNotExternal(api, event, *target);
-        }
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(aclhost::LookupEvent(api, event, &target));
+        ACLHOST_RETURN_IF_ERROR(aclhost::CheckNotExternal(api, event, *target));
         if (target->Wait()) {
             aclhost::CountHostWait();
         }

@@ -113,10 +113,7 @@ aclError ResolveAndCheck(const char *api, const Copy2DArgs &a, bool sync, MemInf
     const MemoryRegistry &registry = MemoryRegistry::Instance();
     *dst_info = registry.Lookup(a.dst);
     *src_info = registry.Lookup(a.src);
-    aclError ret = ResolveKind(api, a.src, *src_info, a.dst, *dst_info, a.kind, resolved);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(ResolveKind(api, a.src, *src_info, a.dst, *dst_info, a.kind, resolved));
     if (sync && *resolved == ACL_MEMCPY_DEVICE_TO_DEVICE) {
         return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
                     "kind %s resolves to device-to-device (src %p and dst %p are both device memory); "
@@ -129,20 +126,18 @@ aclError ResolveAndCheck(const char *api, const Copy2DArgs &a, bool sync, MemInf
                     a.src, MemKindName(src_info->kind), a.dst, MemKindName(dst_info->kind), sync ? "" : " or D2D");
     }
     if (!sync && *resolved == ACL_MEMCPY_DEVICE_TO_DEVICE) {
-        const SocProfile *soc = RequireSoc(api, &ret);
+        aclError soc_error = ACL_SUCCESS;
+        const SocProfile *soc = RequireSoc(api, &soc_error);
         if (soc == nullptr) {
-            return ret;
+            return soc_error;
         }
         if (!soc->memcpy2d_d2d) {
             return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api,
                         "device-to-device 2D copies are not supported on SoC %s", soc->name);
         }
     }
-    ret = CheckPitchedExtent(api, "src", a.src, a.spitch, a.width, a.height, *src_info);
-    if (ret == ACL_SUCCESS) {
-        ret = CheckPitchedExtent(api, "dst", a.dst, a.dpitch, a.width, a.height, *dst_info);
-    }
-    return ret;
+    ACLHOST_RETURN_IF_ERROR(CheckPitchedExtent(api, "src", a.src, a.spitch, a.width, a.height, *src_info));
+    return CheckPitchedExtent(api, "dst", a.dst, a.dpitch, a.width, a.height, *dst_info);
 }
 
 // The NULL stream of aclrtMemcpy2dAsync: the current device's default stream where the SoC has that
@@ -176,27 +171,18 @@ aclError Memcpy2dSync(const char *api, const Copy2DArgs &a)
     if (AclLayerChecks(api, a, &ret)) {
         return ret;
     }
-    ret = CheckLimits(api, a);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckLimits(api, a));
     if (a.kind == ACL_MEMCPY_DEVICE_TO_DEVICE) {
         return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api,
                     "kind ACL_MEMCPY_DEVICE_TO_DEVICE(3) is not supported by aclrtMemcpy2d; expected "
                     "ACL_MEMCPY_HOST_TO_DEVICE(1), DEVICE_TO_HOST(2) or DEFAULT(4) (use aclrtMemcpy2dAsync)");
     }
     int32_t device = -1;
-    ret = DeviceManager::Instance().CurrentDevice(api, &device);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
     MemInfo dst_info;
     MemInfo src_info;
     int64_t resolved = a.kind;
-    ret = ResolveAndCheck(api, a, true, &dst_info, &src_info, &resolved);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(ResolveAndCheck(api, a, true, &dst_info, &src_info, &resolved));
     Copy2D(dst_info.HostAddress(a.dst), a.dpitch, src_info.HostAddress(a.src), a.spitch, a.width, a.height);
     return ACL_SUCCESS;
 }
@@ -208,44 +194,23 @@ aclError Memcpy2dAsync(const char *api, const Copy2DArgs &a, aclrtStream handle)
         return ret;
     }
     std::shared_ptr<Stream> stream;
-    ret = LookupStreamHandle(api, handle, &stream);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(LookupStreamHandle(api, handle, &stream));
     if (stream == nullptr) {
-        ret = UseNullStream(api, &stream);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(UseNullStream(api, &stream));
     }
-    ret = CheckLimits(api, a);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckLimits(api, a));
     MemInfo dst_info;
     MemInfo src_info;
     int64_t resolved = a.kind;
-    ret = ResolveAndCheck(api, a, false, &dst_info, &src_info, &resolved);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(ResolveAndCheck(api, a, false, &dst_info, &src_info, &resolved));
     int32_t device = -1;
-    ret = DeviceManager::Instance().CurrentDevice(api, &device);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
     if (IsPageable(src_info) || IsPageable(dst_info)) {
-        ret = SynchronizeStream(api, *stream, -1);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(SynchronizeStream(api, *stream, -1));
         Copy2D(dst_info.HostAddress(a.dst), a.dpitch, src_info.HostAddress(a.src), a.spitch, a.width, a.height);
         return ACL_SUCCESS;
     }
-    ret = CheckStreamInCurrentContext(api, *stream);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckStreamInCurrentContext(api, *stream));
     std::unique_ptr<StreamTask> copy = std::make_unique<Copy2DTask>(
         dst_info.HostAddress(a.dst), a.dpitch, src_info.HostAddress(a.src), a.spitch, a.width, a.height);
     if (CrossesDevices(resolved, src_info, dst_info)) {

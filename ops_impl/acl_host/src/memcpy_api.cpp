@@ -70,20 +70,14 @@ aclError CheckLocations(const char *api, void *dst, const void *src, size_t coun
     const MemoryRegistry &registry = MemoryRegistry::Instance();
     const MemInfo &dst_info = *dst_info_out = registry.Lookup(dst);
     const MemInfo &src_info = *src_info_out = registry.Lookup(src);
-    aclError ret = ACL_SUCCESS;
     if (kind == ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
-        ret = CheckStagedLocations(api, src, src_info, dst, dst_info);
         *resolved = kind;
+        ACLHOST_RETURN_IF_ERROR(CheckStagedLocations(api, src, src_info, dst, dst_info));
     } else {
-        ret = ResolveKind(api, src, src_info, dst, dst_info, kind, resolved);
+        ACLHOST_RETURN_IF_ERROR(ResolveKind(api, src, src_info, dst, dst_info, kind, resolved));
     }
-    if (ret == ACL_SUCCESS) {
-        ret = CheckExtent(api, "src", src, count, src_info);
-    }
-    if (ret == ACL_SUCCESS) {
-        ret = CheckExtent(api, "dst", dst, count, dst_info);
-    }
-    return ret;
+    ACLHOST_RETURN_IF_ERROR(CheckExtent(api, "src", src, count, src_info));
+    return CheckExtent(api, "dst", dst, count, dst_info);
 }
 
 aclError MemcpySync(const char *api, void *dst, size_t destMax, const void *src, size_t count, int64_t kind)
@@ -102,17 +96,11 @@ aclError MemcpySync(const char *api, void *dst, size_t destMax, const void *src,
         return ACL_SUCCESS;
     }
     int32_t device = -1;
-    ret = DeviceManager::Instance().CurrentDevice(api, &device);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
     MemInfo dst_info;
     MemInfo src_info;
     int64_t resolved = kind;
-    ret = CheckLocations(api, dst, src, count, kind, &dst_info, &src_info, &resolved);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckLocations(api, dst, src, count, kind, &dst_info, &src_info, &resolved));
     if (CrossesDevices(resolved, src_info, dst_info) &&
         !PeerAccessTable::Instance().Mutual(src_info.device, dst_info.device)) {
         return PeerCopyFailure(api, src_info.device, dst_info.device);
@@ -129,24 +117,15 @@ aclError MemcpyAsyncCommon(const char *api, void *dst, size_t destMax, const voi
         return ret;
     }
     std::shared_ptr<Stream> stream;
-    ret = LookupStreamHandle(api, handle, &stream);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(LookupStreamHandle(api, handle, &stream));
     if (count > destMax) {
         return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "count %zu exceeds destMax %zu", count, destMax);
     }
-    ret = UseCurrentContext(api, &stream);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(UseCurrentContext(api, &stream));
     MemInfo dst_info;
     MemInfo src_info;
     int64_t resolved = kind;
-    ret = CheckLocations(api, dst, src, count, kind, &dst_info, &src_info, &resolved);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckLocations(api, dst, src, count, kind, &dst_info, &src_info, &resolved));
     if (resolved == ACL_MEMCPY_HOST_TO_HOST) {
         return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api,
                     "src %p (%s) and dst %p (%s) make a host-to-host copy, which asynchronous copies do not "
@@ -157,27 +136,18 @@ aclError MemcpyAsyncCommon(const char *api, void *dst, size_t destMax, const voi
         return ACL_SUCCESS;
     }
     if (resolved == ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
-        ret = CheckStreamInCurrentContext(api, *stream);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(CheckStreamInCurrentContext(api, *stream));
         std::unique_ptr<unsigned char[]> staged(new unsigned char[count]);
         CopyBytes(staged.get(), src_info.HostAddress(src), count);
         stream->Enqueue(std::make_unique<StagedCopyTask>(dst_info.HostAddress(dst), std::move(staged), count));
         return ACL_SUCCESS;
     }
     if (IsPageable(src_info) || IsPageable(dst_info)) {
-        ret = SynchronizeStream(api, *stream, -1);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(SynchronizeStream(api, *stream, -1));
         CopyBytes(dst_info.HostAddress(dst), src_info.HostAddress(src), count);
         return ACL_SUCCESS;
     }
-    ret = CheckStreamInCurrentContext(api, *stream);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckStreamInCurrentContext(api, *stream));
     std::unique_ptr<StreamTask> copy =
         std::make_unique<CopyTask>(dst_info.HostAddress(dst), src_info.HostAddress(src), count);
     if (CrossesDevices(resolved, src_info, dst_info)) {

@@ -324,10 +324,7 @@ aclError RunAsyncItems(const char *api, const BatchArgs &a, Stream &stream)
         if (IsPageable(dst_info) || IsPageable(src_info)) {
             submit_run();
             reader.Pause();
-            ret = SynchronizeStream(api, stream, -1);
-            if (ret != ACL_SUCCESS) {
-                return ret;
-            }
+            ACLHOST_RETURN_IF_ERROR(SynchronizeStream(api, stream, -1));
             reader.Resume();
             // The registry may have changed while the lock was released: check the item again.
             ret = ValidateItem(api, a, i, attr_index, reader, &dst_info, &src_info);
@@ -351,24 +348,12 @@ aclError MemcpyBatchAsyncImpl(const char *api, const BatchArgs &a, bool has_fail
     if (AclLayerChecks(api, a, has_fail_index, &ret)) {
         return ret;
     }
-    ret = CheckBatchFeature(api);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckBatchFeature(api));
     std::shared_ptr<Stream> stream;
-    ret = LookupStreamHandle(api, handle, &stream);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(LookupStreamHandle(api, handle, &stream));
     SetFailIndex(a, SIZE_MAX);
-    ret = RuntimeChecks(api, a, false);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    ret = UseCurrentContext(api, &stream);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(RuntimeChecks(api, a, false));
+    ACLHOST_RETURN_IF_ERROR(UseCurrentContext(api, &stream));
     return RunAsyncItems(api, a, *stream);
 }
 
@@ -378,15 +363,9 @@ aclError MemcpyBatchSyncImpl(const char *api, const BatchArgs &a, bool has_fail_
     if (AclLayerChecks(api, a, has_fail_index, &ret)) {
         return ret;
     }
-    ret = CheckBatchFeature(api);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckBatchFeature(api));
     SetFailIndex(a, SIZE_MAX);
-    ret = RuntimeChecks(api, a, true);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(RuntimeChecks(api, a, true));
     std::unique_ptr<CopyItem[]> items(new CopyItem[a.count]);  // one array per call
     {
         MemoryRegistry::Reader reader(MemoryRegistry::Instance());

@@ -170,19 +170,10 @@ aclError GetMemcpyDescSize(const char *api, int64_t kind, size_t *descSize)
     if (descSize == nullptr) {
         return Fail(ACL_ERROR_INVALID_PARAM, api, "descSize is NULL; expected a pointer to a size_t");
     }
-    aclError ret = CheckKindRange(api, kind);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckKindRange(api, kind));
     const SocProfile *soc = nullptr;
-    ret = CheckDescFeature(api, &soc);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    ret = CheckInnerKind(api, kind);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckDescFeature(api, &soc));
+    ACLHOST_RETURN_IF_ERROR(CheckInnerKind(api, kind));
     *descSize = soc->memcpy_desc_size;
     return ACL_SUCCESS;
 }
@@ -193,10 +184,7 @@ aclError SetMemcpyDesc(const char *api, void *desc, int64_t kind, void *srcAddr,
     if (desc == nullptr) {
         return Fail(ACL_ERROR_INVALID_PARAM, api, "desc is NULL; expected device memory of the descriptor size");
     }
-    aclError ret = CheckKindRange(api, kind);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckKindRange(api, kind));
     if (srcAddr == nullptr || dstAddr == nullptr) {
         return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected device memory",
                     srcAddr == nullptr ? "srcAddr" : "dstAddr");
@@ -208,14 +196,8 @@ aclError SetMemcpyDesc(const char *api, void *desc, int64_t kind, void *srcAddr,
         return Fail(ACL_ERROR_INVALID_PARAM, api, "config %p is a reserved parameter; expected NULL", config);
     }
     const SocProfile *soc = nullptr;
-    ret = CheckDescFeature(api, &soc);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    ret = CheckInnerKind(api, kind);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckDescFeature(api, &soc));
+    ACLHOST_RETURN_IF_ERROR(CheckInnerKind(api, kind));
     if (count > kDescMaxCount) {
         return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "count %zu exceeds the limit %llu (4 GiB)", count,
                     static_cast<unsigned long long>(kDescMaxCount));
@@ -227,10 +209,7 @@ aclError SetMemcpyDesc(const char *api, void *desc, int64_t kind, void *srcAddr,
     const MemInfo src_info = registry.Lookup(srcAddr);
     const MemInfo dst_info = registry.Lookup(dstAddr);
     MemInfo desc_info;
-    ret = CheckDescMemory(api, desc, DescFootprint(*soc), &desc_info);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckDescMemory(api, desc, DescFootprint(*soc), &desc_info));
     if (!src_info.is_device() || !dst_info.is_device() || src_info.device != dst_info.device) {
         return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
                     "srcAddr %p (%s, device %d) and dstAddr %p (%s, device %d) do not match kind %s; expected "
@@ -238,18 +217,10 @@ aclError SetMemcpyDesc(const char *api, void *desc, int64_t kind, void *srcAddr,
                     srcAddr, MemKindName(src_info.kind), static_cast<int>(src_info.device), dstAddr,
                     MemKindName(dst_info.kind), static_cast<int>(dst_info.device), KindName(kind));
     }
-    ret = CheckExtent(api, "srcAddr", srcAddr, count, src_info);
-    if (ret == ACL_SUCCESS) {
-        ret = CheckExtent(api, "dstAddr", dstAddr, count, dst_info);
-    }
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckExtent(api, "srcAddr", srcAddr, count, src_info));
+    ACLHOST_RETURN_IF_ERROR(CheckExtent(api, "dstAddr", dstAddr, count, dst_info));
     int32_t device = -1;
-    ret = DeviceManager::Instance().CurrentDevice(api, &device);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
     void *const fields = desc_info.HostAddress(desc);
     __atomic_store_n(Field<uint32_t>(fields, kDescMagicOffset), 0U, __ATOMIC_RELAXED);
     __atomic_store_n(Field<uint64_t>(fields, kDescSrcOffset),
@@ -272,36 +243,21 @@ aclError MemcpyAsyncWithDesc(const char *api, void *desc, int64_t kind, aclrtStr
     if (desc == nullptr) {
         return Fail(ACL_ERROR_INVALID_PARAM, api, "desc is NULL; expected a descriptor set by aclrtSetMemcpyDesc");
     }
-    aclError ret = CheckKindRange(api, kind);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckKindRange(api, kind));
     if (handle == nullptr) {
         return Fail(ACL_ERROR_INVALID_PARAM, api,
                     "stream is NULL; expected a stream from aclrtCreateStream (the default stream is not allowed)");
     }
     const SocProfile *soc = nullptr;
-    ret = CheckDescFeature(api, &soc);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckDescFeature(api, &soc));
     std::shared_ptr<Stream> stream;
-    ret = LookupStreamHandle(api, handle, &stream);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    ret = CheckInnerKind(api, kind);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(LookupStreamHandle(api, handle, &stream));
+    ACLHOST_RETURN_IF_ERROR(CheckInnerKind(api, kind));
     if (reinterpret_cast<uintptr_t>(desc) % kDescAlignment != 0) {
         return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "desc %p is not 64-byte aligned", desc);
     }
     MemInfo desc_info;
-    ret = CheckDescMemory(api, desc, DescFootprint(*soc), &desc_info);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckDescMemory(api, desc, DescFootprint(*soc), &desc_info));
     stream->Enqueue(std::make_unique<DescCopyTask>(desc, desc_info.HostAddress(desc)));
     return ACL_SUCCESS;
 }

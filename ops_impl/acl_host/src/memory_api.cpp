@@ -98,10 +98,7 @@ extern "C" aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy
                         kMallocGranule, extra);
         }
         int32_t device = -1;
-        ret = DeviceManager::Instance().CurrentDevice(api, &device);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
         return MemoryRegistry::Instance().Allocate(api, MemKind::kDevice, device, padded, devPtr);
     });
 }
@@ -121,17 +118,12 @@ extern "C" aclError aclrtMallocHost(void **hostPtr, size_t size)
             return ret;
         }
         int32_t device = -1;
-        ret = DeviceManager::Instance().CurrentDevice(api, &device);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        ret = MemoryRegistry::Instance().Allocate(api, MemKind::kPinnedHost, -1, size, hostPtr);
-        if (ret == ACL_SUCCESS) {
-            // Page-locked memory is resident from the start: touch every page now, so the first copy into
-            // it does not pay the page faults that CANN's pinned memory never takes.
-            std::memset(*hostPtr, 0, size);
-        }
-        return ret;
+        ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
+        ACLHOST_RETURN_IF_ERROR(MemoryRegistry::Instance().Allocate(api, MemKind::kPinnedHost, -1, size, hostPtr));
+        // Page-locked memory is resident from the start: touch every page now, so the first copy into
+        // it does not pay the page faults that CANN's pinned memory never takes.
+        std::memset(*hostPtr, 0, size);
+        return ACL_SUCCESS;
     });
 }
 
@@ -158,10 +150,7 @@ extern "C" aclError aclhostRegisterDeviceMemory(void *ptr, size_t size)
             return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
         }
         int32_t device = -1;
-        const aclError ret = DeviceManager::Instance().CurrentDevice(api, &device);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
         return MemoryRegistry::Instance().Register(api, ptr, size, device);
     });
 }
@@ -195,10 +184,7 @@ extern "C" aclError aclhostRegisterDeviceMemoryBatch(void *const *ptrs, const si
             }
         }
         int32_t device = -1;
-        const aclError ret = DeviceManager::Instance().CurrentDevice(api, &device);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
         return MemoryRegistry::Instance().RegisterMany(api, ptrs, sizes, count, device);
     });
 }
@@ -262,10 +248,7 @@ extern "C" aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *tot
                         static_cast<int>(ACL_MEM_P2P_HUGE1G));
         }
         int32_t device = -1;
-        const aclError ret = DeviceManager::Instance().CurrentDevice(api, &device);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
         const long pages = sysconf(_SC_PHYS_PAGES);
         const long page_size = sysconf(_SC_PAGESIZE);
         size_t physical = 0;

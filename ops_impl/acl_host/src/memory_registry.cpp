@@ -188,11 +188,9 @@ aclError MemoryRegistry::Register(const char *api, void *ptr, size_t size, int32
 {
     std::unique_lock<std::shared_mutex> lock = WriteLock();
     bool nested = false;
-    const aclError ret = CheckRegisterLocked(api, ptr, size, device, SIZE_MAX, &nested);
-    if (ret == ACL_SUCCESS) {
-        ApplyRegisterLocked(ptr, size, device, nested);
-    }
-    return ret;
+    ACLHOST_RETURN_IF_ERROR(CheckRegisterLocked(api, ptr, size, device, SIZE_MAX, &nested));
+    ApplyRegisterLocked(ptr, size, device, nested);
+    return ACL_SUCCESS;
 }
 
 aclError MemoryRegistry::RegisterMany(const char *api, void *const *ptrs, const size_t *sizes, size_t count,
@@ -201,10 +199,7 @@ aclError MemoryRegistry::RegisterMany(const char *api, void *const *ptrs, const 
     std::unique_lock<std::shared_mutex> lock = WriteLock();
     bool nested = false;
     for (size_t i = 0; i < count; ++i) {
-        const aclError ret = CheckRegisterLocked(api, ptrs[i], sizes[i], device, i, &nested);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(CheckRegisterLocked(api, ptrs[i], sizes[i], device, i, &nested));
     }
     for (size_t i = 0; i < count; ++i) {
         (void)CheckRegisterLocked(api, ptrs[i], sizes[i], device, i, &nested);  // cannot fail: checked above

@@ -60,17 +60,10 @@ aclError MemsetSync(const char *api, void *devPtr, size_t maxCount, int32_t valu
         return Fail(ACL_ERROR_INVALID_PARAM, api, "devPtr is NULL; expected the memory to set");
     }
     int32_t device = -1;
-    aclError ret = DeviceManager::Instance().CurrentDevice(api, &device);
-    if (ret == ACL_SUCCESS) {
-        ret = CheckCount(api, maxCount, count);
-    }
+    ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
+    ACLHOST_RETURN_IF_ERROR(CheckCount(api, maxCount, count));
     MemInfo info;
-    if (ret == ACL_SUCCESS) {
-        ret = CheckMemsetTarget(api, devPtr, count, &info);
-    }
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckMemsetTarget(api, devPtr, count, &info));
     std::memset(info.HostAddress(devPtr), static_cast<unsigned char>(value), count);
     return ACL_SUCCESS;
 }
@@ -85,23 +78,12 @@ aclError MemsetAsync(const char *api, void *devPtr, size_t maxCount, int32_t val
         return Fail(ACL_ERROR_INVALID_PARAM, api, "devPtr is NULL; expected the memory to set");
     }
     std::shared_ptr<Stream> stream;
-    aclError ret = LookupStreamHandle(api, handle, &stream);
-    if (ret == ACL_SUCCESS) {
-        ret = CheckCount(api, maxCount, count);
-    }
-    if (ret == ACL_SUCCESS) {
-        ret = UseCurrentContext(api, &stream);
-    }
-    if (ret == ACL_SUCCESS) {
-        ret = CheckStreamInCurrentContext(api, *stream);
-    }
+    ACLHOST_RETURN_IF_ERROR(LookupStreamHandle(api, handle, &stream));
+    ACLHOST_RETURN_IF_ERROR(CheckCount(api, maxCount, count));
+    ACLHOST_RETURN_IF_ERROR(UseCurrentContext(api, &stream));
+    ACLHOST_RETURN_IF_ERROR(CheckStreamInCurrentContext(api, *stream));
     const MemInfo info = MemoryRegistry::Instance().Lookup(devPtr);
-    if (ret == ACL_SUCCESS) {
-        ret = CheckExtent(api, "devPtr", devPtr, count, info);
-    }
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckExtent(api, "devPtr", devPtr, count, info));
     if (!info.is_device()) {
         std::memset(info.HostAddress(devPtr), static_cast<unsigned char>(value), count);
         return ACL_SUCCESS;

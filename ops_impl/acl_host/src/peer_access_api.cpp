@@ -51,10 +51,7 @@ aclError CheckSameDevice(const char *api, int32_t device, int32_t peer)
 aclError CheckIsDevice(const char *api, const char *param, int32_t id)
 {
     int32_t count = 0;
-    const aclError ret = DeviceManager::Instance().DeviceCount(api, &count);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().DeviceCount(api, &count));
     if (id < 0 || id >= count) {
         return Fail(ACL_ERROR_RT_INVALID_DEVICEID, api, "%s %d is not a device; expected [0, %d)", param,
                     static_cast<int>(id), static_cast<int>(count));
@@ -78,13 +75,8 @@ aclError CheckPeerFeature(const char *api)
 
 aclError CanAccessPeer(const char *api, int32_t *can_access, int32_t device, int32_t peer)
 {
-    aclError ret = CheckSameDevice(api, device, peer);
-    if (ret == ACL_SUCCESS) {
-        ret = CheckIsDevice(api, "peerDeviceId", peer);
-    }
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckSameDevice(api, device, peer));
+    ACLHOST_RETURN_IF_ERROR(CheckIsDevice(api, "peerDeviceId", peer));
     if (device < 0 || device >= kMaxRuntimeDevices) {
         return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "deviceId %d is out of range; expected [0, %lld)",
                     static_cast<int>(device), static_cast<long long>(kMaxRuntimeDevices));
@@ -92,14 +84,10 @@ aclError CanAccessPeer(const char *api, int32_t *can_access, int32_t device, int
     if (can_access == nullptr) {
         return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "canAccessPeer is NULL; expected a pointer to an int32_t");
     }
-    ret = CheckPeerFeature(api);
-    if (ret == ACL_SUCCESS) {
-        ret = CheckIsDevice(api, "deviceId", device);
-    }
-    if (ret == ACL_SUCCESS) {
-        *can_access = 1;
-    }
-    return ret;
+    ACLHOST_RETURN_IF_ERROR(CheckPeerFeature(api));
+    ACLHOST_RETURN_IF_ERROR(CheckIsDevice(api, "deviceId", device));
+    *can_access = 1;
+    return ACL_SUCCESS;
 }
 
 aclError PeerAccessStatus(const char *api, int32_t device, int32_t peer, int32_t *status)
@@ -120,17 +108,10 @@ aclError PeerAccessStatus(const char *api, int32_t device, int32_t peer, int32_t
 // The checks of Enable/DisablePeerAccess after the flags; *device is the current device.
 aclError PeerOfCurrentDevice(const char *api, int32_t peer, int32_t *device)
 {
-    aclError ret = DeviceManager::Instance().CurrentDevice(api, device);
-    if (ret == ACL_SUCCESS) {
-        ret = CheckSameDevice(api, *device, peer);
-    }
-    if (ret == ACL_SUCCESS) {
-        ret = CheckIsDevice(api, "peerDeviceId", peer);
-    }
-    if (ret == ACL_SUCCESS) {
-        ret = CheckPeerFeature(api);
-    }
-    return ret;
+    ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, device));
+    ACLHOST_RETURN_IF_ERROR(CheckSameDevice(api, *device, peer));
+    ACLHOST_RETURN_IF_ERROR(CheckIsDevice(api, "peerDeviceId", peer));
+    return CheckPeerFeature(api);
 }
 
 }  // namespace
@@ -146,31 +127,27 @@ extern "C" aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t dev
 extern "C" aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags)
 {
     constexpr const char *api = "aclrtDeviceEnablePeerAccess";
-    return aclhost::GuardedCall(api, [&] {
+    return aclhost::GuardedCall(api, [&]() -> aclError {
         if (flags != 0) {
             return aclhost::Fail(ACL_ERROR_FEATURE_UNSUPPORTED, api,
                                  "flags is a reserved parameter and must be 0, current value=%u",
                                  static_cast<unsigned>(flags));
         }
         int32_t device = -1;
-        const aclError ret = aclhost::PeerOfCurrentDevice(api, peerDeviceId, &device);
-        if (ret == ACL_SUCCESS) {
-            aclhost::PeerAccessTable::Instance().Enable(device, peerDeviceId);
-        }
-        return ret;
+        ACLHOST_RETURN_IF_ERROR(aclhost::PeerOfCurrentDevice(api, peerDeviceId, &device));
+        aclhost::PeerAccessTable::Instance().Enable(device, peerDeviceId);
+        return ACL_SUCCESS;
     });
 }
 
 extern "C" aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId)
 {
     constexpr const char *api = "aclrtDeviceDisablePeerAccess";
-    return aclhost::GuardedCall(api, [&] {
+    return aclhost::GuardedCall(api, [&]() -> aclError {
         int32_t device = -1;
-        const aclError ret = aclhost::PeerOfCurrentDevice(api, peerDeviceId, &device);
-        if (ret == ACL_SUCCESS) {
-            aclhost::PeerAccessTable::Instance().Disable(device, peerDeviceId);
-        }
-        return ret;
+        ACLHOST_RETURN_IF_ERROR(aclhost::PeerOfCurrentDevice(api, peerDeviceId, &device));
+        aclhost::PeerAccessTable::Instance().Disable(device, peerDeviceId);
+        return ACL_SUCCESS;
     });
 }
 

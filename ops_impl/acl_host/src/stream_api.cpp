@@ -47,10 +47,7 @@ extern "C" aclError aclrtCreateStream(aclrtStream *stream)
             return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a pointer to receive the handle");
         }
         aclhost::CurrentContextInfo context;
-        const aclError ret = aclhost::DeviceManager::Instance().Current(api, &context);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(aclhost::DeviceManager::Instance().Current(api, &context));
         aclError soc_error = ACL_SUCCESS;
         const aclhost::SocProfile *soc = aclhost::RequireSoc(api, &soc_error);
         if (soc == nullptr) {
@@ -76,15 +73,9 @@ extern "C" aclError aclrtDestroyStream(aclrtStream stream)
             return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a handle from aclrtCreateStream");
         }
         std::shared_ptr<Stream> target;
-        aclError ret = aclhost::LookupStreamHandle(api, stream, &target);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(aclhost::LookupStreamHandle(api, stream, &target));
         aclhost::CurrentContextInfo context;
-        ret = aclhost::DeviceManager::Instance().Current(api, &context);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(aclhost::DeviceManager::Instance().Current(api, &context));
         if (target->context() != context.id) {
             return Fail(ACL_ERROR_RT_STREAM_CONTEXT, api,
                         "stream %p belongs to another context (on device %d) than the calling thread's current "
@@ -108,13 +99,8 @@ extern "C" aclError aclrtSynchronizeStream(aclrtStream stream)
     constexpr const char *api = "aclrtSynchronizeStream";
     return GuardedCall(api, [&]() -> aclError {
         std::shared_ptr<Stream> target;
-        aclError ret = aclhost::LookupStreamHandle(api, stream, &target);
-        if (ret == ACL_SUCCESS) {
-            ret = aclhost::UseCurrentContext(api, &target);
-        }
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(aclhost::LookupStreamHandle(api, stream, &target));
+        ACLHOST_RETURN_IF_ERROR(aclhost::UseCurrentContext(api, &target));
         return aclhost::SynchronizeStream(api, *target, -1);
     });
 }
@@ -132,17 +118,11 @@ extern "C" aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_
             return invalid_timeout();
         }
         std::shared_ptr<Stream> target;
-        aclError ret = aclhost::LookupStreamHandle(api, stream, &target);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(aclhost::LookupStreamHandle(api, stream, &target));
         if (timeout == 0) {
             return invalid_timeout();
         }
-        ret = aclhost::UseCurrentContext(api, &target);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(aclhost::UseCurrentContext(api, &target));
         return aclhost::SynchronizeStream(api, *target, timeout);
     });
 }
@@ -155,10 +135,7 @@ extern "C" aclError aclhostSetStreamDeferred(aclrtStream stream, int32_t deferre
             return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a stream from aclrtCreateStream");
         }
         std::shared_ptr<Stream> target;
-        const aclError ret = aclhost::ResolveStream(api, stream, &target);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(aclhost::ResolveStream(api, stream, &target));
         target->SetDeferred(deferred != 0);
         return ACL_SUCCESS;
     });
@@ -172,10 +149,7 @@ extern "C" aclError aclhostCompleteStream(aclrtStream stream)
             return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a stream from aclrtCreateStream");
         }
         std::shared_ptr<Stream> target;
-        const aclError ret = aclhost::LookupStreamHandle(api, stream, &target);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(aclhost::LookupStreamHandle(api, stream, &target));
         return aclhost::CompleteStream(api, *target);
     });
 }
@@ -200,10 +174,7 @@ extern "C" aclError aclhostLaunchHostFunc(aclrtStream stream, aclhostHostFunc fn
             return Fail(ACL_ERROR_INVALID_PARAM, api, "fn is NULL; expected a function to run on the stream");
         }
         std::shared_ptr<Stream> target;
-        const aclError ret = aclhost::ResolveStream(api, stream, &target);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
+        ACLHOST_RETURN_IF_ERROR(aclhost::ResolveStream(api, stream, &target));
         target->Enqueue(std::make_unique<aclhost::HostFuncTask>(fn, userData));
         return ACL_SUCCESS;
     });

@@ -133,20 +133,14 @@ aclError UseDefaultStreamIfEmpty(const char *api, std::shared_ptr<Stream> *out)
 aclError UseCurrentContext(const char *api, std::shared_ptr<Stream> *stream)
 {
     int32_t device = -1;
-    const aclError ret = DeviceManager::Instance().CurrentDevice(api, &device);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
     return UseDefaultStreamIfEmpty(api, stream);
 }
 
 aclError CheckStreamInCurrentContext(const char *api, const Stream &stream)
 {
     CurrentContextInfo context;
-    const aclError ret = DeviceManager::Instance().Current(api, &context);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().Current(api, &context));
     if (stream.context() != context.id) {
         return Fail(ACL_ERROR_RT_STREAM_CONTEXT, api,
                     "the stream belongs to another context (on device %d) than the calling thread's current context "
@@ -158,10 +152,7 @@ aclError CheckStreamInCurrentContext(const char *api, const Stream &stream)
 
 aclError ResolveStream(const char *api, aclrtStream handle, std::shared_ptr<Stream> *out)
 {
-    const aclError ret = LookupStreamHandle(api, handle, out);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(LookupStreamHandle(api, handle, out));
     return UseDefaultStreamIfEmpty(api, out);
 }
 
