@@ -16,55 +16,9 @@
 
 #include "acl/acl.h"
 #include "acl_host/acl_host_ext.h"
+#include "check.h"
 
 namespace {
-
-int g_failures = 0;
-
-void Report(const char *file, int line, const std::string &what)
-{
-    std::fprintf(stderr, "FAIL %s:%d: %s\n", file, line, what.c_str());
-    ++g_failures;
-}
-
-#define CHECK(cond)                                   \
-    do {                                              \
-        if (!(cond)) {                                \
-            Report(__FILE__, __LINE__, #cond);        \
-        }                                             \
-    } while (0)
-
-// Checks the return code; on a mismatch also prints the runtime's recent error message.
-#define CHECK_RET(expr, expected)                                                                          \
-    do {                                                                                                   \
-        const aclError ret_ = (expr);                                                                      \
-        if (ret_ != (expected)) {                                                                          \
-            const char *msg_ = aclGetRecentErrMsg();                                                       \
-            Report(__FILE__, __LINE__,                                                                     \
-                   std::string(#expr) + " returned " + std::to_string(ret_) + ", expected " +              \
-                       std::to_string(expected) + (msg_ != nullptr ? std::string(" [") + msg_ + "]" : "")); \
-        }                                                                                                  \
-    } while (0)
-
-// The newest message of the thread's error text (its first line: newer messages come first).
-std::string NewestMessage()
-{
-    const char *msg = aclGetRecentErrMsg();
-    if (msg == nullptr) {
-        return "NULL";
-    }
-    const char *end = std::strchr(msg, '\n');
-    return end == nullptr ? std::string(msg) : std::string(msg, end);
-}
-
-// Checks that the last failure's message contains `needle`.
-#define CHECK_MSG(needle)                                                                                    \
-    do {                                                                                                     \
-        const std::string msg_ = NewestMessage();                                                           \
-        if (msg_.find(needle) == std::string::npos) {                                                        \
-            Report(__FILE__, __LINE__, std::string("newest error message lacks \"") + needle + "\": " + msg_); \
-        }                                                                                                    \
-    } while (0)
 
 // C callers (and ctypes) may pass any int as an enum argument; build such values without a C++ enum load.
 __attribute__((no_sanitize("enum"))) aclrtMemcpyKind KindOf(int value)
@@ -1667,10 +1621,5 @@ int main()
     TestResetDevice();
     CHECK_RET(aclFinalize(), ACL_SUCCESS);
 
-    if (g_failures != 0) {
-        std::fprintf(stderr, "%d check(s) failed\n", g_failures);
-        return 1;
-    }
-    std::printf("ALL PASSED\n");
-    return 0;
+    return test::Finish();
 }

@@ -15,48 +15,9 @@
 
 #include "acl/acl.h"
 #include "acl_host/acl_host_ext.h"
+#include "check.h"
 
 namespace {
-
-int g_failures = 0;
-
-void Report(const char *file, int line, const std::string &what)
-{
-    std::fprintf(stderr, "FAIL %s:%d: %s\n", file, line, what.c_str());
-    ++g_failures;
-}
-
-#define CHECK(cond)                            \
-    do {                                       \
-        if (!(cond)) {                         \
-            Report(__FILE__, __LINE__, #cond); \
-        }                                      \
-    } while (0)
-
-#define CHECK_RET(expr, expected)                                                                          \
-    do {                                                                                                   \
-        const aclError ret_ = (expr);                                                                      \
-        if (ret_ != (expected)) {                                                                          \
-            const char *msg_ = aclGetRecentErrMsg();                                                       \
-            Report(__FILE__, __LINE__,                                                                     \
-                   std::string(#expr) + " returned " + std::to_string(ret_) + ", expected " +              \
-                       std::to_string(expected) + (msg_ != nullptr ? std::string(" [") + msg_ + "]" : "")); \
-        }                                                                                                  \
-    } while (0)
-
-// Checks that the newest error message (the first line of the thread's text) contains every needle.
-void CheckMessage(const char *file, int line, const std::vector<const char *> &needles)
-{
-    const char *text = aclGetRecentErrMsg();
-    const char *end = text != nullptr ? std::strchr(text, '\n') : nullptr;
-    const std::string msg = text == nullptr ? "NULL" : end == nullptr ? std::string(text) : std::string(text, end);
-    for (const char *needle : needles) {
-        if (msg.find(needle) == std::string::npos) {
-            Report(file, line, std::string("newest error message lacks \"") + needle + "\": " + msg);
-        }
-    }
-}
-#define CHECK_MSG(...) CheckMessage(__FILE__, __LINE__, {__VA_ARGS__})
 
 size_t AllocationSize(void *p)
 {
@@ -253,7 +214,7 @@ bool RunInChild(const char *name, void (*scenario)())
     if (pid == 0) {
         scenario();
         std::fflush(nullptr);
-        _exit(g_failures == 0 ? 0 : 1);
+        _exit(test::Failures() == 0 ? 0 : 1);
     }
     int status = 0;
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {

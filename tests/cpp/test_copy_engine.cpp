@@ -16,29 +16,9 @@
 
 #include "acl/acl.h"
 #include "acl_host/acl_host_ext.h"
+#include "check.h"
 
 namespace {
-
-std::atomic<int> g_failures{0};  // checks fail on several threads
-
-#define CHECK(cond)                                                            \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            std::fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-            ++g_failures;                                                      \
-        }                                                                      \
-    } while (0)
-
-#define CHECK_OK(expr)                                                                                   \
-    do {                                                                                                 \
-        const aclError ret_ = (expr);                                                                    \
-        if (ret_ != ACL_SUCCESS) {                                                                       \
-            const char *msg_ = aclGetRecentErrMsg();                                                     \
-            std::fprintf(stderr, "FAIL %s:%d: %s returned %d [%s]\n", __FILE__, __LINE__, #expr, ret_, \
-                         msg_ != nullptr ? msg_ : "");                                                   \
-            ++g_failures;                                                                                \
-        }                                                                                                \
-    } while (0)
 
 constexpr size_t kMiB = size_t{1} << 20;
 
@@ -110,8 +90,8 @@ void TestRowLoops(aclrtStream stream)
                 }
             }
             if (!rows_ok || !gaps_ok) {
-                std::fprintf(stderr, "FAIL width %zu async %d: rows %d gaps %d\n", width, async, rows_ok, gaps_ok);
-                ++g_failures;
+                test::Expect(false, "width " + std::to_string(width) + " async " + std::to_string(async) + ": rows " +
+                                        std::to_string(rows_ok) + " gaps " + std::to_string(gaps_ok));
             }
         }
     }
@@ -283,10 +263,5 @@ int main()
         t.join();
     }
     CHECK_OK(aclrtDestroyStream(stream));
-    if (g_failures != 0) {
-        std::fprintf(stderr, "%d check(s) failed\n", g_failures.load());
-        return 1;
-    }
-    std::printf("ALL PASSED\n");
-    return 0;
+    return test::Finish();
 }

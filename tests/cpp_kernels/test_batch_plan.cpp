@@ -10,12 +10,12 @@
 
 #include "acl/acl.h"
 #include "copy_launch.h"
-#include "expect.h"
+#include "../cpp/check.h"
 #include "kernel_error.h"
 
 namespace {
 
-using test::Check;
+using test::Require;
 using test::Expect;
 
 
@@ -28,13 +28,13 @@ struct Fixture {
   aclrtStream stream = nullptr;
 
   Fixture() {
-    Check(aclrtSetDevice(0), "aclrtSetDevice");
-    Check(aclrtMalloc(&device, kItems * kStride, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
-    Check(aclrtMallocHost(&host, kItems * kStride), "aclrtMallocHost");
-    Check(aclrtCreateStream(&stream), "aclrtCreateStream");
+    Require(aclrtSetDevice(0), "aclrtSetDevice");
+    Require(aclrtMalloc(&device, kItems * kStride, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+    Require(aclrtMallocHost(&host, kItems * kStride), "aclrtMallocHost");
+    Require(aclrtCreateStream(&stream), "aclrtCreateStream");
     std::vector<unsigned char> pattern(kItems * kStride);
     for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<unsigned char>(i * 7 + 3);
-    Check(aclrtMemcpy(device, pattern.size(), pattern.data(), pattern.size(), ACL_MEMCPY_HOST_TO_DEVICE), "upload");
+    Require(aclrtMemcpy(device, pattern.size(), pattern.data(), pattern.size(), ACL_MEMCPY_HOST_TO_DEVICE), "upload");
   }
   ~Fixture() {
     aclrtDestroyStream(stream);
@@ -53,7 +53,7 @@ void TestChunkedCopyWithZeroSizeItems(Fixture &f) {
   }
   msmc::BatchCopier copier;
   copier.Run(items.data(), items.size(), ACL_MEMCPY_DEVICE_TO_HOST, 0, "offsets", f.stream);
-  Check(aclrtSynchronizeStream(f.stream), "sync");
+  Require(aclrtSynchronizeStream(f.stream), "sync");
   bool ok = true;
   for (size_t i = 0; i < Fixture::kItems; ++i) {
     const size_t n = items[i].size;
