@@ -35,6 +35,7 @@ HOST_SOURCES = ROOT / "ops_impl" / "acl_host" / "src"
 KERNEL_SOURCES = ROOT / "ops_impl" / "kernels"
 # The CustomOpBuilder entry layer of the Ascend route: compiled by MindSpore at run time, not here.
 EXTENSION_SOURCES = KERNEL_SOURCES / "ms_extension"
+ACL_LIMITS = KERNEL_SOURCES / "acl_limits.h"  # CANN's limits, read by the host runtime and the kernels
 BENCH_SOURCES = ROOT / "ops_impl" / "bench"  # libms_memcopy_bench.so, for `python -m ms_memcopy bench`
 sys.path.insert(0, str(ROOT / "ops_impl" / "tools"))
 from gen_soc_table import generate as generate_soc_table  # noqa: E402
@@ -103,7 +104,8 @@ class BuildSharedLibs(build_ext):
 
     def _compile_and_link(self, sources, out, tmp, flags, link_args, deps):
         # Generated tables (soc_profiles.inc) are dependencies too.
-        headers = [p for d in deps for pattern in ("*.h", "*.inc") for p in Path(d).rglob(pattern)]
+        headers = [p for d in map(Path, deps) for p in ([d] if d.is_file() else
+                                                        (p for pattern in ("*.h", "*.inc") for p in d.rglob(pattern)))]
         objects = []
         jobs = []
         for src in sources:
@@ -135,11 +137,12 @@ class BuildSharedLibs(build_ext):
         gen.mkdir(exist_ok=True)
         generate_soc_table(ROOT / "configs" / "soc_profiles.yaml", gen / "soc_profiles.inc")
         sources = sorted(HOST_SOURCES.glob("*.cpp"))
-        flags = [f"-I{HOST_INCLUDE}", f"-I{gen}", f"-I{HOST_SOURCES}"]
+        # acl_limits.h, CANN's limits shared with the kernels, lives beside the kernels.
+        flags = [f"-I{HOST_INCLUDE}", f"-I{gen}", f"-I{HOST_SOURCES}", f"-I{KERNEL_SOURCES}"]
         # The version script keeps libstdc++ template instances (vague linkage, default visibility) local.
         export_map = ROOT / "ops_impl" / "acl_host" / "libascendcl.map"
         link = ["-Wl,-soname,libascendcl.so", f"-Wl,--version-script={export_map}"]
-        self._compile_and_link(sources, out, tmp, flags, link, [HOST_INCLUDE, HOST_SOURCES, gen])
+        self._compile_and_link(sources, out, tmp, flags, link, [HOST_INCLUDE, HOST_SOURCES, gen, ACL_LIMITS])
 
     def _build_bench(self, out, tmp):
         # Timing loops of `python -m ms_memcopy bench`; they call ACL through pointers, so no link flags.

@@ -49,13 +49,14 @@ try:
 except ImportError:  # run from a checkout without an install (run_sanitizers.py needs no build)
     sys.path.insert(0, str(ROOT))
     import ms_memcopy
+from ms_memcopy import acl_limits  # noqa: E402
 
 H2H, H2D, D2H, D2D, DEFAULT, BUF_H2D = 0, 1, 2, 3, 4, 5
 KIND_NAMES = {H2H: "H2H", H2D: "H2D", D2H: "D2H", D2D: "D2D", DEFAULT: "DEFAULT", BUF_H2D: "BUF_H2D", 7: "kind7"}
 EVENT_DEFAULT_FLAG = 0x0E  # aclrtCreateEvent: CANN's RT_EVENT_DEFAULT
 EVENT_DEVICE_USE_ONLY, EVENT_EXTERNAL = 0x10, 0x20
 NOT_READY, COMPLETE = 0, 1
-MAX_RUNTIME_DEVICES = 64  # CANN's RT_MAX_DEV_NUM
+MAX_RUNTIME_DEVICES = acl_limits.MAX_RUNTIME_DEVICES  # CANN's RT_MAX_DEV_NUM
 MALLOC_GRANULE = 32
 HUGE1G_POLICIES = (6, 7)
 THREADS = 3

@@ -78,7 +78,7 @@ def run(cmd, **kwargs):
 
 def compile_runtime(cxx, flags, gen_dir, obj_dir):
     """Compiles every runtime source to an object file; returns the objects, or None on failure."""
-    includes = [f"-I{HOST_INCLUDE}", f"-I{gen_dir}", f"-I{HOST_SOURCES}"]
+    includes = [f"-I{HOST_INCLUDE}", f"-I{gen_dir}", f"-I{HOST_SOURCES}", f"-I{KERNEL_DIR}"]  # + acl_limits.h
     sources = sorted(HOST_SOURCES.glob("*.cpp"))
     jobs = [(src, obj_dir / (src.stem + ".o")) for src in sources]
 

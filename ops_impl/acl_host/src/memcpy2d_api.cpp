@@ -32,6 +32,7 @@
 #include "copy_tasks.h"
 #include "device.h"
 #include "error_state.h"
+#include "acl_limits.h"
 #include "memcpy_common.h"
 #include "memory_registry.h"
 #include "peer_access.h"
@@ -41,8 +42,8 @@
 namespace aclhost {
 namespace {
 
-constexpr size_t kMax2dHeight = 5242880;  // 5 * 1024 * 1024 rows
-constexpr size_t kMax2dWidth = 5000000;   // bytes per row
+using acl_limits::kMax2DHeight;
+using acl_limits::kMax2DWidth;
 
 struct Copy2DArgs {
     void *dst;
@@ -84,11 +85,11 @@ bool AclLayerChecks(const char *api, const Copy2DArgs &a, aclError *ret)
 
 aclError CheckLimits(const char *api, const Copy2DArgs &a)
 {
-    if (a.height > kMax2dHeight) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "height %zu exceeds the limit %zu", a.height, kMax2dHeight);
+    if (a.height > kMax2DHeight) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "height %zu exceeds the limit %zu", a.height, kMax2DHeight);
     }
-    if (a.width > kMax2dWidth) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "width %zu exceeds the limit %zu", a.width, kMax2dWidth);
+    if (a.width > kMax2DWidth) {
+        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "width %zu exceeds the limit %zu", a.width, kMax2DWidth);
     }
     return ACL_SUCCESS;
 }

@@ -37,6 +37,7 @@
 #include "copy_engine.h"
 #include "copy_tasks.h"
 #include "error_state.h"
+#include "acl_limits.h"
 #include "memcpy_common.h"
 #include "memory_registry.h"
 #include "soc_profile.h"
@@ -45,7 +46,7 @@
 namespace aclhost {
 namespace {
 
-constexpr size_t kMaxSyncBatch = 4096;  // DEVMM_MEMCPY_BATCH_MAX_COUNT
+using acl_limits::kMaxBatchItems;
 
 struct BatchArgs {
     void **dsts;
@@ -144,9 +145,9 @@ aclError RuntimeChecks(const char *api, const BatchArgs &a, bool sync)
     if (a.numAttrs > a.count) {
         return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "numAttrs %zu exceeds numBatches %zu", a.numAttrs, a.count);
     }
-    if (sync && a.count > kMaxSyncBatch) {
+    if (sync && a.count > kMaxBatchItems) {
         return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "numBatches %zu exceeds the limit %zu of a synchronous batch",
-                    a.count, kMaxSyncBatch);
+                    a.count, kMaxBatchItems);
     }
     if (a.attrsIndexes[0] != 0) {
         return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "attrsIndexes[0] is %zu; expected 0", a.attrsIndexes[0]);

@@ -32,12 +32,13 @@
 #include "device.h"
 #include "error_state.h"
 #include "peer_access.h"
+#include "acl_limits.h"
 #include "soc_profile.h"
 
 namespace aclhost {
 namespace {
 
-constexpr int64_t kMaxRuntimeDevices = 64;  // RT_MAX_DEV_NUM
+using acl_limits::kMaxRuntimeDevices;
 
 aclError CheckSameDevice(const char *api, int32_t device, int32_t peer)
 {
