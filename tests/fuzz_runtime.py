@@ -31,10 +31,10 @@ import time
 from pathlib import Path
 
 try:
-    from ms_memcopy import acl_limits  # CANN's limits, from the header the runtime compiles
+    from ms_memcopy import _runtime_env, acl_limits  # acl_limits: from the header the runtime compiles
 except ImportError:  # run from a checkout without an install
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from ms_memcopy import acl_limits
+    from ms_memcopy import _runtime_env, acl_limits
 
 SIZE_MAX = 2**64 - 1
 OK, INVALID_PARAM, RT_PARAM_INVALID, RT_CONTEXT_STREAM = 0, 100000, 107000, 107003
@@ -51,7 +51,6 @@ FAIL_INDEX_SENTINEL = 0x5EED
 MAX_2D_HEIGHT, MAX_2D_WIDTH = acl_limits.MAX_2D_HEIGHT, acl_limits.MAX_2D_WIDTH
 CASES_PER_PROCESS = 2000
 # The runtime's environment variables are not inherited: the model assumes the default profile.
-HOST_RUNTIME_ENV = ("MS_MEMCOPY_SOC", "MS_MEMCOPY_DEVICE_COUNT")
 
 
 # --- memory of a worker ----------------------------------------------------------------------------
@@ -1152,7 +1151,7 @@ def worker(seed, first, count, verbose):
 def run_process(seed, first, count, verbose=False, timeout=600, tally=None):
     """Runs cases [first, first + count) in a fresh interpreter; returns the list of findings.
     tally (a dict): adds the number of cases per "api expected-code"."""
-    env = {k: v for k, v in os.environ.items() if k not in HOST_RUNTIME_ENV}
+    env = _runtime_env.without_machine(os.environ)
     loaded = sys.modules.get("ms_memcopy")
     if loaded is not None:  # the worker tests the same ms_memcopy as this process
         parent = os.path.dirname(os.path.dirname(os.path.abspath(loaded.__file__)))

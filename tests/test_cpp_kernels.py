@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ms_memcopy import _paths, acl_error_codes, dtypes
+from ms_memcopy import _paths, _runtime_env, acl_error_codes, dtypes
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "ops_impl" / "kernels"
@@ -31,6 +31,6 @@ def test_kernel_program(source, tmp_path):
            "-o", str(exe)]
     built = subprocess.run(cmd, capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
-    env = {k: v for k, v in os.environ.items() if k not in ("MS_MEMCOPY_SOC", "MS_MEMCOPY_DEVICE_COUNT")}
+    env = _runtime_env.without_machine(os.environ)
     result = subprocess.run([str(exe)], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0 and "ALL PASSED" in result.stdout, result.stdout + result.stderr

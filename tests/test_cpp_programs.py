@@ -12,12 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from ms_memcopy import _paths
+from ms_memcopy import _paths, _runtime_env
 
 CPP_DIR = Path(__file__).resolve().parent / "cpp"
 PROGRAMS = sorted(CPP_DIR.glob("*.cpp"))
-# The programs choose their own SoC profile and device count; never inherit the caller's.
-HOST_RUNTIME_ENV = ("MS_MEMCOPY_SOC", "MS_MEMCOPY_DEVICE_COUNT")
 
 
 @pytest.fixture
@@ -45,7 +43,7 @@ def build_program(tmp_path):
 @pytest.mark.parametrize("source", PROGRAMS, ids=lambda path: path.stem)
 def test_cpp_program(source, build_program):
     exe = build_program(source)
-    env = {key: value for key, value in os.environ.items() if key not in HOST_RUNTIME_ENV}
+    env = _runtime_env.without_machine(os.environ)  # the programs choose their own SoC profile and device count
     result = subprocess.run([str(exe)], capture_output=True, text=True, env=env, timeout=300)
     output = f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     assert result.returncode == 0, output

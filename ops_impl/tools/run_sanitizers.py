@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_soc_table import generate as generate_soc_table  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from ms_memcopy import acl_error_codes, dtypes  # noqa: E402  (the kernels' generated tables)
+from ms_memcopy import _runtime_env, acl_error_codes, dtypes  # noqa: E402  (the kernels' generated tables)
 
 COMMON_FLAGS = ["-std=c++17", "-g", "-O1", "-fno-omit-frame-pointer", "-pthread", "-Wall", "-Wextra"]
 # model_*: the model test's run in the pass: the sanitizer runtime preloaded into Python (an uninstrumented
@@ -68,8 +68,6 @@ PASSES = {
 # Text that means a sanitizer found something, even if the program still exited 0.
 REPORT_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
                   "WARNING: ThreadSanitizer", "ERROR: ThreadSanitizer", "SUMMARY: ")
-# The programs choose their own SoC profile and device count; never inherit the caller's.
-HOST_RUNTIME_ENV = ("MS_MEMCOPY_SOC", "MS_MEMCOPY_DEVICE_COUNT")
 
 
 def run(cmd, **kwargs):
@@ -116,7 +114,7 @@ def run_pass(name, cxx, programs, work_dir):
     if objects is None:
         print(f"== {name}: FAILED to build the runtime")
         return False
-    env = {key: value for key, value in os.environ.items() if key not in HOST_RUNTIME_ENV}
+    env = _runtime_env.without_machine(os.environ)  # the programs choose their own SoC profile and device count
     env.update(config["env"])
     ok = True
     for source in programs:

@@ -40,8 +40,8 @@ int32_t DeviceOf(void *p)
 // Invalid names and values first, then Ascend310P: no batch, no descriptors, no 2D D2D.
 void Ascend310PScenario()
 {
-    setenv("MS_MEMCOPY_SOC", "NoSuchChip", 1);
-    setenv("MS_MEMCOPY_DEVICE_COUNT", "two", 1);
+    setenv(ACLHOST_ENV_SOC, "NoSuchChip", 1);
+    setenv(ACLHOST_ENV_DEVICE_COUNT, "two", 1);
     CHECK(aclrtGetSocName() == nullptr);
     CHECK(aclhostGetSocProfile() == nullptr);
     CHECK_RET(aclInit(nullptr), ACL_ERROR_INVALID_PARAM);
@@ -51,15 +51,15 @@ void Ascend310PScenario()
     uint32_t count = 0;
     CHECK_RET(aclrtGetDeviceCount(&count), ACL_ERROR_INVALID_PARAM);
     CHECK_MSG("MS_MEMCOPY_DEVICE_COUNT");
-    setenv("MS_MEMCOPY_DEVICE_COUNT", "2", 1);
+    setenv(ACLHOST_ENV_DEVICE_COUNT, "2", 1);
     CHECK_RET(aclrtGetDeviceCount(&count), ACL_SUCCESS);
     CHECK(count == 2);
     CHECK_RET(aclrtSetDevice(0), ACL_ERROR_INVALID_PARAM);  // the SoC name is still invalid
     CHECK_RET(aclrtSetDevice(2), ACL_ERROR_RT_INVALID_DEVICEID);
 
-    setenv("MS_MEMCOPY_SOC", "Ascend310P", 1);  // retried by the next call
+    setenv(ACLHOST_ENV_SOC, "Ascend310P", 1);  // retried by the next call
     CHECK_RET(aclInit(nullptr), ACL_SUCCESS);
-    setenv("MS_MEMCOPY_SOC", "Ascend950", 1);  // resolved once: later changes are ignored
+    setenv(ACLHOST_ENV_SOC, "Ascend950", 1);  // resolved once: later changes are ignored
     CHECK(aclrtGetSocName() != nullptr && std::strcmp(aclrtGetSocName(), "Ascend310P") == 0);
     CHECK(aclhostGetSocProfile() != nullptr && std::strcmp(aclhostGetSocProfile(), "Ascend310P") == 0);
 
@@ -139,8 +139,8 @@ void Ascend310PScenario()
 // Ascend950: 64-byte descriptors, no malloc padding, batch copies available.
 void Ascend950Scenario()
 {
-    setenv("MS_MEMCOPY_SOC", "Ascend950", 1);
-    unsetenv("MS_MEMCOPY_DEVICE_COUNT");
+    setenv(ACLHOST_ENV_SOC, "Ascend950", 1);
+    unsetenv(ACLHOST_ENV_DEVICE_COUNT);
     CHECK_RET(aclrtSetDevice(0), ACL_SUCCESS);  // resolves the profile without aclInit
     CHECK(aclrtGetSocName() != nullptr && std::strcmp(aclrtGetSocName(), "Ascend950") == 0);
     size_t desc_size = 0;

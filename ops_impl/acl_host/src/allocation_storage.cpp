@@ -10,6 +10,7 @@
 #include <new>
 #include <utility>
 
+#include "acl_host/acl_host_ext.h"
 #include "checked_math.h"
 
 namespace aclhost {
@@ -19,7 +20,7 @@ constexpr std::align_val_t kHeapAlignment{64};
 
 bool ReadStrictDeviceEnv()
 {
-    const char *value = std::getenv(kStrictDeviceEnv);
+    const char *value = std::getenv(ACLHOST_ENV_STRICT_DEVICE);
     return value != nullptr && std::strcmp(value, "1") == 0;
 }
 

@@ -13,9 +13,8 @@
 
 namespace aclhost {
 
-// "1" turns strict device memory on; any other value, or none, leaves it off. Read once.
-constexpr const char *kStrictDeviceEnv = "MS_MEMCOPY_STRICT_DEVICE";
-
+// ACLHOST_ENV_STRICT_DEVICE "1" turns strict device memory on; any other value, or none, leaves it off.
+// Read once.
 bool StrictDeviceMemory();
 
 class AllocationStorage {

@@ -15,6 +15,8 @@
 #include <mutex>
 #include <thread>
 
+#include "acl_host/acl_host_ext.h"
+
 namespace aclhost {
 namespace {
 
@@ -49,7 +51,7 @@ size_t UsableCores()
 size_t ConfiguredThreads()
 {
     size_t threads = std::min(UsableCores(), kMaxThreads);
-    const char *value = std::getenv("MS_MEMCOPY_COPY_THREADS");
+    const char *value = std::getenv(ACLHOST_ENV_COPY_THREADS);
     if (value != nullptr && *value != '\0') {
         char *end = nullptr;
         const unsigned long long wanted = std::strtoull(value, &end, 10);

@@ -41,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "acl_host/acl_host_ext.h"
 #include "error_state.h"
 #include "soc_profile.h"
 #include "stream_table.h"
@@ -48,7 +49,7 @@
 namespace aclhost {
 namespace {
 
-constexpr const char *kDeviceCountEnv = "MS_MEMCOPY_DEVICE_COUNT";
+constexpr const char *kDeviceCountEnv = ACLHOST_ENV_DEVICE_COUNT;
 constexpr int32_t kDefaultDeviceCount = 8;
 constexpr long kMaxDeviceCount = 1024;
 constexpr uint64_t kFirstUserContext = 2048;  // primary contexts use ids 1..kMaxDeviceCount

@@ -17,7 +17,7 @@
 namespace aclhost {
 namespace {
 
-constexpr const char *kSocEnv = "MS_MEMCOPY_SOC";
+constexpr const char *kSocEnv = ACLHOST_ENV_SOC;
 
 const SocProfile kProfiles[] = {
 #define X(name, batch, desc, d2d, null2d, desc_size, extra, streams, peer, device_events) \
