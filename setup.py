@@ -182,7 +182,7 @@ class BuildSharedLibsAndRoute(BuildSharedLibs):
             import mindspore  # noqa: F401  (only to know whether the route can be built here)
         except ImportError:
             if wanted == "1":
-                raise RuntimeError("MS_MEMCOPY_BUILD_ROUTE=1 but MindSpore is not importable here")
+                raise RuntimeError("MS_MEMCOPY_BUILD_ROUTE=1 but MindSpore is not importable here") from None
             print("ms_memcopy: MindSpore is not importable in this build environment; the op_def route's "
                   "module will be built on first use")
             return

@@ -858,7 +858,8 @@ def main(argv=None):
 
     target = "CPU" if args.dry_run else "Ascend"
     ms.set_device(target)
-    print(f"ms_memcopy npu-check: target {target}{' (dry run: timings say nothing about an NPU)' if args.dry_run else ''}")
+    dry_run_note = " (dry run: timings say nothing about an NPU)" if args.dry_run else ""
+    print(f"ms_memcopy npu-check: target {target}{dry_run_note}")
     start = time.perf_counter()
     op_def_route.build(target)
     print(f"op_def route built for {target} in {time.perf_counter() - start:.1f} s")

@@ -1,12 +1,13 @@
 """Differential fuzzer of the host runtime's copy calls.
 
 Random valid and invalid arguments to the 1D, 2D, batch, memset and descriptor calls (pointers into
-device, pinned, framework-registered and pageable memory at random offsets; sizes up to SIZE_MAX; kinds including invalid enum values; valid, NULL,
-destroyed, unknown and other-device streams; batch arrays with random attributes) go to the C calls
-through ctypes, with nothing checked in Python first. A reference model written from the documented
-checks (docs/host_runtime.md, "Copies") predicts each call: the return code, the batch failIndex, and
-the copies made, from which numpy computes every byte of memory afterwards. On an error the memory must
-be untouched (an asynchronous batch keeps the items before the failing one, as CANN's item loop does).
+device, pinned, framework-registered and pageable memory at random offsets; sizes up to SIZE_MAX; kinds
+including invalid enum values; valid, NULL, destroyed, unknown and other-device streams; batch arrays with
+random attributes) go to the C calls through ctypes, with nothing checked in Python first. A reference
+model written from the documented checks (docs/host_runtime.md, "Copies") predicts each call: the return
+code, the batch failIndex, and the copies made, from which numpy computes every byte of memory afterwards.
+On an error the memory must be untouched (an asynchronous batch keeps the items before the failing one, as
+CANN's item loop does).
 
 Cases run in batches, each in its own interpreter, so a crash is a finding (with the range of cases to
 replay), not a dead run. Case i of seed s is generated from (s, i) alone and starts from freshly filled
@@ -836,7 +837,7 @@ def gen_peers(rng, memory):
     count = memory.device_count
     ids = [0, 1, 2, count - 1, count, MAX_RUNTIME_DEVICES - 1, MAX_RUNTIME_DEVICES, -1, -2**31, 2**31 - 1]
     weights = [20, 20, 8, 4, 4, 2, 2, 3, 1, 1]
-    pick = lambda: rng.choices(ids, weights)[0]  # noqa: E731
+    pick = lambda: rng.choices(ids, weights)[0]
     steps = []
     for _ in range(rng.randrange(2, 8)):
         api = rng.choice(["aclrtDeviceCanAccessPeer", "aclrtDeviceEnablePeerAccess", "aclrtDeviceEnablePeerAccess",

@@ -923,7 +923,7 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
                 label, fn = f"aclrtSynchronizeStream({name})", lambda: lib.aclrtSynchronizeStream(handle)
             else:
                 label = f"aclrtSynchronizeStreamWithTimeout({name}, {timeout})"
-                fn = lambda: lib.aclrtSynchronizeStreamWithTimeout(handle, timeout)  # noqa: E731
+                fn = lambda: lib.aclrtSynchronizeStreamWithTimeout(handle, timeout)
             self.call(t, label, fn, expected)
 
         @rule(t=threads, pick=picks, deferred=st.booleans())
@@ -1144,7 +1144,7 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
                 label, fn = f"aclrtCreateEvent(&{name})", lambda: lib.aclrtCreateEvent(ctypes.byref(out))
             else:
                 label = f"aclrtCreateEventWithFlag(&{name}, {flag:#x})"
-                fn = lambda: lib.aclrtCreateEventWithFlag(ctypes.byref(out), flag)  # noqa: E731
+                fn = lambda: lib.aclrtCreateEventWithFlag(ctypes.byref(out), flag)
             self.call(t, label, fn, expected)
             if expected == OK:
                 self.events.append(Event(name, out.value, context.device, effective))

@@ -80,7 +80,7 @@ def x_tensor():
 def cases(buf):
     """name -> (cell, inputs) for every primitive form."""
     x = x_tensor()
-    cache = lambda: Parameter(ms.Tensor(np.arange(4 * 8, dtype=np.float32).reshape(4, 8)))  # noqa: E731
+    cache = lambda: Parameter(ms.Tensor(np.arange(4 * 8, dtype=np.float32).reshape(4, 8)))
     d2h_batch = MemcpyBatch("d2h", buf, num_tensors=2)
     h2d_batch = MemcpyBatch("h2d", buf, shapes=[(6,), (2, 3)], dtypes=[ms.float32, ms.int16])
     extract = Memcpy2D("extract", height=2, width=3)

@@ -367,7 +367,7 @@ def test_variadic_primitive_keeps_its_attributes(monkeypatch):
 def test_call_runs_an_op(pynative):
     ms = pynative
     x = ms.Tensor(np.arange(30, dtype=np.int16).reshape(5, 6))
-    i64 = lambda v: ms.Tensor(np.array([v], np.int64))  # noqa: E731
+    i64 = lambda v: ms.Tensor(np.array([v], np.int64))
     y = op_def_route.call("memcpy2d_extract", (x, i64(1), i64(2)), {"height": 2, "width": 3})
     np.testing.assert_array_equal(y.asnumpy(), x.asnumpy()[1:3, 2:5])
     with pytest.raises(ValueError, match="attributes"):
@@ -406,7 +406,8 @@ def run_o1(x):
 print("O1:", run_o1(x).asnumpy().tolist())
 """, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert re.search(r"refused: ms_memcopy (MemcpyWithDesc|memcpy_desc_copy): .*cannot be compiled with jit_level O2 .*use jit_level O0 "
+    assert re.search(r"refused: ms_memcopy (MemcpyWithDesc|memcpy_desc_copy): "
+                     r".*cannot be compiled with jit_level O2 .*use jit_level O0 "
                      r"or O1", result.stdout), result.stdout
     assert "O1: [0.0, 3.0, 6.0, 9.0]" in result.stdout
 

@@ -338,7 +338,7 @@ def test_error_text_is_bounded_and_error_messages_stay_short(acl_device):
     seen = {}
 
     def thread():
-        for i in range(1200):  # about 100 bytes per message: well past the bound
+        for _ in range(1200):  # about 100 bytes per message: well past the bound
             with pytest.raises(errors.AclError) as info:
                 rt.malloc(0)
         seen["message"] = info.value.message

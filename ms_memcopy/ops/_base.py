@@ -27,7 +27,9 @@ The base is split by job, and this module re-exports each name from where it liv
 from ._errors import ERROR_PREFIX, labelled_errors, labelled_init, check_jit_level  # noqa: F401
 from ._dtypes import DtypeLike, check_supported, dtype_name, itemsize, ms_dtype  # noqa: F401
 from ._host_values import host_values, reading_host_values_once, remember_host_values  # noqa: F401
-from ._args import INT64_MAX, check_host_buffer, check_in_place_target, check_int, check_int64_input, check_same_dtype, check_shape, check_tensors, eager_int64, flat_input_names, matrix_view, num_elements, static_shape  # noqa: F401
+from ._args import (  # noqa: F401
+    INT64_MAX, check_host_buffer, check_in_place_target, check_int, check_int64_input, check_same_dtype, check_shape,
+    check_tensors, eager_int64, flat_input_names, matrix_view, num_elements, static_shape)
 from ._primitive import CopyPrimitive, GradientOp  # noqa: F401
 from ._variadic import VariadicCall  # noqa: F401
 from ._bprop import register_op_def_bprop  # noqa: F401

@@ -2,7 +2,7 @@
 from typing import Optional, Sequence
 
 from ..host_buffer import HostBuffer
-from ._base import (CopyPrimitive, DtypeLike, GradientOp, check_host_buffer, check_int, check_int64_input, check_shape,
+from ._base import (CopyPrimitive, DtypeLike, GradientOp, check_host_buffer, check_int64_input, check_shape,
                     check_supported, eager_int64, itemsize, ms_dtype, num_elements, static_shape)
 from ._checks import check_host_range
 

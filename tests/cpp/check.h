@@ -54,8 +54,7 @@ inline void Report(const char *file, int line, const std::string &what) {
 }
 
 // The location defaults to the caller's (GCC and Clang builtins).
-inline void Expect(bool ok, const std::string &what, const char *file = __builtin_FILE(),
-                   int line = __builtin_LINE()) {
+inline void Expect(bool ok, const std::string &what, const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
   if (!ok) {
     Report(file, line, what);
   }

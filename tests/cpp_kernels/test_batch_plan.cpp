@@ -8,16 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "../cpp/check.h"
 #include "acl/acl.h"
 #include "copy_launch.h"
-#include "../cpp/check.h"
 #include "kernel_error.h"
 
 namespace {
 
-using test::Require;
 using test::Expect;
-
+using test::Require;
 
 struct Fixture {
   static constexpr size_t kItems = 4200;
@@ -103,8 +102,8 @@ void TestMergedItemsReportTheirFirstIndex(Fixture &f) {
     copier.Run(items.data(), items.size(), ACL_MEMCPY_DEVICE_TO_HOST, 0, "offsets", f.stream);
     Expect(false, "a D2D item in a batch raises AclCallError");
   } catch (const msmc::AclCallError &e) {
-    Expect(e.fail_index() == 1, "merged item reported by its first caller index 1, got " +
-                                    std::to_string(e.fail_index()));
+    Expect(e.fail_index() == 1,
+           "merged item reported by its first caller index 1, got " + std::to_string(e.fail_index()));
   }
   aclrtSynchronizeStream(f.stream);
 }

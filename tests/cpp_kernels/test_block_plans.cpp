@@ -12,16 +12,16 @@
 #include <string>
 #include <vector>
 
-#include "acl/acl.h"
 #include "../cpp/check.h"
+#include "acl/acl.h"
 #include "host_buffers.h"
 #include "kernel_error.h"
 #include "op_bodies.h"
 
 namespace {
 
-using test::Require;
 using test::Expect;
+using test::Require;
 
 size_t batch_calls = 0;
 size_t batch_items = 0;
@@ -42,9 +42,9 @@ void ResetCounts() { batch_calls = batch_items = desc_copies = async_copies = 0;
 
 }  // namespace
 
-extern "C" aclError aclrtMemcpyBatchAsync(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
-                                          size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes,
-                                          size_t numAttrs, size_t *failIndex, aclrtStream stream) {
+extern "C" aclError aclrtMemcpyBatchAsync(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches,
+                                          aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs,
+                                          size_t *failIndex, aclrtStream stream) {
   using Fn = aclError (*)(void **, size_t *, void **, size_t *, size_t, aclrtMemcpyBatchAttr *, size_t *, size_t,
                           size_t *, aclrtStream);
   static const Fn next = Next<Fn>("aclrtMemcpyBatchAsync");
@@ -106,7 +106,7 @@ struct Fixture {
     for (size_t l = 0; l < kCaches; ++l) {
       for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<uint32_t>(l * 100000 + i / 2);
       Require(aclrtMemcpy(caches[l], values.size() * 4, values.data(), values.size() * 4, ACL_MEMCPY_HOST_TO_DEVICE),
-            "upload");
+              "upload");
     }
   }
   ~Fixture() {
@@ -127,7 +127,7 @@ struct Fixture {
     mapping_shape[0] = static_cast<int64_t>(pairs.size() / 2);
     if (!pairs.empty()) {
       Require(aclrtMemcpy(mapping, pairs.size() * 8, pairs.data(), pairs.size() * 8, ACL_MEMCPY_HOST_TO_DEVICE),
-            "mapping");
+              "mapping");
     }
     return msmc::TensorArg{mapping, mapping_shape, 2, "int64"};
   }
@@ -141,7 +141,7 @@ struct Fixture {
   uint32_t DeviceValue(size_t l, size_t block) {
     uint32_t v = 0;
     Require(aclrtMemcpy(&v, 4, static_cast<char *>(caches[l]) + block * kBlockBytes, 4, ACL_MEMCPY_DEVICE_TO_HOST),
-          "read");
+            "read");
     return v;
   }
   uint32_t HostValue(size_t l, size_t block) const {

@@ -17,15 +17,15 @@
 #include <string>
 #include <vector>
 
+#include "../cpp/check.h"
 #include "acl/acl.h"
 #include "acl_host/acl_host_ext.h"
 #include "copy_launch.h"
-#include "../cpp/check.h"
 
 namespace {
 
-using test::Require;
 using test::Expect;
+using test::Require;
 
 struct DescSet {
   uintptr_t src;
@@ -107,8 +107,8 @@ void ExpectChunks(size_t first, const char *src, const char *dst, size_t count, 
   for (size_t i = first; i < sets.size(); ++i) {
     contiguous = contiguous && sets[i].src == reinterpret_cast<uintptr_t>(src) + done &&
                  sets[i].dst == reinterpret_cast<uintptr_t>(dst) + done;
-    Expect(sets[i].count < (uint64_t{1} << 32), what + ": a descriptor of " + std::to_string(sets[i].count) +
-                                                     " bytes (the 32-bit count would wrap)");
+    Expect(sets[i].count < (uint64_t{1} << 32),
+           what + ": a descriptor of " + std::to_string(sets[i].count) + " bytes (the 32-bit count would wrap)");
     counts.push_back(sets[i].count);
     done += sets[i].count;
   }

@@ -14,16 +14,16 @@
 #include <thread>
 #include <vector>
 
+#include "../cpp/check.h"
 #include "acl/acl.h"
 #include "acl_host/acl_host_ext.h"
 #include "copy_launch.h"
 #include "event_slots.h"
-#include "../cpp/check.h"
 
 namespace {
 
-using test::Require;
 using test::Expect;
+using test::Require;
 
 uint64_t Waits() {
   uint64_t count = 0;
@@ -75,7 +75,7 @@ void *DeviceAlloc(size_t n) {
 std::vector<int64_t> Download(const void *dev, size_t count) {
   std::vector<int64_t> out(count);
   Require(aclrtMemcpy(out.data(), count * sizeof(int64_t), dev, count * sizeof(int64_t), ACL_MEMCPY_DEVICE_TO_HOST),
-        "aclrtMemcpy");
+          "aclrtMemcpy");
   return out;
 }
 

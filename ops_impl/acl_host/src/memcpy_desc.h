@@ -25,7 +25,7 @@
 namespace aclhost {
 
 constexpr uint32_t kDescMagic = 0x4344534DU;  // bytes "MSDC" in little-endian order
-constexpr uint32_t kDescVersion = 2;  // 2: the count became 32 bits
+constexpr uint32_t kDescVersion = 2;          // 2: the count became 32 bits
 constexpr size_t kDescMagicOffset = 0;
 constexpr size_t kDescVersionOffset = 4;
 constexpr size_t kDescSrcOffset = 8;

@@ -9,16 +9,16 @@
 namespace aclhost {
 
 struct SocProfile {
-    const char *name;
-    bool memcpy_batch;          // aclrtMemcpyBatch / BatchAsync / V2
-    bool memcpy_desc;           // aclrtGetMemcpyDescSize / SetMemcpyDesc / MemcpyAsyncWithDesc
-    bool memcpy2d_d2d;          // aclrtMemcpy2dAsync device-to-device
-    bool memcpy2d_null_stream;  // aclrtMemcpy2dAsync takes a NULL (default) stream
-    size_t memcpy_desc_size;    // bytes per descriptor
-    size_t malloc_extra_bytes;  // aclrtMalloc padding after rounding up to 32
-    size_t max_streams;         // streams of one device, its default streams included
-    bool peer_access;           // aclrtDeviceCanAccessPeer / EnablePeerAccess / DisablePeerAccess
-    bool event_device_use_only; // aclrtCreateEventWithFlag(ACL_EVENT_DEVICE_USE_ONLY)
+  const char *name;
+  bool memcpy_batch;           // aclrtMemcpyBatch / BatchAsync / V2
+  bool memcpy_desc;            // aclrtGetMemcpyDescSize / SetMemcpyDesc / MemcpyAsyncWithDesc
+  bool memcpy2d_d2d;           // aclrtMemcpy2dAsync device-to-device
+  bool memcpy2d_null_stream;   // aclrtMemcpy2dAsync takes a NULL (default) stream
+  size_t memcpy_desc_size;     // bytes per descriptor
+  size_t malloc_extra_bytes;   // aclrtMalloc padding after rounding up to 32
+  size_t max_streams;          // streams of one device, its default streams included
+  bool peer_access;            // aclrtDeviceCanAccessPeer / EnablePeerAccess / DisablePeerAccess
+  bool event_device_use_only;  // aclrtCreateEventWithFlag(ACL_EVENT_DEVICE_USE_ONLY)
 };
 
 // The profile named by MS_MEMCOPY_SOC (unset or empty: the table's default), resolved once.

@@ -71,8 +71,8 @@ ACL_FUNC_VISIBILITY aclError aclhostUnregisterDeviceMemoryBatch(void *const *ptr
  * (-1 otherwise).
  * base/size (optional, may be NULL) receive the allocation that holds ptr.
  */
-ACL_FUNC_VISIBILITY aclError aclhostGetMemLocation(const void *ptr, int32_t *type, int32_t *deviceId,
-                                                   void **base, size_t *size);
+ACL_FUNC_VISIBILITY aclError aclhostGetMemLocation(const void *ptr, int32_t *type, int32_t *deviceId, void **base,
+                                                   size_t *size);
 
 /*
  * Deferred launch of a stream's tasks (deferred != 0), for callers that synchronize the stream right
