@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ms_memcopy import _paths, _runtime_env
+from ms_memcopy import _paths, _runtime_env, build_recipe
 
 CPP_DIR = Path(__file__).resolve().parent / "cpp"
 PROGRAMS = sorted(CPP_DIR.glob("*.cpp"))
@@ -21,7 +21,7 @@ PROGRAMS = sorted(CPP_DIR.glob("*.cpp"))
 @pytest.fixture
 def build_program(tmp_path):
     """Returns build(source) -> path of the executable compiled into this test's tmp_path."""
-    compiler = os.environ.get("CXX", "g++")
+    compiler = build_recipe.cxx()
     if shutil.which(compiler) is None:
         pytest.skip(f"{compiler} is not installed")
     if not _paths.uses_host_runtime():
@@ -31,8 +31,7 @@ def build_program(tmp_path):
 
     def build(source):
         exe = tmp_path / source.stem
-        cmd = [compiler, "-std=c++17", "-O1", "-g", "-pthread", "-Wall", "-Wextra", f"-I{include}", str(source),
-               f"-L{library.parent}", "-lascendcl", f"-Wl,-rpath,{library.parent}", "-o", str(exe)]
+        cmd = build_recipe.program_command(source, exe, include, library.parent, compiler=compiler)
         result = subprocess.run(cmd, capture_output=True, text=True)
         assert result.returncode == 0, f"{' '.join(cmd)}\n{result.stdout}{result.stderr}"
         return exe
