@@ -62,10 +62,7 @@ extern "C" aclError aclInit(const char *configPath) {
     if (configPath != nullptr && configPath[0] != '\0') {
       ACLHOST_RETURN_IF_ERROR(CheckConfigFile(api, configPath));
     }
-    aclError ret = ACL_SUCCESS;
-    if (aclhost::RequireSoc(api, &ret) == nullptr) {
-      return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(aclhost::RequireSoc(api));
     g_init_references = 1;
     g_finalized = false;
     return ACL_SUCCESS;

@@ -129,10 +129,7 @@ aclError DeviceManager::CheckDeviceIdLocked(const char *api, int32_t id) {
 aclError DeviceManager::SetDevice(const char *api, int32_t id) {
   std::lock_guard<std::mutex> lock(mutex_);
   ACLHOST_RETURN_IF_ERROR(CheckDeviceIdLocked(api, id));
-  aclError soc_error = ACL_SUCCESS;
-  if (RequireSoc(api, &soc_error) == nullptr) {
-    return soc_error;
-  }
+  ACLHOST_RETURN_IF_ERROR(RequireSoc(api));
   DeviceState &state = devices_[id];
   if (state.default_stream == nullptr) {
     auto stream = std::make_shared<Stream>(id, PrimaryContextId(id));
@@ -185,10 +182,7 @@ uint64_t DeviceManager::LiveContextLocked(aclrtContext handle, bool *primary) {
 aclError DeviceManager::CreateContext(const char *api, int32_t device, aclrtContext *out) {
   std::lock_guard<std::mutex> lock(mutex_);
   ACLHOST_RETURN_IF_ERROR(CheckDeviceIdLocked(api, device));
-  aclError soc_error = ACL_SUCCESS;
-  if (RequireSoc(api, &soc_error) == nullptr) {
-    return soc_error;
-  }
+  ACLHOST_RETURN_IF_ERROR(RequireSoc(api));
   const uint64_t id = kFirstUserContext + next_user_context_;
   UserContext context;
   context.device = device;

@@ -62,11 +62,8 @@ aclError CheckEventFlag(const char *api, uint32_t flag) {
 }
 
 aclError CheckDeviceUseOnlySupported(const char *api) {
-  aclError ret = ACL_SUCCESS;
-  const SocProfile *soc = RequireSoc(api, &ret);
-  if (soc == nullptr) {
-    return ret;
-  }
+  const SocProfile *soc = nullptr;
+  ACLHOST_RETURN_IF_ERROR(RequireSoc(api, &soc));
   if (!soc->event_device_use_only) {
     return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "ACL_EVENT_DEVICE_USE_ONLY events are not supported on SoC %s",
                 soc->name);

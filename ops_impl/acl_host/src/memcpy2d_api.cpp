@@ -122,11 +122,8 @@ aclError ResolveAndCheck(const char *api, const Copy2DArgs &a, bool sync, MemInf
                 MemKindName(src_info->kind), a.dst, MemKindName(dst_info->kind), sync ? "" : " or D2D");
   }
   if (!sync && *resolved == ACL_MEMCPY_DEVICE_TO_DEVICE) {
-    aclError soc_error = ACL_SUCCESS;
-    const SocProfile *soc = RequireSoc(api, &soc_error);
-    if (soc == nullptr) {
-      return soc_error;
-    }
+    const SocProfile *soc = nullptr;
+    ACLHOST_RETURN_IF_ERROR(RequireSoc(api, &soc));
     if (!soc->memcpy2d_d2d) {
       return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "device-to-device 2D copies are not supported on SoC %s",
                   soc->name);
@@ -139,11 +136,8 @@ aclError ResolveAndCheck(const char *api, const Copy2DArgs &a, bool sync, MemInf
 // The NULL stream of aclrtMemcpy2dAsync: the current device's default stream where the SoC has that
 // path; 107000 on the others and when no device is set (CANN's NULL current stream).
 aclError UseNullStream(const char *api, std::shared_ptr<Stream> *stream) {
-  aclError ret = ACL_SUCCESS;
-  const SocProfile *soc = RequireSoc(api, &ret);
-  if (soc == nullptr) {
-    return ret;
-  }
+  const SocProfile *soc = nullptr;
+  ACLHOST_RETURN_IF_ERROR(RequireSoc(api, &soc));
   if (!soc->memcpy2d_null_stream) {
     return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
                 "stream is NULL; SoC %s has no default stream for 2D copies, pass a stream from "

@@ -125,11 +125,8 @@ bool AclLayerChecks(const char *api, const BatchArgs &a, bool has_fail_index, ac
 }
 
 aclError CheckBatchFeature(const char *api) {
-  aclError ret = ACL_SUCCESS;
-  const SocProfile *soc = RequireSoc(api, &ret);
-  if (soc == nullptr) {
-    return ret;
-  }
+  const SocProfile *soc = nullptr;
+  ACLHOST_RETURN_IF_ERROR(RequireSoc(api, &soc));
   if (!soc->memcpy_batch) {
     return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "batch memory copies are not supported on SoC %s", soc->name);
   }

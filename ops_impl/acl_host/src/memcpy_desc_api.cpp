@@ -74,11 +74,7 @@ aclError CheckInnerKind(const char *api, int64_t kind) {
 
 // The SoC gate of the three descriptor calls; *soc receives the profile.
 aclError CheckDescFeature(const char *api, const SocProfile **soc) {
-  aclError ret = ACL_SUCCESS;
-  *soc = RequireSoc(api, &ret);
-  if (*soc == nullptr) {
-    return ret;
-  }
+  ACLHOST_RETURN_IF_ERROR(RequireSoc(api, soc));
   if (!(*soc)->memcpy_desc) {
     return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "memory-copy descriptors are not supported on SoC %s",
                 (*soc)->name);

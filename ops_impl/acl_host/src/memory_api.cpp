@@ -83,10 +83,8 @@ extern "C" aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy
     if (AppendOverflows(api, size, &ret)) {
       return ret;
     }
-    const aclhost::SocProfile *soc = aclhost::RequireSoc(api, &ret);
-    if (soc == nullptr) {
-      return ret;
-    }
+    const aclhost::SocProfile *soc = nullptr;
+    ACLHOST_RETURN_IF_ERROR(aclhost::RequireSoc(api, &soc));
     const size_t extra = IsHuge1gPolicy(aclhost::RawEnumValue(policy)) ? 0 : soc->malloc_extra_bytes;
     size_t rounded = 0;
     size_t padded = 0;

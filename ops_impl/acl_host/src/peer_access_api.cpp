@@ -59,11 +59,8 @@ aclError CheckIsDevice(const char *api, const char *param, int32_t id) {
 }
 
 aclError CheckPeerFeature(const char *api) {
-  aclError ret = ACL_SUCCESS;
-  const SocProfile *soc = RequireSoc(api, &ret);
-  if (soc == nullptr) {
-    return ret;
-  }
+  const SocProfile *soc = nullptr;
+  ACLHOST_RETURN_IF_ERROR(RequireSoc(api, &soc));
   if (!soc->peer_access) {
     return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "peer access between devices is not supported on SoC %s",
                 soc->name);

@@ -64,20 +64,22 @@ const SocProfile *Resolve(std::string *rejected) {
 
 }  // namespace
 
-const SocProfile *RequireSoc(const char *api, aclError *error) {
+aclError RequireSoc(const char *api, const SocProfile **soc) {
   std::string rejected;
   const SocProfile *profile = Resolve(&rejected);
   if (profile != nullptr) {
-    return profile;
+    if (soc != nullptr) {
+      *soc = profile;
+    }
+    return ACL_SUCCESS;
   }
   std::string names;
   for (const SocProfile &candidate : kProfiles) {
     names += names.empty() ? "" : ", ";
     names += candidate.name;
   }
-  *error = Fail(ACL_ERROR_INVALID_PARAM, api, "%s=\"%s\" names no SoC profile; expected one of: %s", kSocEnv,
-                rejected.c_str(), names.c_str());
-  return nullptr;
+  return Fail(ACL_ERROR_INVALID_PARAM, api, "%s=\"%s\" names no SoC profile; expected one of: %s", kSocEnv,
+              rejected.c_str(), names.c_str());
 }
 
 const SocProfile *SocOrNull() { return Resolve(nullptr); }

@@ -21,10 +21,10 @@ struct SocProfile {
   bool event_device_use_only;  // aclrtCreateEventWithFlag(ACL_EVENT_DEVICE_USE_ONLY)
 };
 
-// The profile named by MS_MEMCOPY_SOC (unset or empty: the table's default), resolved once.
-// An unknown name leaves it unresolved, stores a message listing the valid names and returns NULL with
-// *error = ACL_ERROR_INVALID_PARAM; a later call tries again.
-const SocProfile *RequireSoc(const char *api, aclError *error);
+// The profile named by MS_MEMCOPY_SOC (unset or empty: the table's default), resolved once, into *soc
+// (when soc is not NULL). An unknown name leaves it unresolved, stores a message listing the valid names
+// and returns ACL_ERROR_INVALID_PARAM; a later call tries again.
+aclError RequireSoc(const char *api, const SocProfile **soc = nullptr);
 
 // Same resolution without touching the error message; NULL when MS_MEMCOPY_SOC is invalid.
 const SocProfile *SocOrNull();

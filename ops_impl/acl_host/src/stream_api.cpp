@@ -47,11 +47,8 @@ extern "C" aclError aclrtCreateStream(aclrtStream *stream) {
     }
     aclhost::CurrentContextInfo context;
     ACLHOST_RETURN_IF_ERROR(aclhost::DeviceManager::Instance().Current(api, &context));
-    aclError soc_error = ACL_SUCCESS;
-    const aclhost::SocProfile *soc = aclhost::RequireSoc(api, &soc_error);
-    if (soc == nullptr) {
-      return soc_error;
-    }
+    const aclhost::SocProfile *soc = nullptr;
+    ACLHOST_RETURN_IF_ERROR(aclhost::RequireSoc(api, &soc));
     const aclrtStream created =
         StreamTable::Instance().AddUserStream(std::make_shared<Stream>(context.device, context.id), soc->max_streams);
     if (created == nullptr) {
