@@ -38,6 +38,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import op_defs
+from . import acl_limits
 
 CHECK_MODES = ("pynative", "graph O0")
 BLOCKS, BLOCK_BYTES = 1024, 64 << 10
@@ -46,7 +47,8 @@ DISTINCT_CALLS = 200
 # descriptor ring (4) gets its event and pinned memory on first use.
 WARMUP_CALLS = 16
 GiB = 1 << 30
-BIG_COPY_BYTES = 4 * GiB + 64  # beyond a 32-bit descriptor count; the kernels' 2 GiB chunks make it three
+# Beyond a descriptor's 32-bit count (4 GiB); the kernels' 2 GiB chunks (DESC_CHUNK_BYTES) make it three.
+BIG_COPY_BYTES = acl_limits.DESC_COUNT_WRAP + 64
 # Source, copy, and a temporary of the source's size (MindSpore's CPU arange held one: 13 GB peak RSS),
 # plus 1 GiB.
 BIG_COPY_NEEDS = 3 * BIG_COPY_BYTES + GiB
@@ -643,7 +645,7 @@ def check_big_desc_copy(big_wanted):
     copy = MemcpyWithDesc()(source)
     _wait_for_device()
     seconds = time.perf_counter() - start
-    four_gib = 4 * GiB // 4
+    four_gib = acl_limits.DESC_COUNT_WRAP // 4
     regions = [(0, 1 << 18), (elements // 2 - (1 << 17), elements // 2 + (1 << 17)),
                (four_gib - (1 << 18), elements)]
     for begin, end in regions:
@@ -778,7 +780,8 @@ def main(argv=None):
 
     target = "CPU" if args.dry_run else "Ascend"
     ms.set_device(target)
-    print(f"ms_memcopy npu-check: target {target}{' (dry run: timings say nothing about an NPU)' if args.dry_run else ''}")
+    dry_run_note = " (dry run: timings say nothing about an NPU)" if args.dry_run else ""
+    print(f"ms_memcopy npu-check: target {target}{dry_run_note}")
     start = time.perf_counter()
     op_def_route.build(target)
     print(f"op_def route built for {target} in {time.perf_counter() - start:.1f} s")

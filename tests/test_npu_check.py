@@ -8,9 +8,11 @@ import textwrap
 
 import pytest
 
+from ms_memcopy import _runtime_env
+
 pytestmark = pytest.mark.slow
 
-CANN_ENV = ("MS_MEMCOPY_SOC", "MS_MEMCOPY_DEVICE_COUNT", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_TOOLKIT_HOME")
+CANN_ENV = (*_runtime_env.MACHINE, "ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_TOOLKIT_HOME")
 
 
 def clean_env(**extra):

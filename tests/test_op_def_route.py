@@ -372,7 +372,7 @@ def test_variadic_primitive_keeps_its_attributes(monkeypatch):
 def test_call_runs_an_op(pynative):
     ms = pynative
     x = ms.Tensor(np.arange(30, dtype=np.int16).reshape(5, 6))
-    i64 = lambda v: ms.Tensor(np.array([v], np.int64))  # noqa: E731
+    i64 = lambda v: ms.Tensor(np.array([v], np.int64))
     y = op_def_route.call("memcpy2d_extract", (x, i64(1), i64(2)), {"height": 2, "width": 3})
     np.testing.assert_array_equal(y.asnumpy(), x.asnumpy()[1:3, 2:5])
     with pytest.raises(ValueError, match="attributes"):

@@ -225,7 +225,8 @@ def test_pitched_host_copies_out_of_range(ms_mode, buf):
         FnCell(Memcpy2D("d2h", host_buffer=buf, pitch=8))(x, int64(0))
     with pytest.raises(ValueError, match=r"offset = 20: the pitched rows of x \(48 bytes\) would end at byte 68"):
         Memcpy2D("d2h", host_buffer=buf, pitch=16)(x, int64(20))
-    with pytest.raises(ValueError, match=r"offset = 1: the pitched rows of the output \(76 bytes\) would end at byte 77"):
+    with pytest.raises(ValueError,
+                       match=r"offset = 1: the pitched rows of the output \(76 bytes\) would end at byte 77"):
         Memcpy2D("h2d", host_buffer=buf, pitch=20, shape=(4, 2), dtype=ms.float64)(int64(1))
     with pytest.raises(ValueError, match=r"takes \['height', 'width'\]; missing \['width'\]"):
         Memcpy2D("extract", height=1)

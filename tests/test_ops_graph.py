@@ -56,7 +56,8 @@ class OutputUnused(nn.Cell):
 def _writing_side_effect_ops():
     """The ops of configs/ops labelled side_effect_mem whose sample call writes (a HostBuffer or a target)."""
     with HostBuffer(samples.HOST_BUFFER_BYTES, pinned=False) as buf:
-        return [name for name, d in op_defs.all_op_defs().items() if d.side_effect_mem and samples.sample(name, buf).writes]
+        return [name for name, d in op_defs.all_op_defs().items()
+                if d.side_effect_mem and samples.sample(name, buf).writes]
 
 
 @pytest.mark.parametrize("name", _writing_side_effect_ops())

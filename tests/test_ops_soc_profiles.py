@@ -5,6 +5,8 @@ import pytest
 
 from _ops_support import PROFILES, check_on_profile
 
+from ms_memcopy import _runtime_env
+
 SCRIPT = r'''
 import mindspore as ms
 from mindspore import nn
@@ -49,7 +51,7 @@ try:
 except RuntimeError as e:
     print("ERROR:", e)
 '''
-    result = run_python(script, env={"MS_MEMCOPY_SOC": "Ascend999"}, timeout=300)
+    result = run_python(script, env={_runtime_env.SOC: "Ascend999"}, timeout=300)
     assert "ms_memcopy MemcpyWithDesc: AclError: aclInit failed: ACL_ERROR_INVALID_PARAM (100000): " in result.stdout, \
         result.stdout + result.stderr[-2000:]
     assert "Ascend910B" in result.stdout  # the runtime's message lists the valid profiles
@@ -73,7 +75,7 @@ for attempt in range(3):
 os.environ["MS_MEMCOPY_SOC"] = "Ascend910B"
 print("FIXED:", MemcpyWithDesc()(x).asnumpy().tolist())
 '''
-    result = run_python(script, env={"MS_MEMCOPY_SOC": "Ascend9l0B"}, timeout=120)
+    result = run_python(script, env={_runtime_env.SOC: "Ascend9l0B"}, timeout=120)
     errors = [line for line in result.stdout.splitlines() if line.startswith("ERROR:")]
     assert len(errors) == 3, result.stdout + result.stderr[-2000:]
     for line in errors:
