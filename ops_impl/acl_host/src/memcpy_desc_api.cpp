@@ -15,7 +15,7 @@
 //     shorter than descSize -> 107000
 //
 // Host-runtime choices (documented in docs/host_runtime.md):
-// - aclrtSetMemcpyDesc writes the descriptor synchronously on the calling thread (UNCONFIRMED in the spec
+// - aclrtSetMemcpyDesc writes the descriptor synchronously on the calling thread (UNCONFIRMED: docs/host_runtime.md
 //   how CANN writes it; A2/A3 use a synchronous H2D write).
 // - aclrtMemcpyAsyncWithDesc enqueues a task that reads src/dst/count from the descriptor when it executes,
 //   not at enqueue time. A descriptor that is not valid then (wrong magic or version, or src/dst no longer
