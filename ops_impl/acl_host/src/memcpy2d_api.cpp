@@ -18,9 +18,8 @@
 // - The SoC gate for 2dAsync D2D applies to the resolved kind (a D2D request whose pointers make it H2D
 //   is an H2D copy).
 // - A pageable endpoint makes 2dAsync drain the stream and copy on the calling thread (as CANN).
-// - UNCONFIRMED (docs/host_runtime.md, "the choices made"): the hardware result of 2dAsync D2D on 310P/310B/910.
-// Choice: those profiles
-//   have memcpy2d_d2d false in configs/soc_profiles.yaml, so the call returns 207000.
+// - UNCONFIRMED (docs/host_runtime.md): the hardware result of 2dAsync D2D on 310P/310B/910. Choice:
+//   those profiles have memcpy2d_d2d false in configs/soc_profiles.yaml, so the call returns 207000.
 // - A 2dAsync D2D copy between memory of two devices is accepted at the call (as CANN) and runs only with
 //   peer access enabled both ways between them; else it fails when it executes (507013 from the next
 //   synchronize, nothing copied), as aclrtMemcpyAsync's.

@@ -20,9 +20,8 @@
 // - aclrtMemcpy runs inline on the calling thread without waiting for any stream.
 // - aclrtMemcpyAsyncWithCondition behaves as aclrtMemcpyAsync: the host runtime can always tell pinned
 //   from pageable memory, so CANN's CHECK_MEMORY_PINNED never fails with 207000 here.
-// - UNCONFIRMED (docs/host_runtime.md, "the choices made"): whether on-chip D2D copies must be 64-byte aligned at run
-// time. Choice: not
-//   enforced.
+// - UNCONFIRMED (docs/host_runtime.md): whether on-chip D2D copies must be 64-byte aligned at run
+//   time. Choice: not enforced.
 // - A device-to-device copy between memory of two different devices (kind D2D or DEFAULT; CANN's ACL
 //   layer refuses INTER_DEVICE_TO_DEVICE(7) with 100000 like any kind above 5) passes every check at
 //   the call, as in CANN, whose runtime never compares the devices of the endpoints. It runs only when
