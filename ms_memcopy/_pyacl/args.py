@@ -25,6 +25,8 @@ import functools
 import inspect
 import warnings
 
+from .. import _acl_lib
+
 __all__ = ["pyacl_args", "CALLER_STACKLEVEL"]
 
 _parse_tuple = ctypes.pythonapi.PyArg_ParseTuple
@@ -65,6 +67,15 @@ def _parse(call, format_string, args):
     return values
 
 
+def _mark_failure_text_seen(result):
+    """After a pyACL call that failed: records the thread's error text as read, so that the message of
+    a later failure raised as AclError (ms_memcopy.runtime) is that failure's alone. The text itself is
+    left as it is for the caller's acl.get_recent_err_msg()."""
+    ret = result[-1] if isinstance(result, tuple) and result else result
+    if type(ret) is int and ret != 0:
+        _acl_lib.recent_err_msg()
+
+
 def pyacl_args(module, format_string, *, deprecated_for=None):
     """Decorator: the function takes its positional arguments as pyACL's wrapper of the same call.
 
@@ -89,9 +100,9 @@ def pyacl_args(module, format_string, *, deprecated_for=None):
         def wrapper(*args):
             if deprecated_for is not None:
                 warnings.warn(f"{call} is deprecated by pyACL; use {deprecated_for}", Warning, stacklevel=2)
-            if format_string is None:
-                return function()
-            return function(*_parse(call, format_string, args))
+            result = function() if format_string is None else function(*_parse(call, format_string, args))
+            _mark_failure_text_seen(result)
+            return result
 
         wrapper.__module__ = f"ms_memcopy.{module}"
         return wrapper
