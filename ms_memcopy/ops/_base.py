@@ -7,13 +7,18 @@ passed as host values and the kernel state kept per primitive instance (:class:`
 single-op graph is compiled per value. Only a call recorded for a gradient (PYNATIVE under ms.grad)
 goes through MindSpore's single-op path, which records the op's bprop.
 
-Validation happens in three places, each as early as the values are known:
-- at compile time the op's infer function: dtypes (TypeError), in-place inputs that are not
-  Parameters (TypeError), jit_level O2;
-- ``__call__`` (an eager call): argument types and dtypes, the offset and mapping values, and that
-  in-place targets are whole tensors, not slices;
-- the kernel: everything again at launch, before any byte moves (in graphs this is where offsets held
-  in graph inputs are checked), raising ValueError.
+Validation has one place per kind of mistake, each error raised before anything runs:
+- the kernel's check (ops_impl/kernels/bodies/<family>.cpp, the ``check`` of each op body): values,
+  shapes and regions (offsets within the HostBuffer, regions within tensors, the pitch, block
+  mappings, overlapping destinations), raising ValueError. The same check runs in the op's infer
+  function while a graph compiles (on the shapes and the int64 inputs that are constants: a graph
+  with a bad constant fails to compile), in an eager call before anything is queued, and in the
+  kernel at launch (where it also sees the values a graph holds in its inputs);
+- the op's infer function: dtypes (TypeError), in-place inputs that are not Parameters (TypeError),
+  jit_level O2;
+- Python, for what the kernel cannot see: argument types before conversion (and the dtypes of an eager
+  call's tensors), a block mapping given as numpy or a list, an in-place target that is a slice or
+  view, a closed HostBuffer, the number of inputs.
 
 Every error of these checks reads "ms_memcopy <primitive>(<mode>): <argument> ...", the prefix the
 kernels give theirs (the op's label, :func:`labelled_errors`).
@@ -27,7 +32,7 @@ The base is split by job, and this module re-exports each name from where it liv
 from ._errors import ERROR_PREFIX, labelled_errors, labelled_init, check_jit_level  # noqa: F401
 from ._dtypes import DtypeLike, check_supported, dtype_name, itemsize, ms_dtype  # noqa: F401
 from ._host_values import host_values, reading_host_values_once, remember_host_values  # noqa: F401
-from ._args import INT64_MAX, check_host_buffer, check_in_place_target, check_int, check_int64_input, check_same_dtype, check_shape, check_tensors, eager_int64, flat_input_names, matrix_view, num_elements, static_shape  # noqa: F401
+from ._args import INT64_MAX, check_dtypes, check_host_buffer, check_in_place_target, check_int, check_same_dtype, check_shape, check_tensors, eager_int64, flat_input_names, matrix_view, num_elements  # noqa: F401
 from ._primitive import CopyPrimitive, GradientOp  # noqa: F401
 from ._variadic import VariadicCall  # noqa: F401
 from ._bprop import register_op_def_bprop  # noqa: F401

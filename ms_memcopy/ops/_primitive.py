@@ -7,7 +7,7 @@ from mindspore.ops.primitive import _run_op
 from .. import _kernels_lib, op_def_route, route_codegen
 from .._framework import recording_gradients
 from ..op_defs import op_def
-from ._args import check_same_dtype, check_tensors
+from ._args import check_dtypes, check_same_dtype, check_tensors
 from ._bprop import register_op_def_bprop
 from ._errors import check_jit_level, labelled_errors, labelled_init
 from ._host_values import host_values, reading_host_values_once
@@ -24,10 +24,12 @@ class CopyPrimitive(ops.Custom):
     rings, events, pinned slots) is reused across calls.
 
     Subclasses give the attribute values, for an op whose outputs the caller describes
-    (``shape: given`` in configs/ops/<family>.yaml) ``given=(shapes, dtypes)``, the bprop, and two checks:
-    ``_check_infer(args)`` on the abstract arguments (shapes, dtypes, constant values) and
-    ``_check_eager(inputs)`` on the tensors of an eager call; an eager call runs both. A bprop must
-    depend only on its arguments: the first one built for each op is registered.
+    (``shape: given`` in configs/ops/<family>.yaml) ``given=(shapes, dtypes)``, the bprop, and two checks
+    of what the kernel cannot see: ``_check_infer(args)`` on the abstract arguments (a closed
+    HostBuffer, the number of inputs) and ``_check_eager(inputs)`` on the objects of an eager call
+    (also: an in-place target that is a slice or view). Values, shapes and regions are the kernel's
+    check (:mod:`ms_memcopy.ops._base`). A bprop must depend only on its arguments: the first one
+    built for each op is registered.
     """
 
     _forms = ()  # the values of a public subclass's first argument (its mode or direction)
@@ -100,10 +102,10 @@ class CopyPrimitive(ops.Custom):
         # (VariadicCall passes a variadic input's tensors as one tuple)
         flat = [t for group in args for t in (group if isinstance(group, tuple) else (group,))]
         check_tensors(self._op_def, flat)  # wrong types and dtypes are TypeErrors before any value check
+        check_dtypes(self._op_def, flat)
         check_same_dtype(self._op_def, [{"dtype": t.dtype} for t in flat])
         check_jit_level(self._label)
         self._check_eager(flat)
-        self._check_infer([{"shape": tuple(t.shape), "dtype": t.dtype, "value": None} for t in flat])
         if recording_gradients():
             # MindSpore records the op for autograd only on its own single-op path (a graph per value).
             return _run_op(self, self.name, (*args, *self._init_values))

@@ -5,9 +5,9 @@ import mindspore as ms
 from mindspore import nn
 
 from ..host_buffer import HostBuffer
-from ._base import (CopyPrimitive, DtypeLike, check_host_buffer, check_int, check_int64_input, check_shape,
-                    check_supported, eager_int64, itemsize, labelled_errors, ms_dtype, num_elements, static_shape)
-from ._checks import check_batch_ranges
+from .. import op_def_route
+from ._base import (CopyPrimitive, DtypeLike, check_host_buffer, check_int, check_shape, eager_int64, itemsize,
+                    labelled_errors, ms_dtype, num_elements)
 
 _DIRECTIONS = ("d2h", "h2d")
 
@@ -132,39 +132,12 @@ class MemcpyBatch(CopyPrimitive):
             raise ValueError(f"built for num_tensors={k}: it takes {k} tensor(s) plus offsets, "
                              f"got {count - 1} tensor(s) plus offsets")
 
-    def _tensor_sizes(self, shapes_and_dtypes):
-        sizes = []
-        for shape, dtype in shapes_and_dtypes:
-            shape = static_shape(shape)
-            if shape is None:
-                return None
-            sizes.append(num_elements(shape) * itemsize(dtype))
-        return sizes
-
     def _check_infer(self, args):
         check_host_buffer(self.host_buffer)
-        k = self.num_tensors
         self._check_input_count(len(args))
-        if self.direction == "d2h":
-            for i, arg in enumerate(args[:-1]):
-                check_supported(arg, f"tensors[{i}]")
-            offsets = check_int64_input(args[-1], "offsets", k)
-            sizes = self._tensor_sizes((a["shape"], a["dtype"]) for a in args[:-1])
-        else:
-            offsets = check_int64_input(args[0], "offsets", k)
-            sizes = self._sizes
-        if offsets is not None and sizes is not None:
-            check_batch_ranges(offsets, sizes, self.host_buffer.nbytes, check_overlap=self.direction == "d2h")
 
     def _check_eager(self, inputs):
-        check_host_buffer(self.host_buffer)
-        self._check_input_count(len(inputs))
-        offsets = eager_int64(inputs[-1], "offsets")
-        if self.direction == "d2h":
-            sizes = [t.nbytes for t in inputs[:-1]]
-        else:
-            sizes = self._sizes
-        check_batch_ranges(offsets, sizes, self.host_buffer.nbytes, check_overlap=self.direction == "d2h")
+        self._check_infer(inputs)
 
 
 class _SplitBatchRead(nn.Cell):
@@ -201,8 +174,17 @@ class _SplitBatchRead(nn.Cell):
             if len(args) != 1:
                 raise ValueError(f"takes one input (offsets), got {len(args)}")
             offsets = eager_int64(args[0], "offsets")
-            check_batch_ranges(offsets, self._sizes, self.host_buffer.nbytes, check_overlap=False)
+            self._check_whole_read(offsets)
         outs = ()
         for part, (start, stop) in zip(self._parts, self._bounds):
             outs = outs + part(ms.Tensor(offsets[start:stop]))
         return outs
+
+    def _check_whole_read(self, offsets):
+        """The kernel's check of the whole read (every offset named by its index in the whole), through
+        a kernel instance of all k outputs that checks and never launches."""
+        if self.__dict__.get("_whole_read") is None:
+            self.__dict__["_whole_read"] = op_def_route.load().KernelInstance(
+                "memcpy_batch_h2d", self.host_buffer.buffer_id,
+                *op_def_route.given_values("memcpy_batch_h2d", self.shapes, self.dtypes))
+        self._whole_read.check(offsets)

@@ -3,9 +3,7 @@ from typing import Optional
 
 from mindspore import ops
 
-from ._base import (CopyPrimitive, GradientOp, check_int, check_int64_input, check_supported, eager_int64, num_elements,
-                    static_shape)
-from ._checks import check_region
+from ._base import CopyPrimitive, GradientOp, check_int
 
 
 class MemcpyWithDesc(CopyPrimitive):
@@ -67,21 +65,7 @@ class MemcpyWithDesc(CopyPrimitive):
         return dx.reshape(x.shape), ops.zeros_like(start)
 
     def _check_infer(self, args):
-        check_supported(args[0], "x")
-        if self.count is None:
-            return
-        start = check_int64_input(args[1], "start", 1)
-        shape = static_shape(args[0]["shape"])
-        if shape is not None:
-            self._check_window(num_elements(shape), start)
+        pass  # the kernel's check (ops_impl/kernels/bodies/desc.cpp) covers the window
 
     def _check_eager(self, inputs):
-        if self.count is not None:
-            x, start = inputs
-            self._check_window(num_elements(tuple(x.shape)), eager_int64(start, "start"))
-
-    def _check_window(self, numel, start):
-        if self.count > numel:
-            raise ValueError(f"count {self.count} exceeds the {numel} elements of x")
-        if start is not None:
-            check_region(start[0], self.count, numel, "start", "elements")
+        pass

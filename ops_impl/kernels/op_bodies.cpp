@@ -59,7 +59,7 @@ Matrix AsMatrix(const TensorArg &t, const char *argument) {
 
 const int64_t *KnownInt64(const TensorArg &t, const char *argument, size_t expected) {
   if (std::strcmp(t.dtype, "int64") != 0) {
-    throw InputError(argument, std::string("must be an int64 tensor, got ") + t.dtype);
+    throw InputError(std::string(argument) + " must be an int64 tensor, got " + t.dtype);
   }
   const size_t n = NumElements(t, argument);
   if (n != expected) {

@@ -70,10 +70,10 @@ struct BlockMapping {
 // The mapping's pairs when its values are known (else pairs is nullptr), after checking its dtype and shape.
 BlockMapping KnownMapping(const TensorArg &mapping) {
   if (std::strcmp(mapping.dtype, "int64") != 0) {
-    throw InputError("block_mapping", std::string("must be an int64 tensor, got ") + mapping.dtype);
+    throw InputError(std::string("block_mapping must be an int64 tensor, got ") + mapping.dtype);
   }
   if (mapping.ndim != 2 || mapping.shape[1] != 2) {
-    throw InputError("block_mapping", "must have shape [n, 2], got " + ShapeText(mapping));
+    throw InputError("block_mapping must have shape [n, 2], got " + ShapeText(mapping));
   }
   const size_t n = static_cast<size_t>(mapping.shape[0]);
   return BlockMapping{KnownInt64(mapping, "block_mapping", CheckedMul(size_t{2}, n, "block_mapping")), n};

@@ -295,21 +295,10 @@ class KernelInstance {
     });
   }
 
-  py::object Call(const py::args &args) {
-    const int inputs = InputCount(op_);
-    if (args.size() != static_cast<size_t>(inputs)) {
-      throw py::type_error(std::string("ms_memcopy ") + body_.label + ": takes " + std::to_string(inputs) +
-                           " inputs, got " + std::to_string(args.size()));
-    }
-    std::vector<ArgValue> values = init_;
-    WithLabel([&] {
-      Convert(op_, args, 0, &values);
-      // Here, not in the frontend task, where an error loses its text.
-      CheckVariadicLength(op_, ReaderOf(values));
-      Check(values);
-    });
-    return Dispatch(op_, body_, state_, std::move(values));
-  }
+  py::object Call(const py::args &args) { return Dispatch(op_, body_, state_, Checked(args)); }
+
+  // The checks of a call, without the launch.
+  void CheckOnly(const py::args &args) { (void)Checked(args); }
 
   const char *op_name() const { return op_.name; }
 
@@ -326,6 +315,23 @@ class KernelInstance {
     } catch (...) {
       Rethrow(body_.label);
     }
+  }
+
+  // The call's inputs converted and checked: their number, the variadic input's length and the body's
+  // check. Here, not in the frontend task, where an error loses its text.
+  std::vector<ArgValue> Checked(const py::args &args) {
+    const int inputs = InputCount(op_);
+    if (args.size() != static_cast<size_t>(inputs)) {
+      throw py::type_error(std::string("ms_memcopy ") + body_.label + ": takes " + std::to_string(inputs) +
+                           " inputs, got " + std::to_string(args.size()));
+    }
+    std::vector<ArgValue> values = init_;
+    WithLabel([&] {
+      Convert(op_, args, 0, &values);
+      CheckVariadicLength(op_, ReaderOf(values));
+      Check(values);
+    });
+    return values;
   }
 
   // The body's check on the call's shapes and host values (the launch checks again).
@@ -402,6 +408,7 @@ PYBIND11_MODULE(MS_EXTENSION_NAME, m) {
                                           "launches reuse. KernelInstance(op, *init)(*inputs).")
       .def(py::init<const std::string &, const py::args &>())
       .def("__call__", &msmc::route::KernelInstance::Call)
+      .def("check", &msmc::route::KernelInstance::CheckOnly, "The checks of a call, without the launch.")
       .def_property_readonly("op", &msmc::route::KernelInstance::op_name);
   MSMC_ROUTE_OPS(MSMC_ROUTE_FUNCTION)
 }
