@@ -108,7 +108,7 @@ class HostBufferTable {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = entries_.find(id);
     if (it == entries_.end() || it->second.closing) {
-      throw InputError(argument, "the HostBuffer is closed (id " + std::to_string(id) + ")");
+      throw InputError(argument, "the HostBuffer is closed");
     }
     ++it->second.leases;
     return Leased{it->second.data, it->second.nbytes, it->second.pinned};
@@ -119,7 +119,7 @@ class HostBufferTable {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = entries_.find(id);
     if (it == entries_.end() || it->second.closing) {
-      throw InputError(argument, "the HostBuffer is closed (id " + std::to_string(id) + ")");
+      throw InputError(argument, "the HostBuffer is closed");
     }
     return it->second.nbytes;
   }
