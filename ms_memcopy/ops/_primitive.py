@@ -24,8 +24,8 @@ class CopyPrimitive(ops.Custom):
     rings, events, pinned slots) is reused across calls.
 
     Subclasses give the attribute values, for an op whose outputs the caller describes
-    (``shape: given`` in configs/ops/<family>.yaml) ``given=(shapes, dtypes)``, the bprop, and two checks
-    of what the kernel cannot see: ``_check_infer(args)`` on the abstract arguments (a closed
+    (``shape: given`` in configs/ops/<family>.yaml) ``given=(shapes, dtypes)``, the bprop, and may override two
+    checks of what the kernel cannot see: ``_check_infer(args)`` on the abstract arguments (a closed
     HostBuffer, the number of inputs) and ``_check_eager(inputs)`` on the objects of an eager call
     (also: an in-place target that is a slice or view). Values, shapes and regions are the kernel's
     check (:mod:`ms_memcopy.ops._base`). A bprop must depend only on its arguments: the first one
@@ -129,10 +129,10 @@ class CopyPrimitive(ops.Custom):
         return tuple(outputs) if self._op_def.outputs[0].variadic else outputs[0]
 
     def _check_infer(self, args):
-        raise NotImplementedError
+        """What the kernel cannot see, on the abstract arguments (nothing by default)."""
 
     def _check_eager(self, inputs):
-        raise NotImplementedError
+        """What the kernel cannot see, on the objects of an eager call (nothing by default)."""
 
 
 def _dense(tensors):
@@ -145,16 +145,10 @@ def _dense(tensors):
 
 
 class GradientOp(CopyPrimitive):
-    """A device-to-device kernel without checks or gradient of its own, for use inside bprops.
+    """A device-to-device kernel without Python checks or gradient of its own, for use inside bprops.
 
     Only for ops without attributes whose output shape comes from the C++ infer hook.
     """
 
     def __init__(self, op_name):
         super().__init__(op_name, attrs={})
-
-    def _check_infer(self, args):
-        pass
-
-    def _check_eager(self, inputs):
-        pass
