@@ -47,7 +47,8 @@ BlockCaches CheckCaches(const TensorArg *caches, size_t count) {
     const bool same_shape = c.ndim == first.ndim && std::equal(c.shape, c.shape + c.ndim, first.shape);
     if (!same_shape || std::strcmp(c.dtype, first.dtype) != 0) {
       throw InputError(CacheName(l) + " has shape " + ShapeText(c) + " and dtype " + c.dtype + " but caches[0] has " +
-                       ShapeText(first) + " and " + first.dtype + "; all caches of one call have the same shape and dtype");
+                       ShapeText(first) + " and " + first.dtype +
+                       "; all caches of one call have the same shape and dtype");
     }
   }
   NumBytes(first, "caches[0]");  // the whole cache's size does not overflow, so no block offset does
