@@ -22,9 +22,12 @@ namespace {
 size_t CheckWindow(KernelState &s, const TensorArg &x, const TensorArg &start, const TensorArg &y) {
   const size_t itemsize = ItemSize(x.dtype, "x");
   const size_t count = static_cast<size_t>(s.count);
+  const size_t numel = NumElements(x, "x");
+  if (count > numel) {  // whatever the start
+    throw InputError("count " + std::to_string(count) + " exceeds the " + std::to_string(numel) + " elements of x");
+  }
   const int64_t *first = KnownInt64(start, "start", 1);
-  const size_t begin = first == nullptr ? SIZE_MAX : CheckRegion(first[0], count, NumElements(x, "x"), "start",
-                                                                 "elements");
+  const size_t begin = first == nullptr ? SIZE_MAX : CheckRegion(first[0], count, numel, "start", "elements");
   if (NumBytes(y, "output") != CheckedMul(count, itemsize, "count")) {
     throw InputError("output", "does not hold count elements");
   }

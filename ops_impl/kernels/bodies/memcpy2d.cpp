@@ -25,6 +25,8 @@ struct Corner {
   bool known() const { return row != SIZE_MAX && col != SIZE_MAX; }
 };
 
+std::string MatrixText(size_t rows, size_t cols) { return std::to_string(rows) + " x " + std::to_string(cols); }
+
 Corner CheckCorner(const TensorArg &row, const TensorArg &col, size_t h, size_t w, const Matrix &m) {
   const int64_t *r = KnownInt64(row, "row", 1);
   const size_t first_row = r == nullptr ? SIZE_MAX : CheckRegion(r[0], h, m.rows, "row", "rows");
@@ -33,10 +35,17 @@ Corner CheckCorner(const TensorArg &row, const TensorArg &col, size_t h, size_t 
   return Corner{first_row, first_col};
 }
 
-// extract: the (h, w) region of x at the corner, into y.
+// extract: the (h, w) region of x at the corner, into y. `attrs`: h and w are the height and width
+// attributes, checked against x whatever the corner (else they come from `like`).
 Corner CheckExtract(const TensorArg &x, size_t h, size_t w, const TensorArg &row, const TensorArg &col,
-                    const TensorArg &y) {
+                    const TensorArg &y, bool attrs = true) {
   const Matrix m = AsMatrix(x, "x");
+  if (attrs && h > m.rows) {
+    throw InputError("height " + std::to_string(h) + " exceeds the " + std::to_string(m.rows) + " rows of x");
+  }
+  if (attrs && w > m.cols) {
+    throw InputError("width " + std::to_string(w) + " exceeds the " + std::to_string(m.cols) + " columns of x");
+  }
   const Corner corner = CheckCorner(row, col, h, w, m);
   if (NumBytes(y, "output") != CheckedMul(CheckedMul(h, w, "height"), m.itemsize, "width")) {
     throw InputError("output", "does not hold height x width elements");
@@ -50,7 +59,7 @@ Corner CheckExtractLike(const TensorArg &x, const TensorArg &like, const TensorA
     throw InputError("like", std::string("has dtype ") + like.dtype + " but x has " + x.dtype);
   }
   const Matrix ml = AsMatrix(like, "like");
-  return CheckExtract(x, ml.rows, ml.cols, row, col, y);
+  return CheckExtract(x, ml.rows, ml.cols, row, col, y, false);
 }
 
 void LaunchExtract(const TensorArg &x, const Corner &corner, size_t h, size_t w, const TensorArg &y,
@@ -67,6 +76,10 @@ Corner CheckWrite(const TensorArg &dst, const TensorArg &src, const TensorArg &r
   const Matrix ms = AsMatrix(src, "src");
   if (std::strcmp(dst.dtype, src.dtype) != 0) {
     throw InputError("src", std::string("has dtype ") + src.dtype + " but dst has " + dst.dtype);
+  }
+  if (ms.rows > md.rows || ms.cols > md.cols) {  // whatever the corner
+    throw InputError("src (" + MatrixText(ms.rows, ms.cols) + ") does not fit in dst (" + MatrixText(md.rows, md.cols) +
+                     ")");
   }
   return CheckCorner(row, col, ms.rows, ms.cols, md);
 }
