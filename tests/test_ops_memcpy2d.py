@@ -127,3 +127,14 @@ def test_constant_region_refused_while_compiling(ms_mode, mode):
         np.testing.assert_array_equal(buf.numpy(), np.full(128, 0x5A, np.uint8))
     np.testing.assert_array_equal(dst.asnumpy(), np.zeros((4, 5), np.float32))
     np.testing.assert_array_equal(x.asnumpy(), np.arange(20, dtype=np.float32).reshape(4, 5))
+
+
+def test_region_larger_than_the_tensor_refused_while_compiling_whatever_the_corner(ms_mode):
+    """The shapes alone show the region cannot fit: the graph fails to compile though the corner is a
+    graph input."""
+    x = ms.Tensor(np.zeros((4, 5), np.float32))
+    refused_while_compiling(ms_mode, Memcpy2D("extract", height=5, width=1), (x, int64(0), int64(0)), (), ValueError,
+                            "ms_memcopy Memcpy2D(extract): height 5 exceeds the 4 rows of x")
+    refused_while_compiling(ms_mode, Memcpy2D("insert"), (x, ms.Tensor(np.ones((1, 6), np.float32)), int64(0),
+                                                          int64(0)), (),
+                            ValueError, "ms_memcopy Memcpy2D(insert): src (1 x 6) does not fit in dst (4 x 5)")

@@ -100,6 +100,13 @@ void TestMemcpy2D() {
              "extract: the row unknown");
   ExpectText(CheckText("memcpy2d_extract", s, {x, Tensor(three, "int64"), Values(one, zero), y}),
              "row must hold 1 value(s), got 3", "extract: a row of three values, its values unknown");
+  msmc::KernelState tall;
+  tall.height = 5;
+  tall.width = 1;
+  const std::vector<int64_t> tall_region = {5, 1};
+  ExpectText(CheckText("memcpy2d_extract", tall,
+                       {x, Tensor(one, "int64"), Tensor(one, "int64"), Tensor(tall_region, "float32")}),
+             "height 5 exceeds the 4 rows of x", "extract: a region taller than x, whatever the corner");
   msmc::KernelState pitched;
   pitched.buffer_id = kBufferId;
   pitched.pitch = 8;
