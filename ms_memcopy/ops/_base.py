@@ -16,9 +16,9 @@ Validation has one place per kind of mistake, each error raised before anything 
   kernel at launch (where it also sees the values a graph holds in its inputs);
 - the op's infer function: dtypes (TypeError), in-place inputs that are not Parameters (TypeError),
   jit_level O2;
-- Python, for what the kernel cannot see: argument types before conversion (and the dtypes of an eager
-  call's tensors), a block mapping given as numpy or a list, an in-place target that is a slice or
-  view, a closed HostBuffer, the number of inputs.
+- Python, in an eager call, for what the kernel cannot see: argument types before conversion (and
+  dtypes, before the int64 values are converted), a block mapping given as numpy or a list, an
+  in-place target that is a slice or view, a closed HostBuffer, the number of inputs.
 
 Every error of these checks reads "ms_memcopy <primitive>(<mode>): <argument> ...", the prefix the
 kernels give theirs (the op's label, :func:`labelled_errors`).

@@ -24,11 +24,10 @@ class CopyPrimitive(ops.Custom):
     rings, events, pinned slots) is reused across calls.
 
     Subclasses give the attribute values, for an op whose outputs the caller describes
-    (``shape: given`` in configs/ops/<family>.yaml) ``given=(shapes, dtypes)``, the bprop, and may override two
-    checks of what the kernel cannot see: ``_check_infer(args)`` on the abstract arguments (a closed
-    HostBuffer, the number of inputs) and ``_check_eager(inputs)`` on the objects of an eager call
-    (also: an in-place target that is a slice or view). Values, shapes and regions are the kernel's
-    check (:mod:`ms_memcopy.ops._base`). A bprop must depend only on its arguments: the first one
+    (``shape: given`` in configs/ops/<family>.yaml) ``given=(shapes, dtypes)``, the bprop, and may override
+    ``_check_eager(inputs)``, the check of what the kernel cannot see in an eager call (a closed
+    HostBuffer, the number of inputs, an in-place target that is a slice or view). Values, shapes and
+    regions are the kernel's check, in graphs too (:mod:`ms_memcopy.ops._base`). A bprop must depend only on its arguments: the first one
     built for each op is registered.
     """
 
@@ -86,13 +85,6 @@ class CopyPrimitive(ops.Custom):
         if definition.side_effect_mem:
             self.add_prim_attr("side_effect_mem", True)
 
-    def __infer__(self, *args):
-        check_jit_level(self._label)
-        with labelled_errors(self._label):
-            check_same_dtype(self._op_def, args)
-            self._check_infer(args)
-        return super().__infer__(*args)
-
     def __call__(self, *args):
         with labelled_errors(self._label), reading_host_values_once():
             return self._checked_call(args)
@@ -127,9 +119,6 @@ class CopyPrimitive(ops.Custom):
                   for t, x in zip(self._op_def.inputs, args)]
         outputs = self._kernel(*values)
         return tuple(outputs) if self._op_def.outputs[0].variadic else outputs[0]
-
-    def _check_infer(self, args):
-        """What the kernel cannot see, on the abstract arguments (nothing by default)."""
 
     def _check_eager(self, inputs):
         """What the kernel cannot see, on the objects of an eager call (nothing by default)."""

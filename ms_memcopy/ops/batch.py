@@ -128,12 +128,9 @@ class MemcpyBatch(CopyPrimitive):
         if self.direction == "h2d" and count != 1:
             raise ValueError(f"takes one input (offsets), got {count}")
 
-    def _check_infer(self, args):
-        check_host_buffer(self.host_buffer)
-        self._check_input_count(len(args))
-
     def _check_eager(self, inputs):
-        self._check_infer(inputs)
+        check_host_buffer(self.host_buffer)
+        self._check_input_count(len(inputs))
 
 
 class _SplitBatchRead(nn.Cell):

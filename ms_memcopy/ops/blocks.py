@@ -72,9 +72,6 @@ class _BlockPrimitive(CopyPrimitive):
             raise TypeError(f"built for num_caches={self.num_caches} and takes "
                             f"{self.num_caches} caches plus block_mapping, got {count} arguments")
 
-    def _check_infer(self, args):
-        self._check_count(len(args))
-
     def _check_eager(self, inputs):
         for l, cache in enumerate(inputs[:-1]):
             if self._op_def.rw_write:
@@ -161,10 +158,6 @@ class SwapBlocks(_BlockPrimitive):
     def host_blocks(self, block_bytes):
         """H: the blocks of each host cache for blocks of block_bytes bytes."""
         return self.host_buffer.nbytes // (self.num_caches * block_bytes)
-
-    def _check_infer(self, args):
-        check_host_buffer(self.host_buffer)
-        super()._check_infer(args)
 
     def _check_eager(self, inputs):
         check_host_buffer(self.host_buffer)

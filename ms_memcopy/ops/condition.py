@@ -86,9 +86,6 @@ class MemcpyWithCondition(CopyPrimitive):
     def _bprop_copy(self, x, out, dout):
         return (self._grad_copy(dout),)
 
-    def _check_infer(self, args):
+    def _check_eager(self, inputs):
         if self.direction != "d2d":
             check_host_buffer(self.host_buffer)
-
-    def _check_eager(self, inputs):
-        self._check_infer(inputs)

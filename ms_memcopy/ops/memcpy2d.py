@@ -153,10 +153,6 @@ class Memcpy2D(CopyPrimitive):
         if row_bytes > self.pitch:
             raise ValueError(f"pitch {self.pitch} is smaller than a row ({row_bytes} bytes)")
 
-    def _check_infer(self, args):
-        if self.mode in ("d2h", "h2d"):
-            check_host_buffer(self.host_buffer)
-
     def _check_eager(self, inputs):
         if self.mode == "write":
             check_in_place_target(inputs[0], "dst")
