@@ -1,16 +1,19 @@
 """Build of ms_memcopy's C++ parts.
 
-Two shared libraries are built into ms_memcopy/_lib with g++:
+Shared libraries are built into ms_memcopy/_lib with g++ (or $CXX), their sources, include directories
+and flags taken from ms_memcopy/build_recipe.py, the one compile recipe (the C++ tests and the sanitizer
+runs use it too):
 
 - libascendcl.so: the host ACL runtime (ops_impl/acl_host), a drop-in subset of
   CANN's libascendcl. Built only when CANN is absent.
 - libms_memcopy_kernels.so: the copy kernels (ops_impl/kernels), linked against
   the host runtime, or against CANN's libascendcl when ASCEND_HOME_PATH or
   ASCEND_TOOLKIT_HOME names a CANN installation.
+- libms_memcopy_bench.so: the timing loops of `python -m ms_memcopy bench`.
 
 Then the op_def route's module (the primitives' one route) is built into
-ms_memcopy/_lib/route/ by ms_memcopy.op_def_route.build (the only place its
-sources and flags are listed) with MindSpore's CustomOpBuilder: pyproject.toml
+ms_memcopy/_lib/route/ by ms_memcopy.op_def_route.build (ms_memcopy.route_build
+lists its entry sources; its include directories come from the recipe) with MindSpore's CustomOpBuilder: pyproject.toml
 puts MindSpore and ninja in the build environment, so ``pip install`` builds it
 and the first primitive call does not. MS_MEMCOPY_BUILD_ROUTE=0 skips it (first
 use then builds it), =1 makes a failure an error.
@@ -30,23 +33,11 @@ from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-HOST_INCLUDE = ROOT / "ops_impl" / "acl_host" / "include"
-HOST_SOURCES = ROOT / "ops_impl" / "acl_host" / "src"
-KERNEL_SOURCES = ROOT / "ops_impl" / "kernels"
-# The CustomOpBuilder entry layer of the Ascend route: compiled by MindSpore at run time, not here.
-EXTENSION_SOURCES = KERNEL_SOURCES / "ms_extension"
-BENCH_SOURCES = ROOT / "ops_impl" / "bench"  # libms_memcopy_bench.so, for `python -m ms_memcopy bench`
-sys.path.insert(0, str(ROOT / "ops_impl" / "tools"))
-from gen_soc_table import generate as generate_soc_table  # noqa: E402
-
 sys.path.insert(0, str(ROOT))
-from ms_memcopy import route_codegen  # noqa: E402  (write_if_changed for generated tables)
-from ms_memcopy import acl_error_codes  # noqa: E402  (the kernels' code -> name table, from the ACL headers)
-from ms_memcopy import dtypes  # noqa: E402  (the kernels' dtype table, from configs/dtypes.yaml)
+from ms_memcopy import build_recipe as recipe  # noqa: E402  (sources, include directories, flags)
 
-CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-pthread", "-fvisibility=hidden", "-Wall", "-Wextra"]
-# MindSpore 2.10 wheels use the pre-C++11 std::string ABI; the kernels read MindSpore attributes.
-KERNEL_ABI = ["-D_GLIBCXX_USE_CXX11_ABI=0"]
+HOST_INCLUDE = ROOT / recipe.HOST_INCLUDE
+KERNEL_SOURCES = ROOT / recipe.KERNELS
 
 
 def cann_home():
@@ -56,19 +47,6 @@ def cann_home():
         if path and (Path(path) / "include" / "acl" / "acl.h").exists():
             return Path(path)
     return None
-
-
-def cxx():
-    return os.environ.get("CXX", "g++")
-
-
-def kernel_sources():
-    """ops_impl/kernels/**/*.cpp but the entry layer: the shared code and each family's bodies/<family>.cpp."""
-    sources = sorted(p for p in KERNEL_SOURCES.rglob("*.cpp") if EXTENSION_SOURCES not in p.parents)
-    stems = [p.stem for p in sources]
-    if len(set(stems)) != len(stems):  # the objects are named by stem
-        raise RuntimeError(f"two kernel sources share a file name: {stems}")
-    return sources
 
 
 def newer_than(target, sources):
@@ -110,7 +88,7 @@ class BuildSharedLibs(build_ext):
             obj = tmp / (src.stem + ".o")
             objects.append(obj)
             if newer_than(obj, [src, *headers]):
-                jobs.append([cxx(), *CXXFLAGS, *flags, "-c", str(src), "-o", str(obj)])
+                jobs.append([recipe.cxx(), *recipe.LIBRARY_FLAGS, *flags, "-c", str(src), "-o", str(obj)])
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             for cmd, result in zip(jobs, pool.map(self._run, jobs)):
                 if result.returncode != 0:
@@ -119,7 +97,7 @@ class BuildSharedLibs(build_ext):
                 if result.stderr:
                     sys.stderr.write(result.stderr)
         if newer_than(out, objects) or jobs:
-            cmd = [cxx(), "-shared", "-pthread", *map(str, objects), "-o", str(out), *link_args]
+            cmd = [recipe.cxx(), "-shared", "-pthread", *map(str, objects), "-o", str(out), *link_args]
             result = self._run(cmd)
             if result.returncode != 0:
                 sys.stderr.write(result.stdout + result.stderr)
@@ -132,35 +110,24 @@ class BuildSharedLibs(build_ext):
 
     def _build_host_runtime(self, out, tmp):
         gen = tmp / "generated"
-        gen.mkdir(exist_ok=True)
-        generate_soc_table(ROOT / "configs" / "soc_profiles.yaml", gen / "soc_profiles.inc")
-        sources = sorted(HOST_SOURCES.glob("*.cpp"))
-        flags = [f"-I{HOST_INCLUDE}", f"-I{gen}", f"-I{HOST_SOURCES}"]
-        # The version script keeps libstdc++ template instances (vague linkage, default visibility) local.
-        export_map = ROOT / "ops_impl" / "acl_host" / "libascendcl.map"
-        link = ["-Wl,-soname,libascendcl.so", f"-Wl,--version-script={export_map}"]
-        self._compile_and_link(sources, out, tmp, flags, link, [HOST_INCLUDE, HOST_SOURCES, gen])
+        recipe.write_host_tables(ROOT, gen)
+        dirs = recipe.host_runtime_includes(ROOT, gen)
+        self._compile_and_link(recipe.host_runtime_sources(ROOT), out, tmp, recipe.includes(dirs),
+                               recipe.host_runtime_link_flags(ROOT), dirs)
 
     def _build_bench(self, out, tmp):
         # Timing loops of `python -m ms_memcopy bench`; they call ACL through pointers, so no link flags.
-        self._compile_and_link(sorted(BENCH_SOURCES.glob("*.cpp")), out, tmp, [], [], [BENCH_SOURCES])
+        self._compile_and_link(recipe.bench_sources(ROOT), out, tmp, [], [], [ROOT / recipe.BENCH_SOURCES])
 
     def _build_kernels(self, out, tmp):
         gen = tmp / "generated"
-        route_codegen.write_if_changed(gen / acl_error_codes.KERNEL_TABLE_FILE, acl_error_codes.kernel_table_source(
-            acl_error_codes.read_error_codes(HOST_INCLUDE)))
-        route_codegen.write_if_changed(gen / dtypes.TABLE_FILE, dtypes.table_source())
-        sources = kernel_sources()
+        recipe.write_kernel_tables(gen, HOST_INCLUDE)  # the error codes of the shipped ACL headers
         cann = cann_home()
-        if cann:
-            include, libdir = cann / "include", cann / "lib64"
-            flags = [f"-I{include}"]
-        else:
-            include, libdir = HOST_INCLUDE, out.parent
-            flags = [f"-I{include}", "-DMS_MEMCOPY_HOST_ACL=1"]
-        flags += [f"-I{KERNEL_SOURCES}", f"-I{gen}", *KERNEL_ABI]
+        include, libdir = (cann / "include", cann / "lib64") if cann else (HOST_INCLUDE, out.parent)
+        dirs = recipe.kernel_includes(KERNEL_SOURCES, include, gen)
+        flags = [*recipe.includes(dirs), *([] if cann else [recipe.HOST_ACL_DEFINE]), *recipe.KERNEL_ABI]
         link = [f"-L{libdir}", "-lascendcl", f"-Wl,-rpath,{'$ORIGIN' if not cann else libdir}", "-Wl,--no-undefined"]
-        self._compile_and_link(sources, out, tmp, flags, link, [include, KERNEL_SOURCES, gen])
+        self._compile_and_link(recipe.kernel_sources(KERNEL_SOURCES), out, tmp, flags, link, dirs)
 
 
 class BuildSharedLibsAndRoute(BuildSharedLibs):
@@ -179,7 +146,7 @@ class BuildSharedLibsAndRoute(BuildSharedLibs):
             import mindspore  # noqa: F401  (only to know whether the route can be built here)
         except ImportError:
             if wanted == "1":
-                raise RuntimeError("MS_MEMCOPY_BUILD_ROUTE=1 but MindSpore is not importable here")
+                raise RuntimeError("MS_MEMCOPY_BUILD_ROUTE=1 but MindSpore is not importable here") from None
             print("ms_memcopy: MindSpore is not importable in this build environment; the op_def route's "
                   "module will be built on first use")
             return
@@ -217,9 +184,9 @@ def extensions():
     exts = []
     if cann_home() is None:
         exts.append(Extension("ms_memcopy._lib.libascendcl", sources=[]))
-    if kernel_sources():
+    if recipe.kernel_sources(KERNEL_SOURCES):
         exts.append(Extension("ms_memcopy._lib.libms_memcopy_kernels", sources=[]))
-    if list(BENCH_SOURCES.glob("*.cpp")):
+    if recipe.bench_sources(ROOT):
         exts.append(Extension("ms_memcopy._lib.libms_memcopy_bench", sources=[]))
     return exts
 

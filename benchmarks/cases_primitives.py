@@ -7,7 +7,7 @@ reference: what a graph step costs before any kernel runs.
 """
 import numpy as np
 
-from ms_memcopy import HostBuffer
+from ms_memcopy import HostBuffer, acl_limits
 
 from . import baselines as bl
 from . import ms_graphs as g
@@ -214,7 +214,7 @@ def cases(settings):
     out = [overhead_case(), eager_case()]
     out += [batch_case(size, count, settings.prim_builtin_max_count) for size, count in settings.prim_batch]
     out += [extract_case(w, r) for r in settings.prim_region_sizes for w in settings.prim_row_widths
-            if r // w <= 5242880]
+            if r // w <= acl_limits.MAX_2D_HEIGHT]
     out += [copy_case(n) for n in settings.prim_sizes]
     out += [d2h_case(n) for n in settings.prim_sizes]
     return out

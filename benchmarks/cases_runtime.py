@@ -6,7 +6,7 @@ host memory (aclrtMallocHost) to device memory (aclrtMalloc); descriptor copies 
 """
 import numpy as np
 
-from ms_memcopy import _acl_lib, runtime
+from ms_memcopy import _acl_lib, acl_limits, runtime
 from ms_memcopy.acl_constants import (ACL_MEM_LOCATION_TYPE_DEVICE, ACL_MEM_LOCATION_TYPE_HOST,
                                       ACL_MEMCPY_DEVICE_TO_DEVICE, ACL_MEMCPY_HOST_TO_DEVICE,
                                       ACL_MEMCPY_INNER_DEVICE_TO_DEVICE)
@@ -18,7 +18,7 @@ from .case import BASELINE, OURS, Case
 from .timing import python_loop
 
 H2D = ACL_MEMCPY_HOST_TO_DEVICE
-MAX_2D_HEIGHT = 5242880  # rows per aclrtMemcpy2d call
+MAX_2D_HEIGHT = acl_limits.MAX_2D_HEIGHT  # rows per aclrtMemcpy2d call
 _state = {}
 
 

@@ -58,7 +58,7 @@ def machine():
 def versions(with_ms):
     import numpy
 
-    from ms_memcopy import __version__, _paths
+    from ms_memcopy import __version__, _paths, _runtime_env
 
     out = {"ms_memcopy": __version__, "numpy": numpy.__version__,
            "acl": "host runtime" if _paths.uses_host_runtime() else "CANN"}
@@ -66,7 +66,7 @@ def versions(with_ms):
         from ms_memcopy import runtime
 
         out["soc_profile"] = runtime.soc_profile()
-    out["MS_MEMCOPY_COPY_THREADS"] = os.environ.get("MS_MEMCOPY_COPY_THREADS", "")
+    out[_runtime_env.COPY_THREADS] = os.environ.get(_runtime_env.COPY_THREADS, "")
     if with_ms:
         import mindspore
 

@@ -522,7 +522,6 @@ def report(args, table, ranks, num_caches, num_blocks, block_bytes, rank_block_b
     def gbps(nbytes, seconds):
         return nbytes / seconds / 1e9 if seconds > 0 else float("inf")
 
-    width = args.heads * args.head_dim
     print("Paged KV cache with preemption by swap (ms_memcopy, GRAPH_MODE, CPU target, host ACL runtime)")
     print(f"  model: {args.layers} layers, {args.heads} heads x {args.head_dim}, model dim {args.model_dim}; "
           f"K/V caches: {num_caches} Parameters x {num_blocks} blocks of {args.block_size} tokens "
@@ -536,7 +535,7 @@ def report(args, table, ranks, num_caches, num_blocks, block_bytes, rank_block_b
           f"s0 after {fork.at} tokens (+{args.fork_decode}); demand {demand} blocks for a pool of {num_blocks}")
     print(f"  preemptions: {int(table[0, 2])}; swaps: {int(table[0, 25])}, each one SwapBlocks call over all "
           f"{num_caches} caches" + (" of each rank" if ranks > 1 else ""))
-    for d, (direction, label) in enumerate((("d2h", "swap out"), ("h2d", "swap in "))):
+    for d, label in enumerate(("swap out", "swap in ")):
         base = 4 + d * 9
         blocks, run_s, run_b = table[0, base], table[:, base + 1], table[:, base + 2]
         if blocks == 0:
@@ -576,7 +575,7 @@ def main(argv=None):
     runtime.set_device(device)
     try:
         return run(args, rank, ranks)
-    except Exception as error:  # noqa: BLE001 (every rank's failure is reported with its rank)
+    except Exception as error:
         print(f"rank {rank}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
         if ranks > 1:
             os._exit(1)  # peers waiting in a collective are ended by msrun when this worker fails

@@ -1,4 +1,5 @@
-"""Command line: ``python -m ms_memcopy info``, ``python -m ms_memcopy bench`` and ``python -m ms_memcopy npu-check``."""
+"""Command line: ``python -m ms_memcopy info``, ``python -m ms_memcopy bench`` and
+``python -m ms_memcopy npu-check``."""
 import argparse
 import sys
 

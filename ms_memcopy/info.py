@@ -4,7 +4,7 @@ import os
 
 import yaml
 
-from . import __version__, _paths
+from . import __version__, _paths, _runtime_env
 
 # The ACL calls each SoC capability gates (configs/soc_profiles.yaml keys).
 _GATED_CALLS = {
@@ -50,7 +50,7 @@ def report():
         name = emulated_soc()
         profile = soc_profiles()["profiles"].get(name)
         if profile is None:
-            lines.append(f"emulated SoC: MS_MEMCOPY_SOC={os.environ.get('MS_MEMCOPY_SOC')!r} is unknown; "
+            lines.append(f"emulated SoC: {_runtime_env.SOC}={os.environ.get(_runtime_env.SOC)!r} is unknown; "
                          f"valid: {', '.join(soc_profiles()['profiles'])}")
         else:
             lines.append(f"emulated SoC: {name} ({profile['product']})")

@@ -31,7 +31,8 @@ from mindspore import nn, ops
 
 from .host_buffer import HostBuffer
 from .ops import CopyBlocks, MemcpyBatch, SwapBlocks
-from .ops._base import DtypeLike, check_host_buffer, check_int, check_shape, itemsize, ms_dtype, num_elements
+from .ops._args import check_host_buffer, check_int, check_shape, num_elements
+from .ops._dtypes import DtypeLike, itemsize, ms_dtype
 
 
 __all__ = ["BlockPool", "OutOfBlocks", "BlockSlots", "SwapOutBlocks", "SwapInBlocks"]

@@ -3,11 +3,13 @@
 It builds the op_def route for the device target and prints one table row per check (ok, FAIL or
 skipped), exiting non-zero if any check fails:
 - the main thread's ACL context and the device MindSpore uses;
-- kernel selection: a GRAPH_MODE (jit_level O0) graph of each primitive must launch the project's
-  ``Custom_<op>`` kernel (the kernels library's graph launch counter grows, the eager one does not),
-  and an eager call must launch through the module's eager entry (the other way round);
-- every primitive form in PYNATIVE_MODE and GRAPH_MODE O0 against numpy (pinned and pageable
-  HostBuffers), an h2d -> d2h -> h2d ordering graph, a built-in op after an in-place write;
+- kernel selection: the sample call of each op of configs/ops (:mod:`ms_memcopy.samples`) in a GRAPH_MODE
+  (jit_level O0) graph must launch the project's ``Custom_<op>`` kernel (the kernels library's graph
+  launch counter grows, the eager one does not), and an eager call must launch through the module's
+  eager entry (the other way round);
+- the sample call of every op, family by family, in PYNATIVE_MODE and GRAPH_MODE O0 against numpy
+  (pinned and pageable HostBuffers), an h2d -> d2h -> h2d ordering graph, a built-in op after an
+  in-place write;
 - a built-in op chained after a custom op, ``mul(op(add(x, i)), 2)`` 200 times, counting wrong results
   (launches from different queue threads must reach the stream in program order);
 - 200 eager calls with distinct offsets or block mappings against 200 with a repeated value: the
@@ -35,6 +37,9 @@ from collections import namedtuple
 
 import numpy as np
 
+from . import op_defs
+from . import acl_limits
+
 CHECK_MODES = ("pynative", "graph O0")
 BLOCKS, BLOCK_BYTES = 1024, 64 << 10
 DISTINCT_CALLS = 200
@@ -42,7 +47,8 @@ DISTINCT_CALLS = 200
 # descriptor ring (4) gets its event and pinned memory on first use.
 WARMUP_CALLS = 16
 GiB = 1 << 30
-BIG_COPY_BYTES = 4 * GiB + 64  # beyond a 32-bit descriptor count; the kernels' 2 GiB chunks make it three
+# Beyond a descriptor's 32-bit count (4 GiB); the kernels' 2 GiB chunks (DESC_CHUNK_BYTES) make it three.
+BIG_COPY_BYTES = acl_limits.DESC_COUNT_WRAP + 64
 # Source, copy, and a temporary of the source's size (MindSpore's CPU arange held one: 13 GB peak RSS),
 # plus 1 GiB.
 BIG_COPY_NEEDS = 3 * BIG_COPY_BYTES + GiB
@@ -191,29 +197,6 @@ def check_main_thread_context():
 
 # ---- kernel selection ---------------------------------------------------------------------------------
 
-def _selection_case(primitive, buf):
-    """(op, inputs) of one form of primitive."""
-    import mindspore as ms
-    from .ops import CopyBlocks, Memcpy2D, MemcpyBatch, MemcpyWithCondition, MemcpyWithDesc, SwapBlocks
-
-    x = ms.Tensor(np.arange(30, dtype=np.float32).reshape(5, 6))
-    caches = [ms.Parameter(ms.Tensor(np.arange(8 * 16, dtype=np.float32).reshape(8, 16) + i),
-                           name=f"npu_check_selection_{primitive}{i}") for i in range(2)]
-    mapping = ms.Tensor(np.array([[1, 0], [6, 3]], np.int64))
-    return {
-        "MemcpyBatch": lambda: (MemcpyBatch("d2h", buf, num_tensors=1), (x, _int64(0))),
-        "Memcpy2D": lambda: (Memcpy2D("extract", height=2, width=3), (x, _int64(1), _int64(2))),
-        "MemcpyWithDesc": lambda: (MemcpyWithDesc(), (x,)),
-        "MemcpyWithCondition": lambda: (MemcpyWithCondition("d2d"), (x,)),
-        "SwapBlocks": lambda: (SwapBlocks("d2h", buf, num_caches=2), (*caches, mapping)),
-        "CopyBlocks": lambda: (CopyBlocks(num_caches=2), (*caches, mapping)),
-    }[primitive]()
-
-
-SELECTION_PRIMITIVES = ("MemcpyBatch", "Memcpy2D", "MemcpyWithDesc", "MemcpyWithCondition", "SwapBlocks",
-                        "CopyBlocks")
-
-
 def _launches_of(run):
     """run(), then the kernels' launch counter growth (graph, eager) once every launch has run."""
     from . import _kernels_lib
@@ -237,17 +220,17 @@ def _require_entry(mode, graph, eager):
     return counts
 
 
-def check_selection(mode, primitive):
-    """One form of primitive in mode: it must launch through that mode's kernel entry."""
-    from . import HostBuffer
+def check_selection(mode, op_name):
+    """The sample call of op_name (ms_memcopy/samples.py) in mode: it must launch through that mode's kernel
+    entry and give the sample's numpy results."""
+    from . import HostBuffer, samples
 
     _set_mode(mode)
-    with HostBuffer(4096) as buf:
-        op, inputs = _selection_case(primitive, buf)
+    with HostBuffer(samples.HOST_BUFFER_BYTES) as buf:
+        sample = samples.sample(op_name, buf)
         outputs = []
-        graph, eager = _launches_of(lambda: outputs.append(_Runner(mode)(op, *inputs)))
-        for output in outputs[0] if isinstance(outputs[0], tuple) else outputs:
-            _as_numpy(output)
+        graph, eager = _launches_of(lambda: outputs.append(_Runner(mode)(sample.op, *sample.inputs)))
+        sample.check(outputs[0])
     return _require_entry(mode, graph, eager)
 
 
@@ -261,38 +244,22 @@ def _with_launch_counts(mode, check):
 
 # ---- the checks: each raises AssertionError (or any error) on failure ---------------------------------
 
-def check_batch(run, pinned):
-    import mindspore as ms
-    from . import HostBuffer
-    from .ops import MemcpyBatch
+def check_family(family):
+    """check(run, pinned): the sample call of every op of configs/ops/<family>.yaml against numpy."""
+    def check(run, pinned):
+        from . import HostBuffer, samples
 
-    a, b = np.arange(6, dtype=np.float32), np.arange(12, dtype=np.int16).reshape(3, 4)
-    with HostBuffer(4096, pinned=pinned) as buf:
-        n = run(MemcpyBatch("d2h", buf, num_tensors=2), ms.Tensor(a), ms.Tensor(b), _int64(0, 64))
-        np.testing.assert_array_equal(_as_numpy(n), [24, 24])
-        a2, b2 = run(MemcpyBatch("h2d", buf, shapes=[(6,), (3, 4)], dtypes=[ms.float32, ms.int16]), _int64(0, 64))
-        np.testing.assert_array_equal(_as_numpy(a2), a)
-        np.testing.assert_array_equal(_as_numpy(b2), b)
+        for op_name in op_defs.families()[family]:
+            with HostBuffer(samples.HOST_BUFFER_BYTES, pinned=pinned) as buf:
+                sample = samples.sample(op_name, buf)
+                sample.check(run(sample.op, *sample.inputs))
+    return check
 
 
-def check_2d(run, pinned):
-    import mindspore as ms
-    from . import HostBuffer
-    from .ops import Memcpy2D
-
-    x = np.arange(30, dtype=np.float32).reshape(5, 6)
-    np.testing.assert_array_equal(_as_numpy(run(Memcpy2D("extract", height=2, width=3), ms.Tensor(x), _int64(1),
-                                                _int64(2))), x[1:3, 2:5])
-    expected = x.copy()
-    expected[3:5, 0:3] = 0
-    y = run(Memcpy2D("insert"), ms.Tensor(x), ms.Tensor(np.zeros((2, 3), np.float32)), _int64(3), _int64(0))
-    np.testing.assert_array_equal(_as_numpy(y), expected)
-    with HostBuffer(1024, pinned=pinned) as buf:
-        run(Memcpy2D("d2h", host_buffer=buf, pitch=32), ms.Tensor(x), _int64(128))
-        rows = buf.numpy(np.uint8)[128:128 + 5 * 32].reshape(5, 32)[:, :24].copy().view(np.float32)
-        np.testing.assert_array_equal(rows, x)
-        x2 = run(Memcpy2D("h2d", host_buffer=buf, pitch=32, shape=(5, 6), dtype=ms.float32), _int64(128))
-        np.testing.assert_array_equal(_as_numpy(x2), x)
+def _family_checks():
+    """(row name, check) per family of configs/ops: "samples of batch.yaml (2 ops)"."""
+    return [(f"samples of {family}.yaml ({len(ops)} ops)", check_family(family))
+            for family, ops in op_defs.families().items()]
 
 
 def check_write(run, pinned):
@@ -308,47 +275,6 @@ def check_write(run, pinned):
     expected = np.zeros((64, 16), np.float32)
     expected[5] = row[0]
     np.testing.assert_array_equal(_as_numpy(chained), expected * 2)
-
-
-def check_desc_condition(run, pinned):
-    import mindspore as ms
-    from . import HostBuffer
-    from .ops import MemcpyWithCondition, MemcpyWithDesc
-
-    x = np.arange(30, dtype=np.float32).reshape(5, 6)
-    np.testing.assert_array_equal(_as_numpy(run(MemcpyWithDesc(), ms.Tensor(x))), x)
-    np.testing.assert_array_equal(_as_numpy(run(MemcpyWithDesc(count=4), ms.Tensor(x), _int64(7))),
-                                  x.reshape(-1)[7:11])
-    np.testing.assert_array_equal(_as_numpy(run(MemcpyWithCondition("d2d"), ms.Tensor(x))), x)
-    with HostBuffer(4096, pinned=pinned) as buf:
-        run(MemcpyWithCondition("d2h", host_buffer=buf), ms.Tensor(x), _int64(256))
-        y = run(MemcpyWithCondition("h2d", host_buffer=buf, shape=(5, 6), dtype=ms.float32), _int64(256))
-        np.testing.assert_array_equal(_as_numpy(y), x)
-
-
-def check_blocks(run, pinned):
-    import mindspore as ms
-    from . import HostBuffer
-    from .ops import CopyBlocks, SwapBlocks
-
-    rng = np.random.default_rng(0)
-    data = [rng.standard_normal((8, 4, 16)).astype(np.float32) for _ in range(2)]
-    caches = [ms.Parameter(ms.Tensor(d), name=f"npu_check_blocks{i}") for i, d in enumerate(data)]
-    mapping = np.array([[1, 0], [6, 3]], np.int64)
-    block_bytes = 4 * 16 * 4
-    with HostBuffer(2 * 4 * block_bytes, pinned=pinned) as buf:
-        moved = run(SwapBlocks("d2h", buf, num_caches=2), *caches, ms.Tensor(mapping))
-        np.testing.assert_array_equal(_as_numpy(moved), [2 * 2 * block_bytes])
-        host = buf.numpy(np.float32).reshape(2, 4, 4, 16)
-        for l in range(2):
-            np.testing.assert_array_equal(host[l, 0], data[l][1])
-            np.testing.assert_array_equal(host[l, 3], data[l][6])
-        run(SwapBlocks("h2d", buf, num_caches=2), *caches, ms.Tensor(np.array([[0, 7]], np.int64)))
-        run(CopyBlocks(num_caches=2), *caches, ms.Tensor(np.array([[2, 5]], np.int64)))
-        for l in range(2):
-            got = _as_numpy(caches[l])
-            np.testing.assert_array_equal(got[7], data[l][1])
-            np.testing.assert_array_equal(got[5], data[l][2])
 
 
 def check_ordering(run, pinned):
@@ -719,7 +645,7 @@ def check_big_desc_copy(big_wanted):
     copy = MemcpyWithDesc()(source)
     _wait_for_device()
     seconds = time.perf_counter() - start
-    four_gib = 4 * GiB // 4
+    four_gib = acl_limits.DESC_COUNT_WRAP // 4
     regions = [(0, 1 << 18), (elements // 2 - (1 << 17), elements // 2 + (1 << 17)),
                (four_gib - (1 << 18), elements)]
     for begin, end in regions:
@@ -764,11 +690,7 @@ def time_swap(pinned):
             f"(measured on 256 blocks), {per_block / ours:.0f}x")
 
 
-CHECKS = (("MemcpyBatch d2h/h2d", check_batch), ("Memcpy2D extract/insert/d2h/h2d", check_2d),
-          ("Memcpy2D write + built-in after it", check_write), ("MemcpyWithDesc / MemcpyWithCondition",
-                                                                 check_desc_condition),
-          ("SwapBlocks d2h/h2d, CopyBlocks", check_blocks), ("h2d -> d2h -> h2d ordering", check_ordering))
-
+CHECKS = (("Memcpy2D write + built-in after it", check_write), ("h2d -> d2h -> h2d ordering", check_ordering))
 
 
 CHAIN_OPS = ("MemcpyWithDesc", "MemcpyWithCondition d2d", "Memcpy2D extract")
@@ -781,14 +703,17 @@ def run_checks(big=True):
     """Rows for every check, in the order of the module's docstring, on the device MindSpore is set to.
     big: attempt the 4 GiB copy."""
     rows = [_row("ACL context of the main thread", "-", "-", check_main_thread_context)]
+    from . import _kernels_lib
+
     for mode in CHECK_MODES:
-        for primitive in SELECTION_PRIMITIVES:
-            rows.append(_row(f"kernel selection: {primitive}", mode, "pinned", check_selection, mode, primitive))
+        for op_name in op_defs.all_op_defs():
+            rows.append(_row(f"kernel selection: {_kernels_lib.op_label(op_name)}", mode, "pinned",
+                             check_selection, mode, op_name))
     for mode in CHECK_MODES:
         _set_mode(mode)
         runner = _Runner(mode)
         for pinned in (True, False):
-            for name, check in CHECKS:
+            for name, check in (*_family_checks(), *CHECKS):
                 rows.append(_row(name, mode, "pinned" if pinned else "pageable", _with_launch_counts(mode, check),
                                  runner, pinned))
     for name in CHAIN_OPS:
@@ -855,7 +780,8 @@ def main(argv=None):
 
     target = "CPU" if args.dry_run else "Ascend"
     ms.set_device(target)
-    print(f"ms_memcopy npu-check: target {target}{' (dry run: timings say nothing about an NPU)' if args.dry_run else ''}")
+    dry_run_note = " (dry run: timings say nothing about an NPU)" if args.dry_run else ""
+    print(f"ms_memcopy npu-check: target {target}{dry_run_note}")
     start = time.perf_counter()
     op_def_route.build(target)
     print(f"op_def route built for {target} in {time.perf_counter() - start:.1f} s")

@@ -7,7 +7,7 @@ import shutil
 import sysconfig
 from pathlib import Path
 
-from . import _paths, route_codegen
+from . import _paths, build_recipe, route_codegen
 
 BACKENDS = ("CPU", "Ascend")
 
@@ -27,7 +27,7 @@ def on_ascend():
 def kernels_dir():
     """The kernels' source directory: ops_impl/kernels of a checkout, or its copy inside a wheel."""
     for candidate in (_paths.PACKAGE_DIR / "kernels_src", _paths.SOURCE_ROOT / "ops_impl" / "kernels"):
-        if (candidate / "ms_extension" / ENTRY_SOURCES[0]).exists():
+        if (candidate / build_recipe.ENTRY_LAYER / ENTRY_SOURCES[0]).exists():
             return candidate
     raise FileNotFoundError("ms_memcopy's kernel sources (ops_impl/kernels/ms_extension) were not found: "
                             "the op_def route needs a source checkout or a wheel that ships them")
@@ -110,8 +110,9 @@ def build_options(backend, generated_include):
     # which moves with the package ("$$" is ninja's escape for "$").
     ldflags += [f"-Wl,-rpath,{lib_dir}", "-Wl,-rpath,'$$ORIGIN/../..'"]
     return {
-        "sources": [str(kernels / "ms_extension" / name) for name in ENTRY_SOURCES],
-        "include_paths": [str(generated_include), str(kernels), str(kernels / "ms_extension"), _paths.get_include()],
+        "sources": [str(kernels / build_recipe.ENTRY_LAYER / name) for name in ENTRY_SOURCES],
+        "include_paths": [str(p) for p in
+                          build_recipe.route_includes(kernels, _paths.get_include(), generated_include)],
         "ldflags": " ".join(ldflags),
     }
 

@@ -14,11 +14,12 @@ Each op becomes an op_def whose arguments are, in order: its inputs (``tensor``,
 ``tuple[tensor]`` for a variadic one), its attributes (``prim_init``: set when the primitive is
 built, so the call takes the inputs only), and for an op whose outputs the caller describes
 (``shape: given``) ``given_shape`` and ``given_dtype`` (a TypeId), or ``given_shapes``, ``given_ranks``
-and ``given_dtypes`` for a variadic output (``given_`` names: MindSpore reads init arguments as attributes of the primitive,
-and the primitives have their own ``shape`` and ``dtype``). Int64 inputs (offsets, rows, columns) are value-dependent: kernels get their values
-on the host. ``labels`` and ``args_signature: rw_write`` are passed on as they are (not
-``dtype_group``: ms_memcopy checks it, where MindSpore would convert dtypes). The length attribute of a variadic input
-(``num_<input>``) is an int attribute the kernels check the tensors they got against.
+and ``given_dtypes`` for a variadic output (``given_`` names: MindSpore reads init arguments as attributes of
+the primitive, and the primitives have their own ``shape`` and ``dtype``). Int64 inputs (offsets, rows,
+columns) are value-dependent: kernels get their values on the host. ``labels`` and ``args_signature:
+rw_write`` are passed on as they are (not ``dtype_group``: ms_memcopy checks it, where MindSpore would convert
+dtypes). The length attribute of a variadic input (``num_<input>``) is an int attribute the kernels check the
+tensors they got against.
 """
 import yaml
 

@@ -9,7 +9,7 @@ import yaml
 import mindspore as ms
 from mindspore import nn
 
-from ms_memcopy import _kernels_lib, _paths
+from ms_memcopy import _kernels_lib, _paths, _runtime_env
 from ms_memcopy.op_defs import supported_dtypes
 
 DTYPES = supported_dtypes()
@@ -84,7 +84,7 @@ def dtype_of(name):
 def check_on_profile(run_python, script, profile, timeout=180):
     """Runs script (which prints OK at the end) in a fresh interpreter on the SoC profile and asserts
     it passed."""
-    env = {"MS_MEMCOPY_SOC": profile}
+    env = {_runtime_env.SOC: profile}
     result = run_python(script.replace("{profile}", profile), env=env, timeout=timeout)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert result.stdout.strip().endswith("OK")

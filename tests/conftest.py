@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import _import_check
+from ms_memcopy import _runtime_env
 
 
 # ---------------------------------------------------------------------------------------------
@@ -44,7 +45,7 @@ def pytest_configure(config):
 # ---------------------------------------------------------------------------------------------
 
 # Environment variables of the host runtime that a subprocess must not inherit by accident.
-HOST_RUNTIME_ENV = ("MS_MEMCOPY_SOC", "MS_MEMCOPY_DEVICE_COUNT")
+HOST_RUNTIME_ENV = _runtime_env.MACHINE
 
 
 @pytest.fixture(scope="session")
@@ -164,7 +165,7 @@ def run_python(tmp_path):
     def run(source, env=None, timeout=60):
         script = tmp_path / f"script_{next(counter)}.py"
         script.write_text(source)
-        full_env = {k: v for k, v in os.environ.items() if k not in HOST_RUNTIME_ENV}
+        full_env = _runtime_env.without_machine(os.environ)
         full_env.update(env or {})
         return subprocess.run([sys.executable, str(script)], env=full_env, cwd=tmp_path,
                               capture_output=True, text=True, timeout=timeout)

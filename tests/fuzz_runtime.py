@@ -1,12 +1,13 @@
 """Differential fuzzer of the host runtime's copy calls.
 
 Random valid and invalid arguments to the 1D, 2D, batch, memset and descriptor calls (pointers into
-device, pinned, framework-registered and pageable memory at random offsets; sizes up to SIZE_MAX; kinds including invalid enum values; valid, NULL,
-destroyed, unknown and other-device streams; batch arrays with random attributes) go to the C calls
-through ctypes, with nothing checked in Python first. A reference model written from the documented
-checks (docs/host_runtime.md, "Copies") predicts each call: the return code, the batch failIndex, and
-the copies made, from which numpy computes every byte of memory afterwards. On an error the memory must
-be untouched (an asynchronous batch keeps the items before the failing one, as CANN's item loop does).
+device, pinned, framework-registered and pageable memory at random offsets; sizes up to SIZE_MAX; kinds
+including invalid enum values; valid, NULL, destroyed, unknown and other-device streams; batch arrays with
+random attributes) go to the C calls through ctypes, with nothing checked in Python first. A reference
+model written from the documented checks (docs/host_runtime.md, "Copies") predicts each call: the return
+code, the batch failIndex, and the copies made, from which numpy computes every byte of memory afterwards.
+On an error the memory must be untouched (an asynchronous batch keeps the items before the failing one, as
+CANN's item loop does).
 
 Cases run in batches, each in its own interpreter, so a crash is a finding (with the range of cases to
 replay), not a dead run. Case i of seed s is generated from (s, i) alone and starts from freshly filled
@@ -28,6 +29,13 @@ import struct
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+try:
+    from ms_memcopy import _runtime_env, acl_limits  # acl_limits: from the header the runtime compiles
+except ImportError:  # run from a checkout without an install
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from ms_memcopy import _runtime_env, acl_limits
 
 SIZE_MAX = 2**64 - 1
 OK, INVALID_PARAM, RT_PARAM_INVALID, RT_CONTEXT_STREAM = 0, 100000, 107000, 107003
@@ -35,16 +43,15 @@ RT_INVALID_HANDLE, RT_FEATURE_NOT_SUPPORT, RT_INTERNAL_ERROR = 107017, 207000, 5
 FEATURE_UNSUPPORTED, RT_INVALID_DEVICEID, RT_CONTEXT_NULL = 200006, 107001, 107002
 EVENT_DEFAULT_FLAG, EVENT_FLAG_MASK, EVENT_DEVICE_USE_ONLY, EVENT_EXTERNAL = 0x0E, 0x3F, 0x10, 0x20
 NOT_READY, COMPLETE = 0, 1
-MAX_RUNTIME_DEVICES = 64  # CANN's RT_MAX_DEV_NUM
+MAX_RUNTIME_DEVICES = acl_limits.MAX_RUNTIME_DEVICES  # CANN's RT_MAX_DEV_NUM
 JUNK_HANDLE = 0x4321  # names no stream, event or context
 H2H, H2D, D2H, D2D, DEFAULT, BUF_H2D, INNER_D2D = 0, 1, 2, 3, 4, 5, 6
-DESC_MAGIC, DESC_VERSION, DESC_MAX_COUNT = 0x4344534D, 2, 4 * 2**30
+DESC_MAGIC, DESC_VERSION, DESC_MAX_COUNT = 0x4344534D, 2, acl_limits.MAX_DESC_COUNT
 LOC_HOST, LOC_DEVICE, LOC_UNREGISTERED, LOC_MANAGED, LOC_HOST_NUMA = 0, 1, 2, 3, 4
 FAIL_INDEX_SENTINEL = 0x5EED
-MAX_2D_HEIGHT, MAX_2D_WIDTH = 5242880, 5000000
+MAX_2D_HEIGHT, MAX_2D_WIDTH = acl_limits.MAX_2D_HEIGHT, acl_limits.MAX_2D_WIDTH
 CASES_PER_PROCESS = 2000
 # The runtime's environment variables are not inherited: the model assumes the default profile.
-HOST_RUNTIME_ENV = ("MS_MEMCOPY_SOC", "MS_MEMCOPY_DEVICE_COUNT")
 
 
 # --- memory of a worker ----------------------------------------------------------------------------
@@ -182,6 +189,17 @@ class Rejected(Exception):
         self.code = code
 
 
+def corrected_kind(kind, src_loc, dst_loc):
+    """The copy kind the runtime uses for `kind` between these locations, or None (107000)."""
+    pair = (src_loc, dst_loc)
+    if pair in FORCED:
+        return FORCED[pair]
+    allowed, default = PAGEABLE_RULES[pair]
+    if kind == DEFAULT:
+        return default
+    return kind if kind in allowed else None
+
+
 class Model:
     def __init__(self, memory):
         self.m = memory
@@ -198,15 +216,10 @@ class Model:
             raise Rejected(RT_PARAM_INVALID)
 
     def resolve(self, kind, src, dst):
-        pair = (self.loc(src), self.loc(dst))
-        if pair in FORCED:
-            return FORCED[pair]
-        allowed, default = PAGEABLE_RULES[pair]
-        if kind == DEFAULT:
-            return default
-        if kind in allowed:
-            return kind
-        raise Rejected(RT_PARAM_INVALID)
+        resolved = corrected_kind(kind, self.loc(src), self.loc(dst))
+        if resolved is None:
+            raise Rejected(RT_PARAM_INVALID)
+        return resolved
 
     def stream_handle(self, stream):
         if stream in ("dead", "junk"):
@@ -389,7 +402,7 @@ class Model:
 
     def check_desc(self, desc):
         region = self.m.regions[desc[0]]
-        if (region.ptr + desc[1]) % 64 != 0 or region.loc != "device":
+        if (region.ptr + desc[1]) % acl_limits.DESC_ALIGNMENT != 0 or region.loc != "device":
             raise Rejected(RT_PARAM_INVALID)
         if region.size - desc[1] < self.m.profile["memcpy_desc_size"]:
             raise Rejected(RT_PARAM_INVALID)
@@ -421,8 +434,8 @@ class Model:
         except Rejected as e:
             return (set_code, e.code, OK), copies
         if set_code == OK and c["desc2"] == c["desc"]:  # the task reads what the first call wrote
-            if c["count"] % 2**32:  # the descriptor holds the count in 32 bits: 4 GiB copies nothing
-                copies.append(("1d", c["dst"], c["src"], c["count"] % 2**32))
+            if c["count"] % acl_limits.DESC_COUNT_WRAP:  # the count has 32 bits: 4 GiB copies nothing
+                copies.append(("1d", c["dst"], c["src"], c["count"] % acl_limits.DESC_COUNT_WRAP))
             return (set_code, OK, OK), copies
         return (set_code, OK, RT_INTERNAL_ERROR), copies  # not a descriptor when the task reads it
 
@@ -652,7 +665,7 @@ def apply(copies, mem):
             mem[dreg][doff:doff + n] = value
         elif copy[0] == "desc":
             _, (dreg, doff), src, dst, n = copy
-            fields = struct.pack("<IIQQII", DESC_MAGIC, DESC_VERSION, src, dst, n % 2**32, 0)
+            fields = struct.pack("<IIQQII", DESC_MAGIC, DESC_VERSION, src, dst, n % acl_limits.DESC_COUNT_WRAP, 0)
             mem[dreg][doff:doff + len(fields)] = list(fields)
         else:
             _, (dreg, doff), dpitch, (sreg, soff), spitch, width, height = copy
@@ -830,7 +843,7 @@ def gen_peers(rng, memory):
     count = memory.device_count
     ids = [0, 1, 2, count - 1, count, MAX_RUNTIME_DEVICES - 1, MAX_RUNTIME_DEVICES, -1, -2**31, 2**31 - 1]
     weights = [20, 20, 8, 4, 4, 2, 2, 3, 1, 1]
-    pick = lambda: rng.choices(ids, weights)[0]  # noqa: E731
+    pick = lambda: rng.choices(ids, weights)[0]
     steps = []
     for _ in range(rng.randrange(2, 8)):
         api = rng.choice(["aclrtDeviceCanAccessPeer", "aclrtDeviceEnablePeerAccess", "aclrtDeviceEnablePeerAccess",
@@ -1145,7 +1158,7 @@ def worker(seed, first, count, verbose):
 def run_process(seed, first, count, verbose=False, timeout=600, tally=None):
     """Runs cases [first, first + count) in a fresh interpreter; returns the list of findings.
     tally (a dict): adds the number of cases per "api expected-code"."""
-    env = {k: v for k, v in os.environ.items() if k not in HOST_RUNTIME_ENV}
+    env = _runtime_env.without_machine(os.environ)
     loaded = sys.modules.get("ms_memcopy")
     if loaded is not None:  # the worker tests the same ms_memcopy as this process
         parent = os.path.dirname(os.path.dirname(os.path.abspath(loaded.__file__)))

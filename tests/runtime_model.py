@@ -42,20 +42,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fuzz_runtime import FORCED, PAGEABLE_RULES  # noqa: E402  (the kind-correction table)
+from fuzz_runtime import corrected_kind  # noqa: E402  (the kind-correction table)
 
 try:
     import ms_memcopy  # the prototypes and error codes; importing it loads no library
 except ImportError:  # run from a checkout without an install (run_sanitizers.py needs no build)
     sys.path.insert(0, str(ROOT))
     import ms_memcopy
+from ms_memcopy import _runtime_env, acl_limits  # noqa: E402
 
 H2H, H2D, D2H, D2D, DEFAULT, BUF_H2D = 0, 1, 2, 3, 4, 5
 KIND_NAMES = {H2H: "H2H", H2D: "H2D", D2H: "D2H", D2D: "D2D", DEFAULT: "DEFAULT", BUF_H2D: "BUF_H2D", 7: "kind7"}
 EVENT_DEFAULT_FLAG = 0x0E  # aclrtCreateEvent: CANN's RT_EVENT_DEFAULT
 EVENT_DEVICE_USE_ONLY, EVENT_EXTERNAL = 0x10, 0x20
 NOT_READY, COMPLETE = 0, 1
-MAX_RUNTIME_DEVICES = 64  # CANN's RT_MAX_DEV_NUM
+MAX_RUNTIME_DEVICES = acl_limits.MAX_RUNTIME_DEVICES  # CANN's RT_MAX_DEV_NUM
 MALLOC_GRANULE = 32
 HUGE1G_POLICIES = (6, 7)
 THREADS = 3
@@ -64,8 +65,6 @@ PAGEABLE_BYTES = 2048
 JUNK_HANDLE = 0x7  # names no stream, event or context
 CALL_TIMEOUT_S = 120
 DEFAULT_EXAMPLES, DEFAULT_STEPS = 300, 60
-# The runtime's environment variables are set by the driver, never inherited.
-HOST_RUNTIME_ENV = ("MS_MEMCOPY_SOC", "MS_MEMCOPY_DEVICE_COUNT")
 # --break-model: a deliberately wrong rule, to show that a wrong prediction is reported.
 MODEL_BREAKS = ("destroyed-context-falls-back-to-device", "memset-sets-value-plus-one")
 
@@ -452,15 +451,10 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
                 if src.kind == "device" or dst.kind != "device":
                     raise Rejected(RT_PARAM_INVALID)
                 return BUF_H2D
-            pair = (src.kind, dst.kind)
-            if pair in FORCED:
-                return FORCED[pair]
-            allowed, default = PAGEABLE_RULES[pair]
-            if kind == DEFAULT:
-                return default
-            if kind in allowed:
-                return kind
-            raise Rejected(RT_PARAM_INVALID)
+            resolved = corrected_kind(kind, src.kind, dst.kind)
+            if resolved is None:
+                raise Rejected(RT_PARAM_INVALID)
+            return resolved
 
         def crosses_devices(self, resolved, src, dst):
             return resolved == D2D and src.kind == dst.kind == "device" and src.device != dst.device
@@ -924,7 +918,7 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
                 label, fn = f"aclrtSynchronizeStream({name})", lambda: lib.aclrtSynchronizeStream(handle)
             else:
                 label = f"aclrtSynchronizeStreamWithTimeout({name}, {timeout})"
-                fn = lambda: lib.aclrtSynchronizeStreamWithTimeout(handle, timeout)  # noqa: E731
+                fn = lambda: lib.aclrtSynchronizeStreamWithTimeout(handle, timeout)
             self.call(t, label, fn, expected)
 
         @rule(t=threads, pick=picks, deferred=st.booleans())
@@ -1145,7 +1139,7 @@ def make_machine(lib, profile, device_count, model_break=None, abort_before=None
                 label, fn = f"aclrtCreateEvent(&{name})", lambda: lib.aclrtCreateEvent(ctypes.byref(out))
             else:
                 label = f"aclrtCreateEventWithFlag(&{name}, {flag:#x})"
-                fn = lambda: lib.aclrtCreateEventWithFlag(ctypes.byref(out), flag)  # noqa: E731
+                fn = lambda: lib.aclrtCreateEventWithFlag(ctypes.byref(out), flag)
             self.call(t, label, fn, expected)
             if expected == OK:
                 self.events.append(Event(name, out.value, context.device, effective))
@@ -1517,10 +1511,10 @@ def emit(outcome):
 
 
 def child_env(soc):
-    env = {k: v for k, v in os.environ.items() if k not in HOST_RUNTIME_ENV}
-    env["MS_MEMCOPY_DEVICE_COUNT"] = str(DEVICE_COUNT)
+    env = _runtime_env.without_machine(os.environ)  # the runtime's variables are set here, never inherited
+    env[_runtime_env.DEVICE_COUNT] = str(DEVICE_COUNT)
     if soc:
-        env["MS_MEMCOPY_SOC"] = soc
+        env[_runtime_env.SOC] = soc
     parent = os.path.dirname(os.path.dirname(os.path.abspath(ms_memcopy.__file__)))  # the same ms_memcopy
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [parent, env.get("PYTHONPATH")]))
     return env

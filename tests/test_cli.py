@@ -5,11 +5,13 @@ import sys
 
 import pytest
 
+from ms_memcopy import _runtime_env
+
 
 def info(soc=None):
-    env = {k: v for k, v in os.environ.items() if k != "MS_MEMCOPY_SOC"}
+    env = {k: v for k, v in os.environ.items() if k != _runtime_env.SOC}
     if soc is not None:
-        env["MS_MEMCOPY_SOC"] = soc
+        env[_runtime_env.SOC] = soc
     result = subprocess.run([sys.executable, "-m", "ms_memcopy", "info"], capture_output=True, text=True, env=env,
                             timeout=120)
     assert result.returncode == 0, result.stderr

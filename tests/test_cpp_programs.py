@@ -12,18 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from ms_memcopy import _paths
+from ms_memcopy import _paths, _runtime_env, build_recipe
 
 CPP_DIR = Path(__file__).resolve().parent / "cpp"
 PROGRAMS = sorted(CPP_DIR.glob("*.cpp"))
-# The programs choose their own SoC profile and device count; never inherit the caller's.
-HOST_RUNTIME_ENV = ("MS_MEMCOPY_SOC", "MS_MEMCOPY_DEVICE_COUNT")
 
 
 @pytest.fixture
 def build_program(tmp_path):
     """Returns build(source) -> path of the executable compiled into this test's tmp_path."""
-    compiler = os.environ.get("CXX", "g++")
+    compiler = build_recipe.cxx()
     if shutil.which(compiler) is None:
         pytest.skip(f"{compiler} is not installed")
     if not _paths.uses_host_runtime():
@@ -33,8 +31,7 @@ def build_program(tmp_path):
 
     def build(source):
         exe = tmp_path / source.stem
-        cmd = [compiler, "-std=c++17", "-O1", "-g", "-pthread", "-Wall", "-Wextra", f"-I{include}", str(source),
-               f"-L{library.parent}", "-lascendcl", f"-Wl,-rpath,{library.parent}", "-o", str(exe)]
+        cmd = build_recipe.program_command(source, exe, include, library.parent, compiler=compiler)
         result = subprocess.run(cmd, capture_output=True, text=True)
         assert result.returncode == 0, f"{' '.join(cmd)}\n{result.stdout}{result.stderr}"
         return exe
@@ -45,7 +42,7 @@ def build_program(tmp_path):
 @pytest.mark.parametrize("source", PROGRAMS, ids=lambda path: path.stem)
 def test_cpp_program(source, build_program):
     exe = build_program(source)
-    env = {key: value for key, value in os.environ.items() if key not in HOST_RUNTIME_ENV}
+    env = _runtime_env.without_machine(os.environ)  # the programs choose their own SoC profile and device count
     result = subprocess.run([str(exe)], capture_output=True, text=True, env=env, timeout=300)
     output = f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     assert result.returncode == 0, output

@@ -1,12 +1,10 @@
 """The README's Python example and the main jobs (examples/paged_kv_cache.py, kv_cache_offload.py)
 run and pass."""
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,10 +8,11 @@ import textwrap
 
 import pytest
 
+from ms_memcopy import _runtime_env
+
 pytestmark = pytest.mark.slow
 
-CANN_ENV = ("MS_MEMCOPY_SOC", "MS_MEMCOPY_DEVICE_COUNT", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_TOOLKIT_HOME")
-PRIMITIVES = ("MemcpyBatch", "Memcpy2D", "MemcpyWithDesc", "MemcpyWithCondition", "SwapBlocks", "CopyBlocks")
+CANN_ENV = (*_runtime_env.MACHINE, "ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_TOOLKIT_HOME")
 
 
 def clean_env(**extra):
@@ -67,8 +68,11 @@ def test_a_build_without_cann_is_refused(tmp_path):
 def test_cpu_dry_run_passes_every_check(dry_run):
     out = dry_run
     assert "target CPU (dry run" in out and "op_def route built for CPU" in out
-    for check in ("MemcpyBatch d2h/h2d", "Memcpy2D write + built-in after it", "SwapBlocks d2h/h2d, CopyBlocks",
-                  "h2d -> d2h -> h2d ordering"):
+    from ms_memcopy import op_defs
+
+    families = [f"samples of {family}.yaml ({len(ops)} ops)" for family, ops in op_defs.families().items()]
+    assert len(families) == 5
+    for check in (*families, "Memcpy2D write + built-in after it", "h2d -> d2h -> h2d ordering"):
         for mode in ("pynative", "graph O0"):
             for buf in ("pinned", "pageable"):
                 assert any(line.startswith(check) and mode in line and buf in line and line.endswith("ok")
@@ -84,7 +88,12 @@ def test_the_main_threads_context_and_the_mindspore_device_are_reported(dry_run)
 
 
 def test_graphs_run_the_projects_kernels_and_eager_calls_its_eager_entry(dry_run):
-    for primitive in PRIMITIVES:
+    """One row per op of configs/ops (its sample call), named by the op's label."""
+    from ms_memcopy import _kernels_lib, op_defs
+
+    labels = [_kernels_lib.op_label(op) for op in op_defs.all_op_defs()]
+    assert len(labels) == 16 and "MemcpyBatch(d2h)" in labels and "CopyBlocks" in labels
+    for primitive in labels:
         graph = re.fullmatch(r"ok: graph launches \+(\d+), eager launches \+(\d+)",
                              row(dry_run, f"kernel selection: {primitive}", "graph O0"))
         eager = re.fullmatch(r"ok: graph launches \+(\d+), eager launches \+(\d+)",

@@ -357,13 +357,18 @@ def test_ascend_kernels_compile_and_link(tmp_path):
 
 
 def test_variadic_primitive_keeps_its_attributes(monkeypatch):
-    """MemcpyBatch d2h is a Cell packing its tensors; it still reads like the primitive it wraps."""
+    """MemcpyBatch d2h is a Cell packing its tensors into its primitive's tuple input; it is an instance
+    of its class and has the documented attributes."""
+    from mindspore import nn
+
     from ms_memcopy import HostBuffer
     from ms_memcopy.ops import MemcpyBatch
 
     with HostBuffer(64) as buf:
         op = MemcpyBatch("d2h", buf, num_tensors=3)
+        assert type(op) is MemcpyBatch and isinstance(op, nn.Cell)
         assert (op.direction, op.num_tensors, op.host_buffer, op.route) == ("d2h", 3, buf, "op_def")
+        assert op.primitive.name == "Custom_ms_memcopy_memcpy_batch_d2h"
         with pytest.raises(AttributeError):
             op.no_such_attribute  # noqa: B018
 
@@ -371,7 +376,7 @@ def test_variadic_primitive_keeps_its_attributes(monkeypatch):
 def test_call_runs_an_op(pynative):
     ms = pynative
     x = ms.Tensor(np.arange(30, dtype=np.int16).reshape(5, 6))
-    i64 = lambda v: ms.Tensor(np.array([v], np.int64))  # noqa: E731
+    i64 = lambda v: ms.Tensor(np.array([v], np.int64))
     y = op_def_route.call("memcpy2d_extract", (x, i64(1), i64(2)), {"height": 2, "width": 3})
     np.testing.assert_array_equal(y.asnumpy(), x.asnumpy()[1:3, 2:5])
     with pytest.raises(ValueError, match="attributes"):
@@ -381,38 +386,46 @@ def test_call_runs_an_op(pynative):
 
 
 def test_jit_level_o2_is_refused(run_python):
-    """In a child interpreter: jit_config cannot be reset to its default once set."""
+    """The sample call of every op (ms_memcopy/samples.py) in a GRAPH_MODE graph with jit_level O2 is
+    refused with the op's label, and runs with O1. In a child interpreter: jit_config cannot be reset
+    to its default once set."""
     result = run_python(f"""
 import sys
 sys.path.insert(0, {str(ROOT)!r})
-import numpy as np
 import mindspore as ms
+from mindspore import nn
 ms.set_device("CPU")
-from ms_memcopy.ops import MemcpyWithDesc
-op = MemcpyWithDesc()
-x = ms.Tensor(np.arange(4, dtype=np.float32))
-ms.set_context(mode=ms.GRAPH_MODE, jit_config={{"jit_level": "O2"}})
+from ms_memcopy import HostBuffer, op_defs, samples
+ms.set_context(mode=ms.GRAPH_MODE)
 
-@ms.jit
-def run(x):
-    return op(x) * 2
 
-try:
-    run(x)
-except RuntimeError as e:
-    print("refused:", e)
-ms.set_context(jit_config={{"jit_level": "O1"}})
+class FnCell(nn.Cell):
+    def __init__(self, op):
+        super().__init__()
+        self.op = op
 
-@ms.jit
-def run_o1(x):
-    return op(x) * 3
+    def construct(self, *inputs):
+        return self.op(*inputs)
 
-print("O1:", run_o1(x).asnumpy().tolist())
+
+for level in ("O2", "O1"):
+    ms.set_context(jit_config={{"jit_level": level}})
+    for name in op_defs.all_op_defs():
+        with HostBuffer(samples.HOST_BUFFER_BYTES) as buf:
+            sample = samples.sample(name, buf)
+            try:
+                sample.check(FnCell(sample.op)(*sample.inputs))
+                print(level, "ran:", sample.label)
+            except RuntimeError as e:
+                print(level, "refused:", sample.label, "|", str(e).splitlines()[0])
 """, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert re.search(r"refused: ms_memcopy (MemcpyWithDesc|memcpy_desc_copy): .*cannot be compiled with jit_level O2 .*use jit_level O0 "
-                     r"or O1", result.stdout), result.stdout
-    assert "O1: [0.0, 3.0, 6.0, 9.0]" in result.stdout
+    lines = result.stdout.splitlines()
+    labels = [line.split("ran: ")[1] for line in lines if line.startswith("O1 ran: ")]
+    assert len(labels) == len(op_defs.all_op_defs()), result.stdout
+    for label in labels:
+        assert f"O2 refused: {label} | ms_memcopy {label}: runs kernel by kernel and cannot be compiled with " \
+               f"jit_level O2 (task sink); use jit_level O0 or O1" in lines, (label, result.stdout)
 
 
 def test_jit_level_o2_is_refused_for_jit_in_pynative(run_python):
@@ -445,34 +458,37 @@ print("eager:", op(x).asnumpy().tolist())
     assert "eager: [0.0, 1.0, 2.0, 3.0]" in result.stdout
 
 
-def test_graphs_with_a_variadic_op_log_no_parser_error(run_python):
-    """A variadic primitive is a Cell forwarding attributes to its primitive; MindSpore's parser asks
-    every Cell for a bprop, which must not be forwarded (it logged "Parse resolve function error")."""
+def test_graphs_of_every_op_log_no_parser_error(run_python):
+    """The sample call of every op in a graph logs no error. MindSpore's parser asks every Cell (the
+    variadic ops are Cells holding their primitive) for a bprop; a primitive's bprop answering for the
+    Cell logged "Parse resolve function error"."""
     result = run_python(f"""
 import sys
 sys.path.insert(0, {str(ROOT)!r})
-import numpy as np
 import mindspore as ms
 from mindspore import nn
 ms.set_device("CPU")
 ms.set_context(mode=ms.GRAPH_MODE)
-from ms_memcopy.ops import CopyBlocks
-caches = [ms.Parameter(ms.Tensor(np.arange(32, dtype=np.float32).reshape(8, 4)), name=f"c{{i}}") for i in range(2)]
+from ms_memcopy import HostBuffer, op_defs, samples
+
 
 class Net(nn.Cell):
-    def __init__(self):
+    def __init__(self, op):
         super().__init__()
-        self.op = CopyBlocks(num_caches=2)
-        self.c0, self.c1 = caches
+        self.op = op
 
-    def construct(self, mapping):
-        return self.op(self.c0, self.c1, mapping)
+    def construct(self, *inputs):
+        return self.op(*inputs)
 
-print("moved:", Net()(ms.Tensor(np.array([[0, 5]], np.int64))).asnumpy().tolist())
-print("block:", caches[1].asnumpy()[5].tolist())
+
+for name in op_defs.all_op_defs():
+    with HostBuffer(samples.HOST_BUFFER_BYTES) as buf:
+        sample = samples.sample(name, buf)
+        sample.check(Net(sample.op)(*sample.inputs))
+        print("ok:", name)
 """, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "moved: [32]" in result.stdout and "block: [0.0, 1.0, 2.0, 3.0]" in result.stdout
+    assert result.stdout.count("ok: ") == len(op_defs.all_op_defs()), result.stdout
     assert "Parse resolve function error" not in result.stderr, result.stderr[-2000:]
     assert "[ERROR]" not in result.stderr, result.stderr[-2000:]
 

@@ -130,7 +130,7 @@ def test_h2d_of_more_tensors_than_one_launch_takes(ms_mode, style, monkeypatch):
     buf, shapes, offsets, expected = _many_reads(10)
     with buf:
         op = MemcpyBatch("h2d", buf, shapes=shapes, dtypes=[ms.int32] * 10)
-        assert len(op._parts) == 3 and op.num_tensors == 10
+        assert type(op) is MemcpyBatch and len(op._parts) == 3 and op.num_tensors == 10
         result = call(style, op, offsets)
         assert isinstance(result, tuple) and len(result) == 10
         for out, want in zip(result, expected):

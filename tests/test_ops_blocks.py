@@ -11,7 +11,7 @@ from mindspore import nn, ops
 
 from ms_memcopy import HostBuffer
 from ms_memcopy.ops import CopyBlocks, Memcpy2D, SwapBlocks
-from ms_memcopy.ops._base import itemsize
+from ms_memcopy.ops._dtypes import itemsize
 
 from ms_memcopy import _kernels_lib
 
@@ -683,7 +683,7 @@ import numpy as np, mindspore as ms
 from mindspore import nn
 from ms_memcopy import HostBuffer, runtime
 from ms_memcopy.ops import CopyBlocks, Memcpy2D, SwapBlocks
-from ms_memcopy.ops._base import itemsize
+from ms_memcopy.ops._dtypes import itemsize
 
 assert runtime.soc_profile() == "{profile}", runtime.soc_profile()
 rng = np.random.default_rng(0)

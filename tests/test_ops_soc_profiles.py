@@ -1,51 +1,35 @@
-"""Every primitive gives the same result on every SoC profile, whichever ACL calls the chip has
-(batch, descriptors and 2-D device-to-device copies fall back to aclrtMemcpyAsync where missing)."""
+"""Every op gives the same result on every SoC profile, whichever ACL calls the chip has (batch,
+descriptors and 2-D device-to-device copies fall back to aclrtMemcpyAsync where missing): the sample
+call of every op of configs/ops, in both modes, against numpy."""
 import pytest
 
 from _ops_support import PROFILES, check_on_profile
 
+from ms_memcopy import _runtime_env
+
 SCRIPT = r'''
-import numpy as np, mindspore as ms
+import mindspore as ms
 from mindspore import nn
-from ms_memcopy import HostBuffer, runtime
-from ms_memcopy.ops import MemcpyBatch, Memcpy2D, MemcpyWithDesc, MemcpyWithCondition
+from ms_memcopy import HostBuffer, op_defs, runtime, samples
 
 assert runtime.soc_profile() == "{profile}", runtime.soc_profile()
-i64 = lambda *v: ms.Tensor(np.array(v, np.int64))
-rng = np.random.default_rng(0)
-a = rng.standard_normal((3, 5)).astype(np.float32)
-b = rng.integers(0, 9, (4, 7)).astype(np.int16)
 
-class Net(nn.Cell):
-    def __init__(self, buf):
+
+class FnCell(nn.Cell):
+    def __init__(self, op):
         super().__init__()
-        self.out = MemcpyBatch("d2h", buf, num_tensors=2)
-        self.back = MemcpyBatch("h2d", buf, shapes=[(3, 5), (4, 7)], dtypes=[ms.float32, ms.int16])
-        self.extract = Memcpy2D("extract", height=2, width=3)
-        self.insert = Memcpy2D("insert")
-        self.desc = MemcpyWithDesc()
-        self.window = MemcpyWithDesc(count=6)
-        self.cond = MemcpyWithCondition("d2d")
+        self.op = op
 
-    def construct(self, a, b, offsets, r, c):
-        self.out(a, b, offsets)
-        a2, b2 = self.back(offsets)
-        tile = self.extract(b2, r, c)
-        patched = self.insert(b2, tile * 0 + 1, r, c)
-        return a2, b2, tile, patched, self.desc(a), self.window(b, c), self.cond(b)
+    def construct(self, *inputs):
+        return self.op(*inputs)
+
 
 for mode in (ms.GRAPH_MODE, ms.PYNATIVE_MODE):
     ms.set_context(mode=mode)
-    with HostBuffer(256) as buf:
-        a2, b2, tile, patched, dcopy, win, ccopy = Net(buf)(ms.Tensor(a), ms.Tensor(b), i64(0, 100), i64(1), i64(2))
-        np.testing.assert_array_equal(a2.asnumpy(), a)
-        np.testing.assert_array_equal(b2.asnumpy(), b)
-        np.testing.assert_array_equal(tile.asnumpy(), b[1:3, 2:5])
-        expected = b.copy(); expected[1:3, 2:5] = 1
-        np.testing.assert_array_equal(patched.asnumpy(), expected)
-        np.testing.assert_array_equal(dcopy.asnumpy(), a)
-        np.testing.assert_array_equal(win.asnumpy(), b.reshape(-1)[2:8])
-        np.testing.assert_array_equal(ccopy.asnumpy(), b)
+    for name in op_defs.all_op_defs():  # the sample call of every op (ms_memcopy/samples.py) against numpy
+        with HostBuffer(samples.HOST_BUFFER_BYTES) as buf:
+            sample = samples.sample(name, buf)
+            sample.check(FnCell(sample.op)(*sample.inputs))
 print("OK")
 '''
 
@@ -67,7 +51,7 @@ try:
 except RuntimeError as e:
     print("ERROR:", e)
 '''
-    result = run_python(script, env={"MS_MEMCOPY_SOC": "Ascend999"}, timeout=300)
+    result = run_python(script, env={_runtime_env.SOC: "Ascend999"}, timeout=300)
     assert "ms_memcopy MemcpyWithDesc: AclError: aclInit failed: ACL_ERROR_INVALID_PARAM (100000): " in result.stdout, \
         result.stdout + result.stderr[-2000:]
     assert "Ascend910B" in result.stdout  # the runtime's message lists the valid profiles
@@ -91,7 +75,7 @@ for attempt in range(3):
 os.environ["MS_MEMCOPY_SOC"] = "Ascend910B"
 print("FIXED:", MemcpyWithDesc()(x).asnumpy().tolist())
 '''
-    result = run_python(script, env={"MS_MEMCOPY_SOC": "Ascend9l0B"}, timeout=120)
+    result = run_python(script, env={_runtime_env.SOC: "Ascend9l0B"}, timeout=120)
     errors = [line for line in result.stdout.splitlines() if line.startswith("ERROR:")]
     assert len(errors) == 3, result.stdout + result.stderr[-2000:]
     for line in errors:

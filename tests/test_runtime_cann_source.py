@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ms_memcopy import acl_constants as C
-from ms_memcopy import errors
+from ms_memcopy import _runtime_env, errors
 from ms_memcopy import runtime as rt
 from _acl_support import ATTR_D2H, code
 
@@ -120,7 +120,7 @@ print(acl.rt.memcpy2d_async(dev, 16, pinned, 16, 16, 4, 1, 0))
 def test_memcpy2d_async_null_stream(run_python, soc, with_device):
     """Without a device the NULL stream is 107000 everywhere (not 107002); with one, only the SoCs that have
     a default-stream path for 2D copies accept it."""
-    result = run_python(NULL_STREAM_2D, env={"MS_MEMCOPY_SOC": soc})
+    result = run_python(NULL_STREAM_2D, env={_runtime_env.SOC: soc})
     assert result.returncode == 0, result.stderr
     assert [int(v) for v in result.stdout.split()] == [RT_PARAM_INVALID, 0, with_device]
 
@@ -338,7 +338,7 @@ def test_error_text_is_bounded_and_error_messages_stay_short(acl_device):
     seen = {}
 
     def thread():
-        for i in range(1200):  # about 100 bytes per message: well past the bound
+        for _ in range(1200):  # about 100 bytes per message: well past the bound
             with pytest.raises(errors.AclError) as info:
                 rt.malloc(0)
         seen["message"] = info.value.message

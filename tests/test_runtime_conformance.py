@@ -173,14 +173,14 @@ def test_kind_contradicting_pinned_or_device_locations_is_corrected(copy, acl_re
     if direction == "h2d":
         acl_res.view(pinned, 512)[:] = data
         src, dst = pinned, acl_res.upload(np.zeros(512, np.uint8))
-        read = lambda: acl_res.download(dst, 512)  # noqa: E731
+        read = lambda: acl_res.download(dst, 512)
     elif direction == "d2h":
         acl_res.view(pinned, 512)[:] = 0
         src, dst = acl_res.upload(data), pinned
-        read = lambda: acl_res.view(pinned, 512)  # noqa: E731
+        read = lambda: acl_res.view(pinned, 512)
     else:
         src, dst = acl_res.upload(data), acl_res.upload(np.zeros(512, np.uint8))
-        read = lambda: acl_res.download(dst, 512)  # noqa: E731
+        read = lambda: acl_res.download(dst, 512)
     assert code(copy.run, dst, 512, src, 512, kind) == 0
     copy.sync()
     assert (read() == data).all()
@@ -195,10 +195,10 @@ def test_host_to_buf_to_device_kind_needs_host_src_and_device_dst(copy, acl_res,
     if direction == "d2h":
         dst = acl_res.pinned(128)
         acl_res.view(dst, 128)[:] = 0
-        read = lambda: acl_res.view(dst, 128)  # noqa: E731
+        read = lambda: acl_res.view(dst, 128)
     else:
         dst = acl_res.upload(np.zeros(128, np.uint8))
-        read = lambda: acl_res.download(dst, 128)  # noqa: E731
+        read = lambda: acl_res.download(dst, 128)
     assert code(copy.run, dst, 128, src, 128, H2BUF2D) == RT_PARAM_INVALID
     copy.sync()
     assert (read() == 0).all()

@@ -187,15 +187,15 @@ def test_2d_round_trip_leaves_gaps(acl_res, api, direction, host, dpitch, spitch
         src_buf = HostBuf(acl_res, host, src_bytes)
         src_buf.view[:] = data
         src, dst = src_buf.ptr, acl_res.upload(dst_before)
-        read = lambda: acl_res.download(dst, dst_bytes)  # noqa: E731
+        read = lambda: acl_res.download(dst, dst_bytes)
     elif direction in ("d2h", "default_d2h"):
         dst_buf = HostBuf(acl_res, host, dst_bytes)
         dst_buf.view[:] = dst_before
         src, dst = acl_res.upload(data), dst_buf.ptr
-        read = lambda: dst_buf.view.copy()  # noqa: E731
+        read = lambda: dst_buf.view.copy()
     else:
         src, dst = acl_res.upload(data), acl_res.upload(dst_before)
-        read = lambda: acl_res.download(dst, dst_bytes)  # noqa: E731
+        read = lambda: acl_res.download(dst, dst_bytes)
     if api == "memcpy2d":
         rt.memcpy2d(dst, dpitch, src, spitch, width, height, kind)
     else:

@@ -6,6 +6,7 @@ import os
 import numpy as np
 import pytest
 
+from ms_memcopy import _runtime_env
 from ms_memcopy import runtime as rt
 from ms_memcopy.acl_constants import (
     ACL_MEM_LOCATION_TYPE_DEVICE as DEVICE,
@@ -33,7 +34,7 @@ def run_json(run_python, source, env=None):
 # --- devices -----------------------------------------------------------------------------------------
 
 def test_device_count_default_is_8(acl_device):
-    assert rt.get_device_count() == int(os.environ.get("MS_MEMCOPY_DEVICE_COUNT", 8))
+    assert rt.get_device_count() == int(os.environ.get(_runtime_env.DEVICE_COUNT, 8))
 
 
 @pytest.mark.parametrize("device_id,expected", [(-1, RT_INVALID_DEVICEID), (0, 0), (7, 0), (8, RT_INVALID_DEVICEID),
@@ -51,7 +52,7 @@ def test_device_count_from_environment(run_python):
     out = run_json(run_python, (
         "import json, ms_memcopy.acl as acl\n"
         "print(json.dumps([acl.rt.get_device_count(), acl.rt.set_device(2), acl.rt.set_device(3)]))\n"),
-        env={"MS_MEMCOPY_DEVICE_COUNT": "3"})
+        env={_runtime_env.DEVICE_COUNT: "3"})
     assert out == [[3, 0], 0, RT_INVALID_DEVICEID]
 
 

@@ -137,7 +137,8 @@ def test_enum_constants_match_header():
 
 
 def test_event_flag_constants_match_header():
-    flags = {m[1]: int(m[2], 16) for m in re.finditer(r"^#define\s+(ACL_EVENT_\w+)\s+0x([0-9A-Fa-f]+)U", _text("rt"), re.M)}
+    flags = {m[1]: int(m[2], 16)
+             for m in re.finditer(r"^#define\s+(ACL_EVENT_\w+)\s+0x([0-9A-Fa-f]+)U", _text("rt"), re.M)}
     assert flags == {"ACL_EVENT_SYNC": 1, "ACL_EVENT_CAPTURE_STREAM_PROGRESS": 2, "ACL_EVENT_TIME_LINE": 8,
                      "ACL_EVENT_DEVICE_USE_ONLY": 0x10, "ACL_EVENT_EXTERNAL": 0x20, "ACL_EVENT_IPC": 0x40}  # CANN 9.1
     declared = {k: v for k, v in vars(acl_constants).items()

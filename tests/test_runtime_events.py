@@ -11,7 +11,7 @@ import threading
 import numpy as np
 import pytest
 
-from ms_memcopy import AclError, runtime as rt
+from ms_memcopy import AclError, _runtime_env, runtime as rt
 from ms_memcopy.acl_constants import (ACL_EVENT_CAPTURE_STREAM_PROGRESS, ACL_EVENT_DEVICE_USE_ONLY, ACL_EVENT_EXTERNAL,
                                       ACL_EVENT_IPC, ACL_EVENT_RECORDED_STATUS_COMPLETE,
                                       ACL_EVENT_RECORDED_STATUS_NOT_READY, ACL_EVENT_SYNC, ACL_EVENT_TIME_LINE,
@@ -174,7 +174,7 @@ print(code(rt.create_event_with_flag, 0x10))
 def test_the_flag_is_checked_before_the_context(run_python, soc, device_use_only):
     """A fresh process has no device: a bad flag is still 107000 (not 107002). ACL_EVENT_DEVICE_USE_ONLY
     needs the chip's MC2 feature (mc2FeatureFlag 0 in CANN's as31xm1 (310B) and cloud (910) configs)."""
-    result = run_python(EVENT_FLAGS_BEFORE_ANY_DEVICE, env={"MS_MEMCOPY_SOC": soc})
+    result = run_python(EVENT_FLAGS_BEFORE_ANY_DEVICE, env={_runtime_env.SOC: soc})
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["107000", "107000", "107000", "107002", "107002", str(device_use_only)]
 

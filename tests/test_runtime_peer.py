@@ -15,7 +15,7 @@ import pytest
 
 import ms_memcopy.acl as acl
 from ms_memcopy import AclError
-from ms_memcopy import _acl_lib
+from ms_memcopy import _acl_lib, _runtime_env
 from ms_memcopy import runtime as rt
 from ms_memcopy.acl_constants import (ACL_ERROR_FEATURE_UNSUPPORTED, ACL_ERROR_INVALID_PARAM,
                                       ACL_ERROR_RT_CONTEXT_NULL, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
@@ -166,7 +166,7 @@ print(acl.rt.set_device(0), acl.rt.device_can_access_peer(0, 1)[1], acl.rt.devic
     ("Ascend310B", ACL_ERROR_RT_FEATURE_NOT_SUPPORT),  # the driver has no peer access on 310B
     ("Ascend310P", 0), ("Ascend910", 0), ("Ascend950", 0), ("Ascend910C", 0)])
 def test_peer_access_per_soc(run_python, soc, expected):
-    out = run_python(PER_SOC, env={"MS_MEMCOPY_SOC": soc})
+    out = run_python(PER_SOC, env={_runtime_env.SOC: soc})
     assert out.returncode == 0, out.stderr
     # same-device and flags checks come before the SoC gate
     assert out.stdout.split() == ["0", str(expected), str(expected), str(expected), str(ACL_ERROR_INVALID_PARAM),

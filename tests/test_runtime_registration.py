@@ -125,7 +125,7 @@ def test_two_threads_register_overlapping_ranges_at_once(acl_device):
                 rt.memcpy(out, size, origin + offset, size, D2H)
                 assert (out == tensor[offset:offset + size]).all()
                 rt.unregister_device_memory(origin + offset)
-        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=worker, args=args) for args in ((0, 6000), (2000, 6000))]

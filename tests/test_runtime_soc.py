@@ -5,7 +5,7 @@ import json
 import pytest
 import yaml
 
-from ms_memcopy import _paths
+from ms_memcopy import _paths, _runtime_env
 from ms_memcopy.acl_constants import SIZE_MAX
 
 with open(_paths.configs_dir() / "soc_profiles.yaml", encoding="utf-8") as _f:
@@ -108,7 +108,7 @@ print(json.dumps(out))
 
 
 def _probe(run_python, profile):
-    result = run_python(PROBE % {"sentinel": SENTINEL}, env={"MS_MEMCOPY_SOC": profile})
+    result = run_python(PROBE % {"sentinel": SENTINEL}, env={_runtime_env.SOC: profile})
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -164,7 +164,7 @@ def test_unknown_soc_profile_is_rejected_with_the_valid_names(run_python):
         "import json, ms_memcopy.acl as acl\n"
         "out = {'init': acl.init(), 'init_msg': acl.get_recent_err_msg(),\n"
         "       'set_device': acl.rt.set_device(0), 'set_device_msg': acl.get_recent_err_msg()}\n"
-        "print(json.dumps(out))\n", env={"MS_MEMCOPY_SOC": "Ascend999X"})
+        "print(json.dumps(out))\n", env={_runtime_env.SOC: "Ascend999X"})
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout.strip().splitlines()[-1])
     assert (out["init"], out["set_device"]) == (INVALID_PARAM, INVALID_PARAM)
@@ -202,7 +202,7 @@ print(json.dumps(out))
 @pytest.mark.parametrize("profile,limit", [("Ascend910B", 1984), ("Ascend310B", 512)])
 def test_stream_limit_per_device_returns_207008(run_python, profile, limit):
     assert PROFILES[profile]["max_streams"] == limit
-    result = run_python(STREAM_LIMIT_PROBE, env={"MS_MEMCOPY_SOC": profile})
+    result = run_python(STREAM_LIMIT_PROBE, env={_runtime_env.SOC: profile})
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout.strip().splitlines()[-1])
     # the profile's limit counts the default stream of device 0

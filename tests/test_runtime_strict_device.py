@@ -6,7 +6,9 @@ import signal
 
 import pytest
 
-STRICT = {"MS_MEMCOPY_STRICT_DEVICE": "1"}
+from ms_memcopy import _runtime_env
+
+STRICT = {_runtime_env.STRICT_DEVICE: "1"}
 
 HOST_ACCESS = r'''
 import ctypes, sys
@@ -44,7 +46,7 @@ def test_device_memory_is_host_memory_otherwise(run_python, value):
     if value is None:
         script, env = "import os\nos.environ.pop('MS_MEMCOPY_STRICT_DEVICE', None)\n" + HOST_ACCESS, {}
     else:
-        script, env = HOST_ACCESS, {"MS_MEMCOPY_STRICT_DEVICE": value}
+        script, env = HOST_ACCESS, {_runtime_env.STRICT_DEVICE: value}
     result = run_python(script, env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [f"d2h {bytes(range(100, 164)).hex()}",

@@ -17,6 +17,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from ms_memcopy import _runtime_env
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
@@ -43,7 +45,7 @@ def run_scale(tmp_path, extra=(), timeout=420):
     command = re.sub(r"--master_port=\d+", f"--master_port={free_port()}", command)
     command = command.replace("--log_dir=msrun_log", f"--log_dir={tmp_path / 'log'}")
     command += "".join(f" {a}" for a in extra)
-    env = {k: v for k, v in os.environ.items() if k not in ("MS_MEMCOPY_SOC", "MS_MEMCOPY_DEVICE_COUNT")}
+    env = _runtime_env.without_machine(os.environ)
     return subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=timeout)
 
@@ -107,7 +109,7 @@ def run_two_nodes(tmp_path, extra=(), timeout=420):
     """Starts both nodes' msrun at once (node 0 first), waits for both within `timeout` seconds, and always
     ends whatever is left. Returns ([exit codes], [console outputs], seconds until both had exited)."""
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("MS_MEMCOPY_SOC", "MS_MEMCOPY_DEVICE_COUNT")}
+    env = _runtime_env.without_machine(os.environ)
     processes, outputs = [], []
     began = time.monotonic()
     try:

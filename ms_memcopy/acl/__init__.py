@@ -16,7 +16,7 @@ them (see ``acl.rt``): positional only, a call that takes none ignores what it i
 failure is a TypeError before any C call. As in pyACL, this module and its submodules hold the calls
 and nothing else (no ``ACL_*`` constants; they are in ``ms_memcopy.acl_constants``).
 """
-from .._pyacl.acl import *  # noqa: F401,F403
-from . import rt, util  # noqa: F401
+from .._pyacl.acl import *
+from . import rt, util
 
 __all__ = ["init", "finalize", "get_recent_err_msg", "get_soc_name", "rt", "util"]

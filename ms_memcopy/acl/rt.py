@@ -23,5 +23,5 @@ ACL_ERROR_INVALID_PARAM (100000) without calling the runtime, the ACL layer's co
 arguments. The calls with a failIndex return ``(fail_index, ret)``; fail_index starts at SIZE_MAX, which is
 what it stays at when no single copy is at fault.
 """
-from .._pyacl.rt import *  # noqa: F401,F403
+from .._pyacl.rt import *  # noqa: F403
 from .._pyacl.rt import __all__  # noqa: F401

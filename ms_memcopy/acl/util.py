@@ -5,5 +5,5 @@
 ``Warning``) that pyACL deprecates them. A non-ndarray or non-bytes argument is a ValueError, as in
 pyACL; see ms_memcopy/_pyacl/util.py for the details.
 """
-from .._pyacl.util import *  # noqa: F401,F403
+from .._pyacl.util import *  # noqa: F403
 from .._pyacl.util import __all__  # noqa: F401

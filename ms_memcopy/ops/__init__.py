@@ -1,7 +1,38 @@
-"""The copy primitives: Cell-compatible ops.Custom primitives over the ACL copy kernels.
+"""The copy primitives over the ACL copy kernels: ``Custom_ms_memcopy_<op>`` primitives of the ops of
+configs/ops/*.yaml (Memcpy2D, MemcpyWithDesc, MemcpyWithCondition), and nn.Cells holding them for the
+classes with a variadic form (MemcpyBatch, SwapBlocks, CopyBlocks; docs/primitives.md).
 
 Each works inside nn.Cell.construct, inside ms.jit and eagerly, in GRAPH_MODE and PYNATIVE_MODE.
 Importing this module imports MindSpore.
+
+One route on every device (:mod:`ms_memcopy.op_def_route`): graphs (GRAPH_MODE, ms.jit) run the op's
+registered KernelMod (a NativeCpuKernelMod on CPU, a KernelMod in CustomKernelFactory on Ascend);
+an eager call runs the op's body through the module's PyboostRunner function with the int64 values
+passed as host values and the kernel state kept per primitive instance (:class:`._primitive.CopyPrimitive`),
+so no single-op graph is compiled per value. Only a call recorded for a gradient (PYNATIVE under
+ms.grad) goes through MindSpore's single-op path, which records the op's bprop.
+
+Validation has one place per kind of mistake, each error raised before anything runs:
+- the kernel's check (ops_impl/kernels/bodies/<family>.cpp, the ``check`` of each op body): values,
+  shapes and regions (offsets within the HostBuffer, regions within tensors, the pitch, block
+  mappings, overlapping destinations), raising ValueError. The same check runs in the op's infer
+  function while a graph compiles (on the shapes and the int64 inputs that are constants: a graph
+  with a bad constant fails to compile), in an eager call before anything is queued, and in the
+  kernel at launch (where it also sees the values a graph holds in its inputs);
+- the op's infer function: dtypes (TypeError), in-place inputs that are not Parameters (TypeError),
+  jit_level O2;
+- Python, in an eager call, for what the kernel cannot see: argument types before conversion (and
+  dtypes, before the int64 values are converted), a block mapping given as numpy or a list, an
+  in-place target that is a slice or view, a closed HostBuffer, the number of inputs.
+
+Every error of these checks reads "ms_memcopy <primitive>(<mode>): <argument> ...", the prefix the
+kernels give theirs (the op's label, :func:`._errors.labelled_errors`).
+
+The modules, one job each: one per family (``batch``, ``blocks``, ``condition``, ``desc``,
+``memcpy2d``, with the stem of configs/ops/<family>.yaml), and what they share: ``_errors`` (the error
+prefix, jit_level O2), ``_dtypes`` (dtype names, sizes, the supported ones), ``_args`` (argument
+checks), ``_host_values`` (an eager call's int64 values, read once), ``_primitive`` (CopyPrimitive,
+GradientOp), ``_variadic`` (OpCell, the base of the Cells) and ``_bprop`` (bprop registration).
 """
 from .batch import MemcpyBatch
 from .blocks import CopyBlocks, SwapBlocks

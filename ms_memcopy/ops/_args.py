@@ -1,6 +1,6 @@
 """The primitives' argument checks: ints, shapes, HostBuffers, eager tensors and their dtypes, the dtype
 group of an op and in-place targets, each raising TypeError or ValueError naming the argument (what the
-kernel cannot see; the kernel checks values, shapes and regions itself, see :mod:`._base`)."""
+kernel cannot see; the kernel checks values, shapes and regions itself, see :mod:`ms_memcopy.ops`)."""
 import numbers
 
 import numpy as np

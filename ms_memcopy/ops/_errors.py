@@ -24,11 +24,11 @@ def labelled_init(cls, init):
     """cls.__init__ raising labelled errors: "<Class>(<mode>)" when the first argument is one of
     the class's ``_forms``, else "<Class>"."""
     @functools.wraps(init)
-    def __init__(self, *args, **kwargs):
+    def labelled(self, *args, **kwargs):
         form = args[0] if args and isinstance(args[0], str) and args[0] in cls._forms else None
         with labelled_errors(cls.__name__ if form is None else f"{cls.__name__}({form})"):
             init(self, *args, **kwargs)
-    return __init__
+    return labelled
 
 
 def check_jit_level(label):

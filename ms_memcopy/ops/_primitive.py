@@ -1,5 +1,5 @@
 """CopyPrimitive, the ``Custom_ms_memcopy_<op>`` primitive of an op of configs/ops/*.yaml that every copy
-primitive of ms_memcopy.ops is (how it is run and checked: :mod:`ms_memcopy.ops._base`)."""
+primitive of ms_memcopy.ops is or holds (how it is run and checked: :mod:`ms_memcopy.ops`)."""
 import numpy as np
 from mindspore import ops
 from mindspore.ops.primitive import _run_op
@@ -11,7 +11,6 @@ from ._args import check_dtypes, check_same_dtype, check_tensors
 from ._bprop import register_op_def_bprop
 from ._errors import check_jit_level, labelled_errors, labelled_init
 from ._host_values import host_values, reading_host_values_once
-from ._variadic import VariadicCall
 
 
 class CopyPrimitive(ops.Custom):
@@ -24,11 +23,11 @@ class CopyPrimitive(ops.Custom):
     rings, events, pinned slots) is reused across calls.
 
     Subclasses give the attribute values, for an op whose outputs the caller describes
-    (``shape: given`` in configs/ops/<family>.yaml) ``given=(shapes, dtypes)``, the bprop, and may override
-    ``_check_eager(inputs)``, the check of what the kernel cannot see in an eager call (a closed
-    HostBuffer, the number of inputs, an in-place target that is a slice or view). Values, shapes and
-    regions are the kernel's check, in graphs too (:mod:`ms_memcopy.ops._base`). A bprop must depend only on its arguments: the first one
-    built for each op is registered.
+    (``shape: given`` in configs/ops/<family>.yaml) ``given=(shapes, dtypes)``, the bprop, and may
+    override ``_check_eager(inputs)``, the check of what the kernel cannot see in an eager call (a
+    closed HostBuffer, the number of inputs, an in-place target that is a slice or view). Values,
+    shapes and regions are the kernel's check, in graphs too (:mod:`ms_memcopy.ops`). A bprop must
+    depend only on its arguments: the first one built for each op is registered.
     """
 
     _forms = ()  # the values of a public subclass's first argument (its mode or direction)
@@ -41,21 +40,7 @@ class CopyPrimitive(ops.Custom):
         if "__init__" in cls.__dict__ and not cls.__name__.startswith("_"):
             cls.__init__ = labelled_init(cls, cls.__dict__["__init__"])
 
-    def __new__(cls, *args, **kwargs):
-        if cls._variadic_call(*args, **kwargs):
-            primitive = super().__new__(cls)
-            primitive.__init__(*args, **kwargs)
-            return VariadicCall(primitive)
-        return super().__new__(cls)
-
-    @classmethod
-    def _variadic_call(cls, *args, **kwargs):
-        """True when the primitive built from these arguments has a variadic input (a call's tensors
-        are then packed into the op's tuple argument, see VariadicCall)."""
-        return False
-
-    def __init__(self, op_name, *, attrs, given=None, variadic_count=None, bprop=None):
-        del variadic_count  # the op_def's tuple input takes any count; subclasses check theirs
+    def __init__(self, op_name, *, attrs, given=None, bprop=None):
         definition = op_def(op_name)
         if set(attrs) != set(definition.attr_names):
             raise AssertionError(f"{op_name}: attributes {sorted(attrs)} differ from configs/ops/<family>.yaml "
@@ -91,7 +76,7 @@ class CopyPrimitive(ops.Custom):
 
     def _checked_call(self, args):
         self._check_arity(args)
-        # (VariadicCall passes a variadic input's tensors as one tuple)
+        # (OpCell passes a variadic input's tensors as one tuple)
         flat = [t for group in args for t in (group if isinstance(group, tuple) else (group,))]
         check_tensors(self._op_def, flat)  # wrong types and dtypes are TypeErrors before any value check
         check_dtypes(self._op_def, flat)

@@ -1,42 +1,38 @@
-"""The Cell form of a primitive with a variadic input (its tensors passed one by one)."""
+"""OpCell, the base of the public ops that are nn.Cells: those with a form whose input is variadic."""
 from mindspore import nn
 
+from ._errors import labelled_init
 
-_CELL_HOOKS = frozenset({"bprop"})
 
+class OpCell(nn.Cell):
+    """A public op holding its ``Custom_ms_memcopy_<op>`` primitive(s) (:class:`CopyPrimitive`) as
+    ``self.primitive`` (or several, see MemcpyBatch's split read).
 
-class VariadicCall(nn.Cell):
-    """A primitive with a variadic input: ``op(t0, ..., tk, offsets)``, passing the variadic tensors to
-    the op_def primitive as one tuple.
+    The op_def primitive takes a variadic input (MemcpyBatch d2h's tensors, the block ops' caches) as
+    one ``tuple[tensor]`` argument; the op keeps the call form ``op(t0, ..., tk, offsets)``: its
+    ``construct`` packs the tensors in graphs (GRAPH_MODE construct, ms.jit), and called from Python
+    (not from a graph being compiled) it runs the primitive directly in every mode, since a Cell called
+    so in GRAPH_MODE would compile its construct, which takes tensors only and skips the primitive's
+    eager checks and argument conversions (a numpy or list block_mapping).
 
-    The primitive's attributes (``host_buffer``, ``num_tensors``, ...) are readable from this Cell.
-    Called from Python (not from a graph being compiled) it runs the primitive directly in every mode:
-    a Cell called so in GRAPH_MODE would compile its construct, which takes tensors only and skips the
-    primitive's eager checks and argument conversions.
+    Subclasses set the documented attributes (``host_buffer``, ``direction``, ...) themselves and give
+    ``_forms`` as :class:`CopyPrimitive` does: their ``__init__`` raises labelled errors.
     """
 
-    def __init__(self, primitive):
-        super().__init__()
-        inputs = primitive._op_def.inputs
-        index = next(i for i, t in enumerate(inputs) if t.variadic)
-        self.primitive = primitive
-        self.before = index
-        self.after = len(inputs) - index - 1
+    _forms = ()  # the values of a public subclass's first argument (its direction)
 
-    def construct(self, *args):
-        end = len(args) - self.after
-        return self.primitive(*args[:self.before], args[self.before:end], *args[end:])
+    #: Kept for code that read it: the primitives have one route, on every device.
+    route = "op_def"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__ and not cls.__name__.startswith("_"):
+            cls.__init__ = labelled_init(cls, cls.__dict__["__init__"])
 
     def __call__(self, *args):
         return self.construct(*args)
 
-    def __getattr__(self, name):
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            primitive = self.__dict__.get("primitive") or self._primitives.get("primitive")
-            # MindSpore asks a Cell for hooks such as bprop: the primitive's own must not answer for it
-            # (a forwarded bprop made every graph parse it and log "Parse resolve function error").
-            if primitive is None or name.startswith("_") or name in _CELL_HOOKS:
-                raise
-            return getattr(primitive, name)
+    def construct(self, *args):
+        """op(t0, ..., tk, offsets) as primitive((t0, ..., tk), offsets): the variadic input is the
+        op's first, followed by one input (offsets or block_mapping)."""
+        return self.primitive(args[:-1], args[-1])

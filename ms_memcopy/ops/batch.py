@@ -2,12 +2,14 @@
 from typing import Optional, Sequence
 
 import mindspore as ms
-from mindspore import nn
 
 from ..host_buffer import HostBuffer
 from .. import op_def_route
-from ._base import (CopyPrimitive, DtypeLike, check_host_buffer, check_int, check_shape, eager_int64, itemsize,
-                    labelled_errors, ms_dtype, num_elements)
+from ._args import check_host_buffer, check_int, check_shape, eager_int64, num_elements
+from ._dtypes import DtypeLike, itemsize, ms_dtype
+from ._errors import labelled_errors
+from ._primitive import CopyPrimitive
+from ._variadic import OpCell
 
 _DIRECTIONS = ("d2h", "h2d")
 
@@ -26,7 +28,7 @@ def _h2d_outputs(shapes, dtypes):
     return shapes, dtypes, [num_elements(s) * itemsize(d) for s, d in zip(shapes, dtypes)]
 
 
-class MemcpyBatch(CopyPrimitive):
+class MemcpyBatch(OpCell):
     r"""Batched copies between device tensors and a HostBuffer, in one aclrtMemcpyBatchAsync per 4096 items.
 
     ``MemcpyBatch("d2h", host_buffer, num_tensors=k)``: ``nbytes = op(t0, ..., t{k-1}, offsets)`` writes
@@ -41,8 +43,8 @@ class MemcpyBatch(CopyPrimitive):
     Zero-size tensors are skipped; k may exceed ACL's 4096 items per call; on a SoC without the
     batch call the copies go one by one through aclrtMemcpyAsync, with the same result.
     Both forms read or write the HostBuffer, so GRAPH_MODE keeps them and runs them in program order.
-    An h2d read of more than ``MAX_OUTPUTS_PER_LAUNCH`` tensors is an ``nn.Cell`` that runs one such
-    primitive per part of at most that many tensors (same call, same results).
+    An ``nn.Cell`` holding its primitive(s): an h2d read of more than ``MAX_OUTPUTS_PER_LAUNCH`` tensors
+    runs one primitive per part of at most that many tensors (same call, same results).
 
     Args:
         direction (str): ``"d2h"`` (tensors into the HostBuffer) or ``"h2d"`` (new tensors from it).
@@ -87,17 +89,73 @@ class MemcpyBatch(CopyPrimitive):
 
     _forms = _DIRECTIONS
 
-    @classmethod
-    def _variadic_call(cls, direction, *args, **kwargs):
-        return direction == "d2h"
+    def __init__(self, direction: str, host_buffer: HostBuffer, *, num_tensors: Optional[int] = None,
+                 shapes: Optional[Sequence[Sequence[int]]] = None, dtypes: Optional[Sequence[DtypeLike]] = None):
+        super().__init__()
+        if direction == "h2d" and num_tensors is None and isinstance(shapes, (list, tuple)) and dtypes is not None \
+                and len(shapes) > MAX_OUTPUTS_PER_LAUNCH:
+            check_host_buffer(host_buffer)
+            shapes, dtypes, _ = _h2d_outputs(shapes, dtypes)
+            self._bounds = tuple((start, min(start + MAX_OUTPUTS_PER_LAUNCH, len(shapes)))
+                                 for start in range(0, len(shapes), MAX_OUTPUTS_PER_LAUNCH))
+            self._parts = tuple(_BatchPrimitive("h2d", host_buffer, shapes=shapes[a:b], dtypes=dtypes[a:b])
+                                for a, b in self._bounds)
+        else:
+            self._bounds = ()
+            self._parts = (_BatchPrimitive(direction, host_buffer, num_tensors=num_tensors, shapes=shapes,
+                                           dtypes=dtypes),)
+        self.primitive = self._parts[0]
+        self.direction = direction
+        self.host_buffer = self.primitive.host_buffer
+        if direction == "h2d":
+            self.shapes = [s for part in self._parts for s in part.shapes]
+            self.dtypes = [d for part in self._parts for d in part.dtypes]
+            self._sizes = [size for part in self._parts for size in part._sizes]
+            self.num_tensors = len(self.shapes)
+        else:
+            self.num_tensors = self.primitive.num_tensors
 
-    def __new__(cls, direction: str, host_buffer: HostBuffer, *, num_tensors: Optional[int] = None,
-                shapes: Optional[Sequence[Sequence[int]]] = None, dtypes: Optional[Sequence[DtypeLike]] = None):
-        if (cls is MemcpyBatch and direction == "h2d" and num_tensors is None and isinstance(shapes, (list, tuple))
-                and dtypes is not None and len(shapes) > MAX_OUTPUTS_PER_LAUNCH):
-            return _SplitBatchRead(host_buffer, shapes, dtypes, MAX_OUTPUTS_PER_LAUNCH)
-        return super().__new__(cls, direction, host_buffer, num_tensors=num_tensors, shapes=shapes,
-                               dtypes=dtypes)
+    def construct(self, *args):
+        if self.direction == "d2h":
+            return self.primitive(args[:-1], args[-1])
+        if not self._bounds:
+            return self.primitive(*args)
+        offsets = args[0]
+        if offsets.shape != (self.num_tensors,):
+            raise ValueError(f"ms_memcopy MemcpyBatch(h2d): offsets must hold {self.num_tensors} value(s)")
+        outs = ()
+        for part, (start, stop) in zip(self._parts, self._bounds):
+            outs = outs + part(offsets[start:stop])
+        return outs
+
+    def __call__(self, *args):
+        """An eager call (a graph compiles construct instead). A split read checks every offset once,
+        then runs one launch per part over offsets taken from the same host values."""
+        if not self._bounds:
+            return self.construct(*args)
+        with labelled_errors(self.primitive._label):
+            check_host_buffer(self.host_buffer)
+            if len(args) != 1:
+                raise ValueError(f"takes one input (offsets), got {len(args)}")
+            offsets = eager_int64(args[0], "offsets")
+            self._check_whole_read(offsets)
+        outs = ()
+        for part, (start, stop) in zip(self._parts, self._bounds):
+            outs = outs + part(ms.Tensor(offsets[start:stop]))
+        return outs
+
+    def _check_whole_read(self, offsets):
+        """The kernel's check of the whole split read (every offset named by its index in the whole),
+        through a kernel instance of all k outputs that checks and never launches."""
+        if self.__dict__.get("_whole_read") is None:
+            self.__dict__["_whole_read"] = op_def_route.load().KernelInstance(
+                "memcpy_batch_h2d", self.host_buffer.buffer_id,
+                *op_def_route.given_values("memcpy_batch_h2d", self.shapes, self.dtypes))
+        self._whole_read.check(offsets)
+
+
+class _BatchPrimitive(CopyPrimitive):
+    """The primitive of one MemcpyBatch form (the checks of its calls)."""
 
     def __init__(self, direction: str, host_buffer: HostBuffer, *, num_tensors: Optional[int] = None,
                  shapes: Optional[Sequence[Sequence[int]]] = None, dtypes: Optional[Sequence[DtypeLike]] = None):
@@ -113,15 +171,13 @@ class MemcpyBatch(CopyPrimitive):
                 raise ValueError("direction 'd2h' needs num_tensors")
             self.num_tensors = check_int(num_tensors, "num_tensors", minimum=1)
             attrs["num_tensors"] = self.num_tensors
-            super().__init__("memcpy_batch_d2h", attrs=attrs, variadic_count=num_tensors)
+            super().__init__("memcpy_batch_d2h", attrs=attrs)
         else:
             if num_tensors is not None:
                 raise ValueError("num_tensors is for direction 'd2h'; 'h2d' takes shapes and dtypes")
             self.shapes, self.dtypes, self._sizes = _h2d_outputs(shapes, dtypes)
             self.num_tensors = len(self.shapes)
-            self._sizes = [num_elements(s) * itemsize(d) for s, d in zip(self.shapes, self.dtypes)]
-            super().__init__("memcpy_batch_h2d", attrs=attrs, given=(tuple(self.shapes), tuple(self.dtypes)),
-                             variadic_count=self.num_tensors)
+            super().__init__("memcpy_batch_h2d", attrs=attrs, given=(tuple(self.shapes), tuple(self.dtypes)))
 
     def _check_input_count(self, count):
         # (d2h: the op's length check, "tensors: holds ... but the primitive was built for num_tensors=k")
@@ -131,53 +187,3 @@ class MemcpyBatch(CopyPrimitive):
     def _check_eager(self, inputs):
         check_host_buffer(self.host_buffer)
         self._check_input_count(len(inputs))
-
-
-class _SplitBatchRead(nn.Cell):
-    """MemcpyBatch("h2d") of many tensors as several MemcpyBatch("h2d") launches of at most `per_launch`
-    outputs each, over consecutive slices of the offsets; returns the k tensors as one tuple."""
-
-    _label = "MemcpyBatch(h2d)"
-
-    def __init__(self, host_buffer, shapes, dtypes, per_launch):
-        super().__init__()
-        with labelled_errors(self._label):
-            self.host_buffer = check_host_buffer(host_buffer)
-            self.shapes, self.dtypes, self._sizes = _h2d_outputs(shapes, dtypes)
-        self.direction = "h2d"
-        self.num_tensors = len(self.shapes)
-        self._bounds = tuple((start, min(start + per_launch, self.num_tensors))
-                             for start in range(0, self.num_tensors, per_launch))
-        self._parts = tuple(MemcpyBatch("h2d", host_buffer, shapes=self.shapes[a:b], dtypes=self.dtypes[a:b])
-                            for a, b in self._bounds)
-
-    def construct(self, offsets):
-        if offsets.shape != (self.num_tensors,):
-            raise ValueError(f"ms_memcopy MemcpyBatch(h2d): offsets must hold {self.num_tensors} value(s)")
-        outs = ()
-        for part, (start, stop) in zip(self._parts, self._bounds):
-            outs = outs + part(offsets[start:stop])
-        return outs
-
-    def __call__(self, *args):
-        """An eager call (a graph compiles construct instead): checks every offset once, then one launch
-        per part over offsets taken from the same host values."""
-        with labelled_errors(self._label):
-            check_host_buffer(self.host_buffer)
-            if len(args) != 1:
-                raise ValueError(f"takes one input (offsets), got {len(args)}")
-            offsets = eager_int64(args[0], "offsets")
-            self._check_whole_read(offsets)
-        outs = ()
-        for part, (start, stop) in zip(self._parts, self._bounds):
-            outs = outs + part(ms.Tensor(offsets[start:stop]))
-        return outs
-
-    def _check_whole_read(self, offsets):
-        """The kernel's check of the whole read (every offset named by its index in the whole), through
-        a kernel instance of all k outputs that checks and never launches."""
-        if self.__dict__.get("_whole_read") is None:
-            self.__dict__["_whole_read"] = op_def_route.load().KernelInstance(
-                "memcpy_batch_h2d", self.host_buffer.buffer_id,
-                *op_def_route.given_values("memcpy_batch_h2d", self.shapes, self.dtypes))
-        self._whole_read.check(offsets)

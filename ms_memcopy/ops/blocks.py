@@ -11,8 +11,12 @@ import numpy as np
 import mindspore as ms
 
 from ..host_buffer import HostBuffer
-from ._base import (CopyPrimitive, check_host_buffer, check_in_place_target, check_int, dtype_name, labelled_errors,
-                    reading_host_values_once, remember_host_values)
+from ._args import check_host_buffer, check_in_place_target, check_int
+from ._dtypes import dtype_name
+from ._errors import labelled_errors
+from ._host_values import reading_host_values_once, remember_host_values
+from ._primitive import CopyPrimitive
+from ._variadic import OpCell
 
 _DIRECTIONS = ("d2h", "h2d")
 
@@ -49,23 +53,18 @@ class _BlockPrimitive(CopyPrimitive):
 
     def __init__(self, op_name, num_caches, attrs):
         self.num_caches = check_int(num_caches, "num_caches", minimum=1)
-        super().__init__(op_name, attrs={**attrs, "num_caches": self.num_caches}, variadic_count=self.num_caches)
+        super().__init__(op_name, attrs={**attrs, "num_caches": self.num_caches})
 
-    @classmethod
-    def _variadic_call(cls, *args, **kwargs):
-        return True  # the caches
-
-    def __call__(self, *args):
-        # The caches arrive as one tuple (VariadicCall packs them).
-        grouped = len(args) == 2 and isinstance(args[0], (tuple, list))
-        flat = (*args[0], args[1]) if grouped else args
+    def __call__(self, caches, block_mapping):
+        # The caches arrive as one tuple (the OpCell packs them).
+        flat = (*caches, block_mapping)
         with reading_host_values_once():
             with labelled_errors(self._label):
                 self._check_count(len(flat))
                 values = _mapping_values(flat[-1])
             mapping = flat[-1] if isinstance(flat[-1], ms.Tensor) else ms.Tensor(values)
             remember_host_values(mapping, values)  # launched from these values
-            return super().__call__(args[0], mapping) if grouped else super().__call__(*flat[:-1], mapping)
+            return super().__call__(caches, mapping)
 
     def _check_count(self, count):
         if count != self.num_caches + 1:
@@ -80,7 +79,7 @@ class _BlockPrimitive(CopyPrimitive):
                 raise TypeError(f"caches[{l}] must be a Tensor, not {type(cache).__name__}")
 
 
-class SwapBlocks(_BlockPrimitive):
+class SwapBlocks(OpCell):
     r"""Swaps blocks of L device caches out to, or in from, L host caches kept in a HostBuffer.
 
     ``SwapBlocks("d2h", host_buffer, num_caches=L)``: ``nbytes = op(cache_0, ..., cache_{L-1}, block_mapping)``
@@ -149,6 +148,21 @@ class SwapBlocks(_BlockPrimitive):
     _forms = _DIRECTIONS
 
     def __init__(self, direction: str, host_buffer: HostBuffer, *, num_caches: int):
+        super().__init__()
+        self.primitive = _SwapBlocksPrimitive(direction, host_buffer, num_caches=num_caches)
+        self.direction = direction
+        self.host_buffer = host_buffer
+        self.num_caches = self.primitive.num_caches
+
+    def host_blocks(self, block_bytes):
+        """H: the blocks of each host cache for blocks of block_bytes bytes."""
+        return self.primitive.host_blocks(block_bytes)
+
+
+class _SwapBlocksPrimitive(_BlockPrimitive):
+    """The primitive of SwapBlocks (the checks of its calls)."""
+
+    def __init__(self, direction: str, host_buffer: HostBuffer, *, num_caches: int):
         if direction not in _DIRECTIONS:
             raise ValueError(f"direction must be one of {_DIRECTIONS}, got {direction!r}")
         self.direction = direction
@@ -164,7 +178,7 @@ class SwapBlocks(_BlockPrimitive):
         super()._check_eager(inputs)
 
 
-class CopyBlocks(_BlockPrimitive):
+class CopyBlocks(OpCell):
     r"""Copies blocks within each of L device caches, in place (vLLM's copy_blocks: forking a sequence).
 
     ``nbytes = CopyBlocks(num_caches=L)(cache_0, ..., cache_{L-1}, block_mapping)`` copies, for every
@@ -212,6 +226,15 @@ class CopyBlocks(_BlockPrimitive):
          [10. 11.]
          [14. 15.]]
     """
+
+    def __init__(self, *, num_caches: int):
+        super().__init__()
+        self.primitive = _CopyBlocksPrimitive(num_caches=num_caches)
+        self.num_caches = self.primitive.num_caches
+
+
+class _CopyBlocksPrimitive(_BlockPrimitive):
+    """The primitive of CopyBlocks (the checks of its calls)."""
 
     def __init__(self, *, num_caches: int):
         super().__init__("copy_blocks", num_caches, {})

@@ -2,7 +2,9 @@
 from typing import Optional, Sequence
 
 from ..host_buffer import HostBuffer
-from ._base import CopyPrimitive, DtypeLike, GradientOp, check_host_buffer, check_shape, ms_dtype
+from ._args import check_host_buffer, check_shape
+from ._dtypes import DtypeLike, ms_dtype
+from ._primitive import CopyPrimitive, GradientOp
 
 _DIRECTIONS = ("d2d", "d2h", "h2d")
 

@@ -3,7 +3,8 @@ from typing import Optional
 
 from mindspore import ops
 
-from ._base import CopyPrimitive, GradientOp, check_int
+from ._args import check_int
+from ._primitive import CopyPrimitive, GradientOp
 
 
 class MemcpyWithDesc(CopyPrimitive):

@@ -8,8 +8,9 @@ from typing import Optional, Sequence
 from mindspore import ops
 
 from ..host_buffer import HostBuffer
-from ._base import (CopyPrimitive, DtypeLike, GradientOp, check_host_buffer, check_in_place_target, check_int,
-                    check_shape, itemsize, matrix_view, ms_dtype)
+from ._args import check_host_buffer, check_in_place_target, check_int, check_shape, matrix_view
+from ._dtypes import DtypeLike, itemsize, ms_dtype
+from ._primitive import CopyPrimitive, GradientOp
 
 _MODES = ("extract", "insert", "write", "d2h", "h2d")
 

@@ -179,8 +179,7 @@ MSMC_BENCH_API int64_t msmc_bench_acl_batch(void *fn, void **dsts, size_t *dest_
 
 // aclrtMemcpyBatchAsync with one attribute for all items, then aclrtSynchronizeStream.
 MSMC_BENCH_API int64_t msmc_bench_acl_batch_async(void *fn, void *sync, void **dsts, size_t *dest_maxs, void **srcs,
-                                                  size_t *sizes, size_t n, void *attr, Stream stream,
-                                                  int64_t iters) {
+                                                  size_t *sizes, size_t n, void *attr, Stream stream, int64_t iters) {
   const auto call = reinterpret_cast<BatchAsyncFn>(fn);
   const auto wait = reinterpret_cast<SyncFn>(sync);
   size_t index = 0;

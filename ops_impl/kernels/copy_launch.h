@@ -10,20 +10,17 @@
 #include <vector>
 
 #include "acl/acl.h"
+#include "acl_limits.h"
 #include "event_slots.h"
 #include "kernels_api.h"
 
 namespace msmc {
 
-// ACL limits the plans respect.
-constexpr size_t kMaxBatchItems = 4096;          // aclrtMemcpyBatch per call
-constexpr size_t kMax2DHeight = 5242880;         // aclrtMemcpy2d(Async) rows per call
-constexpr size_t kMax2DWidth = 5000000;          // aclrtMemcpy2d(Async) bytes per row
-// Bytes per descriptor copy. aclrtSetMemcpyDesc accepts up to 4 GiB but the descriptor holds the count
-// in 32 bits (CANN's rtMemcpyAddrInfo::len), so a 4 GiB descriptor copies nothing: chunks stay below
-// 2^32. 2 GiB rather than the largest aligned size (4 GiB - 64) because, as a power of two, every chunk
-// starts with the alignment the whole copy had.
-constexpr size_t kMaxDescChunk = size_t{2} << 30;
+// ACL limits the plans respect (acl_limits.h).
+using acl_limits::kMax2DHeight;
+using acl_limits::kMax2DWidth;
+using acl_limits::kMaxBatchItems;
+constexpr size_t kMaxDescChunk = acl_limits::kDescChunkBytes;  // bytes per descriptor copy
 
 struct BatchItem {
   void *dst;

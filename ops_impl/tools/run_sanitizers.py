@@ -5,8 +5,10 @@
     python ops_impl/tools/run_sanitizers.py --tsan-only
 
 The runtime sources (ops_impl/acl_host/src/*.cpp, with soc_profiles.inc generated from
-configs/soc_profiles.yaml into a temporary directory) are compiled with the sanitizer flags and linked
-statically into every program, so that the sanitizers see the runtime's own code. The programs of
+configs/soc_profiles.yaml into a temporary directory) are compiled with the sanitizer flags into a
+libascendcl.so that every program links, so that the sanitizers see the runtime's own code. Sources,
+include directories and flags (the sanitizer variants included) are ms_memcopy/build_recipe.py's, as
+for the wheel and the C++ tests. The programs of
 tests/cpp_kernels also get the copy kernels' sources (ops_impl/kernels, without the MindSpore entry
 layers). Each pass then runs a short run of the model-based test (tests/runtime_model.py) against the
 sanitizer build of libascendcl, through ctypes from Python with the sanitizer's runtime preloaded.
@@ -24,31 +26,23 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-HOST_INCLUDE = ROOT / "ops_impl" / "acl_host" / "include"
-HOST_SOURCES = ROOT / "ops_impl" / "acl_host" / "src"
-TEST_PROGRAMS = ROOT / "tests" / "cpp"
-KERNEL_TEST_PROGRAMS = ROOT / "tests" / "cpp_kernels"
-KERNEL_DIR = ROOT / "ops_impl" / "kernels"
-# The kernel sources a kernel test links: everything but the MindSpore entry layers (the shared code
-# and bodies/<family>.cpp).
-KERNEL_SOURCES = sorted(p for p in KERNEL_DIR.rglob("*.cpp") if "ms_extension" not in p.relative_to(KERNEL_DIR).parts)
-KERNEL_FLAGS = ["-DMS_MEMCOPY_HOST_ACL=1", f"-I{KERNEL_DIR}"]
-SOC_YAML = ROOT / "configs" / "soc_profiles.yaml"
 MODEL_TEST = ROOT / "tests" / "runtime_model.py"
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_soc_table import generate as generate_soc_table  # noqa: E402
-
 sys.path.insert(0, str(ROOT))
-from ms_memcopy import acl_error_codes, dtypes  # noqa: E402  (the kernels' generated tables)
+from ms_memcopy import _runtime_env  # noqa: E402
+from ms_memcopy import build_recipe as recipe  # noqa: E402  (sources, include directories, flags)
 
-COMMON_FLAGS = ["-std=c++17", "-g", "-O1", "-fno-omit-frame-pointer", "-pthread", "-Wall", "-Wextra"]
-# model_*: the model test's run in the pass: the sanitizer runtime preloaded into Python (an uninstrumented
-# interpreter loading an instrumented library needs it first), its options (no leak check: the interpreter
-# itself never frees everything), and how many examples.
+HOST_INCLUDE = ROOT / recipe.HOST_INCLUDE
+TEST_PROGRAMS = ROOT / recipe.CPP_TESTS
+KERNEL_TEST_PROGRAMS = ROOT / recipe.KERNEL_TESTS
+KERNEL_DIR = ROOT / recipe.KERNELS
+COMMON_FLAGS = list(recipe.SANITIZER_FLAGS)
+# flags: the recipe's sanitizer variant. model_*: the model test's run in the pass: the sanitizer runtime
+# preloaded into Python (an uninstrumented interpreter loading an instrumented library needs it first), its
+# options (no leak check: the interpreter itself never frees everything), and how many examples.
 PASSES = {
     "asan+ubsan": {
-        "flags": ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"],
+        "flags": list(recipe.SANITIZERS["asan+ubsan"]),
         "env": {
             "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1",
             "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
@@ -58,7 +52,7 @@ PASSES = {
         "model_examples": 300,
     },
     "tsan": {
-        "flags": ["-fsanitize=thread"],
+        "flags": list(recipe.SANITIZERS["tsan"]),
         "env": {"TSAN_OPTIONS": "halt_on_error=1:second_deadlock_stack=1"},
         "model_preload": "libtsan.so",
         "model_env": {},
@@ -68,8 +62,6 @@ PASSES = {
 # Text that means a sanitizer found something, even if the program still exited 0.
 REPORT_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
                   "WARNING: ThreadSanitizer", "ERROR: ThreadSanitizer", "SUMMARY: ")
-# The programs choose their own SoC profile and device count; never inherit the caller's.
-HOST_RUNTIME_ENV = ("MS_MEMCOPY_SOC", "MS_MEMCOPY_DEVICE_COUNT")
 
 
 def run(cmd, **kwargs):
@@ -78,8 +70,8 @@ def run(cmd, **kwargs):
 
 def compile_runtime(cxx, flags, gen_dir, obj_dir):
     """Compiles every runtime source to an object file; returns the objects, or None on failure."""
-    includes = [f"-I{HOST_INCLUDE}", f"-I{gen_dir}", f"-I{HOST_SOURCES}"]
-    sources = sorted(HOST_SOURCES.glob("*.cpp"))
+    includes = recipe.includes(recipe.host_runtime_includes(ROOT, gen_dir))
+    sources = recipe.host_runtime_sources(ROOT)
     jobs = [(src, obj_dir / (src.stem + ".o")) for src in sources]
 
     def build(job):
@@ -102,10 +94,8 @@ def run_pass(name, cxx, programs, work_dir):
     pass_dir.mkdir()
     gen_dir = pass_dir / "generated"
     gen_dir.mkdir()
-    generate_soc_table(SOC_YAML, gen_dir / "soc_profiles.inc")
-    (gen_dir / acl_error_codes.KERNEL_TABLE_FILE).write_text(
-        acl_error_codes.kernel_table_source(acl_error_codes.read_error_codes(HOST_INCLUDE)))
-    (gen_dir / dtypes.TABLE_FILE).write_text(dtypes.table_source())
+    recipe.write_host_tables(ROOT, gen_dir)
+    recipe.write_kernel_tables(gen_dir, HOST_INCLUDE)
     objects = compile_runtime(cxx, config["flags"], gen_dir, pass_dir)
     library = pass_dir / "libascendcl.so"
     # A shared library, as the runtime ships: a kernel test may define its own ACL entry points to
@@ -116,15 +106,15 @@ def run_pass(name, cxx, programs, work_dir):
     if objects is None:
         print(f"== {name}: FAILED to build the runtime")
         return False
-    env = {key: value for key, value in os.environ.items() if key not in HOST_RUNTIME_ENV}
+    env = _runtime_env.without_machine(os.environ)  # the programs choose their own SoC profile and device count
     env.update(config["env"])
     ok = True
     for source in programs:
         exe = pass_dir / source.stem
-        extra = ([*KERNEL_FLAGS, f"-I{gen_dir}", *map(str, KERNEL_SOURCES)] if source.parent == KERNEL_TEST_PROGRAMS
-                 else [])
-        build = run([cxx, *COMMON_FLAGS, *config["flags"], f"-I{HOST_INCLUDE}", str(source), *extra,
-                     f"-L{pass_dir}", "-lascendcl", f"-Wl,-rpath,{pass_dir}", "-o", str(exe)])
+        kernel_test = source.parent == KERNEL_TEST_PROGRAMS
+        build = run(recipe.program_command(source, exe, HOST_INCLUDE, pass_dir, flags=[*COMMON_FLAGS, *config["flags"]],
+                                           kernels_dir=KERNEL_DIR if kernel_test else None, generated=gen_dir,
+                                           compiler=cxx))
         if build.returncode != 0:
             print(f"== {name}: {source.name}: FAILED to build\n{build.stdout}{build.stderr}")
             ok = False
@@ -166,7 +156,7 @@ def main():
     parser.add_argument("--tsan", action="store_true", help="also run a ThreadSanitizer pass")
     parser.add_argument("--tsan-only", action="store_true", help="run only the ThreadSanitizer pass")
     args = parser.parse_args()
-    cxx = os.environ.get("CXX", "g++")
+    cxx = recipe.cxx()
     programs = sorted(TEST_PROGRAMS.glob("*.cpp")) + sorted(KERNEL_TEST_PROGRAMS.glob("*.cpp"))
     if not programs:
         print(f"no programs in {TEST_PROGRAMS}")

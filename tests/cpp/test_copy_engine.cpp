@@ -16,277 +16,242 @@
 
 #include "acl/acl.h"
 #include "acl_host/acl_host_ext.h"
+#include "check.h"
 
 namespace {
-
-std::atomic<int> g_failures{0};  // checks fail on several threads
-
-#define CHECK(cond)                                                            \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            std::fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-            ++g_failures;                                                      \
-        }                                                                      \
-    } while (0)
-
-#define CHECK_OK(expr)                                                                                   \
-    do {                                                                                                 \
-        const aclError ret_ = (expr);                                                                    \
-        if (ret_ != ACL_SUCCESS) {                                                                       \
-            const char *msg_ = aclGetRecentErrMsg();                                                     \
-            std::fprintf(stderr, "FAIL %s:%d: %s returned %d [%s]\n", __FILE__, __LINE__, #expr, ret_, \
-                         msg_ != nullptr ? msg_ : "");                                                   \
-            ++g_failures;                                                                                \
-        }                                                                                                \
-    } while (0)
 
 constexpr size_t kMiB = size_t{1} << 20;
 
 unsigned char Pattern(size_t i, unsigned seed) { return static_cast<unsigned char>((i * 131u + seed * 7u) >> 1); }
 
-void Fill(unsigned char *p, size_t n, unsigned seed)
-{
-    for (size_t i = 0; i < n; ++i) {
-        p[i] = Pattern(i, seed);
-    }
+void Fill(unsigned char *p, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; ++i) {
+    p[i] = Pattern(i, seed);
+  }
 }
 
 // Pinned source, device destination, each n bytes. The device bytes are set and read only through the
 // runtime (aclrtMemset, a D2H copy into `seen`), as on an NPU: MS_MEMCOPY_STRICT_DEVICE=1 runs this
 // program with device memory the host cannot access.
 struct Pair {
-    unsigned char *host = nullptr;
-    unsigned char *dev = nullptr;
-    std::vector<unsigned char> seen;
-    explicit Pair(size_t n) : seen(n)
-    {
-        void *h = nullptr;
-        void *d = nullptr;
-        CHECK_OK(aclrtMallocHost(&h, n));
-        CHECK_OK(aclrtMalloc(&d, n, ACL_MEM_MALLOC_HUGE_FIRST));
-        host = static_cast<unsigned char *>(h);
-        dev = static_cast<unsigned char *>(d);
-    }
-    ~Pair()
-    {
-        (void)aclrtFreeHost(host);
-        (void)aclrtFree(dev);
-    }
-    void SetDevice(unsigned char value, size_t n) { CHECK_OK(aclrtMemset(dev, n, value, n)); }
-    // The device bytes, copied to the host.
-    const unsigned char *Device()
-    {
-        CHECK_OK(aclrtMemcpy(seen.data(), seen.size(), dev, seen.size(), ACL_MEMCPY_DEVICE_TO_HOST));
-        return seen.data();
-    }
+  unsigned char *host = nullptr;
+  unsigned char *dev = nullptr;
+  std::vector<unsigned char> seen;
+  explicit Pair(size_t n) : seen(n) {
+    void *h = nullptr;
+    void *d = nullptr;
+    CHECK_OK(aclrtMallocHost(&h, n));
+    CHECK_OK(aclrtMalloc(&d, n, ACL_MEM_MALLOC_HUGE_FIRST));
+    host = static_cast<unsigned char *>(h);
+    dev = static_cast<unsigned char *>(d);
+  }
+  ~Pair() {
+    (void)aclrtFreeHost(host);
+    (void)aclrtFree(dev);
+  }
+  void SetDevice(unsigned char value, size_t n) { CHECK_OK(aclrtMemset(dev, n, value, n)); }
+  // The device bytes, copied to the host.
+  const unsigned char *Device() {
+    CHECK_OK(aclrtMemcpy(seen.data(), seen.size(), dev, seen.size(), ACL_MEMCPY_DEVICE_TO_HOST));
+    return seen.data();
+  }
 };
 
 // Every width from 1 to 600 bytes (each row loop and each tail case), pitches with odd gaps; the
 // destination's gaps keep their fill.
-void TestRowLoops(aclrtStream stream)
-{
-    constexpr size_t kHeight = 9;
-    for (size_t width = 1; width <= 600; width += (width < 80 ? 1 : 37)) {
-        const size_t spitch = width + 3;
-        const size_t dpitch = width + 5;
-        Pair pair(kHeight * (spitch + dpitch));
-        Fill(pair.host, kHeight * spitch, static_cast<unsigned>(width));
-        for (int async = 0; async < 2; ++async) {
-            pair.SetDevice(0xEE, kHeight * dpitch);
-            if (async != 0) {
-                CHECK_OK(aclrtMemcpy2dAsync(pair.dev, dpitch, pair.host, spitch, width, kHeight,
-                                            ACL_MEMCPY_HOST_TO_DEVICE, stream));
-                CHECK_OK(aclrtSynchronizeStream(stream));
-            } else {
-                CHECK_OK(aclrtMemcpy2d(pair.dev, dpitch, pair.host, spitch, width, kHeight, ACL_MEMCPY_HOST_TO_DEVICE));
-            }
-            const unsigned char *dev = pair.Device();
-            bool rows_ok = true;
-            bool gaps_ok = true;
-            for (size_t r = 0; r < kHeight; ++r) {
-                rows_ok = rows_ok && std::memcmp(dev + r * dpitch, pair.host + r * spitch, width) == 0;
-                for (size_t b = width; b < dpitch; ++b) {
-                    gaps_ok = gaps_ok && dev[r * dpitch + b] == 0xEE;
-                }
-            }
-            if (!rows_ok || !gaps_ok) {
-                std::fprintf(stderr, "FAIL width %zu async %d: rows %d gaps %d\n", width, async, rows_ok, gaps_ok);
-                ++g_failures;
-            }
+void TestRowLoops(aclrtStream stream) {
+  constexpr size_t kHeight = 9;
+  for (size_t width = 1; width <= 600; width += (width < 80 ? 1 : 37)) {
+    const size_t spitch = width + 3;
+    const size_t dpitch = width + 5;
+    Pair pair(kHeight * (spitch + dpitch));
+    Fill(pair.host, kHeight * spitch, static_cast<unsigned>(width));
+    for (int async = 0; async < 2; ++async) {
+      pair.SetDevice(0xEE, kHeight * dpitch);
+      if (async != 0) {
+        CHECK_OK(
+            aclrtMemcpy2dAsync(pair.dev, dpitch, pair.host, spitch, width, kHeight, ACL_MEMCPY_HOST_TO_DEVICE, stream));
+        CHECK_OK(aclrtSynchronizeStream(stream));
+      } else {
+        CHECK_OK(aclrtMemcpy2d(pair.dev, dpitch, pair.host, spitch, width, kHeight, ACL_MEMCPY_HOST_TO_DEVICE));
+      }
+      const unsigned char *dev = pair.Device();
+      bool rows_ok = true;
+      bool gaps_ok = true;
+      for (size_t r = 0; r < kHeight; ++r) {
+        rows_ok = rows_ok && std::memcmp(dev + r * dpitch, pair.host + r * spitch, width) == 0;
+        for (size_t b = width; b < dpitch; ++b) {
+          gaps_ok = gaps_ok && dev[r * dpitch + b] == 0xEE;
         }
+      }
+      if (!rows_ok || !gaps_ok) {
+        test::Expect(false, "width " + std::to_string(width) + " async " + std::to_string(async) + ": rows " +
+                                std::to_string(rows_ok) + " gaps " + std::to_string(gaps_ok));
+      }
     }
+  }
 }
 
 // Copies past the split threshold: 1D (odd size), 2D of narrow and wide rows, a batch whose items add up
 // past it; sync and async.
-void TestLargeCopies(aclrtStream stream, unsigned seed)
-{
-    const size_t n = 9 * kMiB + 123;
-    Pair one(n);
-    Fill(one.host, n, seed);
-    CHECK_OK(aclrtMemcpy(one.dev, n, one.host, n, ACL_MEMCPY_HOST_TO_DEVICE));
-    CHECK(std::memcmp(one.Device(), one.host, n) == 0);
-    one.SetDevice(0, n);
-    CHECK_OK(aclrtMemcpyAsync(one.dev, n, one.host, n, ACL_MEMCPY_HOST_TO_DEVICE, stream));
+void TestLargeCopies(aclrtStream stream, unsigned seed) {
+  const size_t n = 9 * kMiB + 123;
+  Pair one(n);
+  Fill(one.host, n, seed);
+  CHECK_OK(aclrtMemcpy(one.dev, n, one.host, n, ACL_MEMCPY_HOST_TO_DEVICE));
+  CHECK(std::memcmp(one.Device(), one.host, n) == 0);
+  one.SetDevice(0, n);
+  CHECK_OK(aclrtMemcpyAsync(one.dev, n, one.host, n, ACL_MEMCPY_HOST_TO_DEVICE, stream));
+  CHECK_OK(aclrtSynchronizeStream(stream));
+  CHECK(std::memcmp(one.Device(), one.host, n) == 0);
+
+  for (size_t width : {size_t{4}, size_t{64}, size_t{100}, size_t{3000}}) {
+    const size_t height = 6 * kMiB / width + 7;
+    const size_t spitch = 2 * width;
+    Pair rows(height * spitch);
+    Fill(rows.host, height * spitch, seed + static_cast<unsigned>(width));
+    rows.SetDevice(0xEE, height * spitch);
+    CHECK_OK(aclrtMemcpy2dAsync(rows.dev, spitch, rows.host, spitch, width, height, ACL_MEMCPY_HOST_TO_DEVICE, stream));
     CHECK_OK(aclrtSynchronizeStream(stream));
-    CHECK(std::memcmp(one.Device(), one.host, n) == 0);
+    const unsigned char *dev = rows.Device();
+    bool ok = true;
+    for (size_t r = 0; r < height && ok; ++r) {
+      ok = std::memcmp(dev + r * spitch, rows.host + r * spitch, width) == 0 && dev[r * spitch + width] == 0xEE;
+    }
+    CHECK(ok);
+  }
 
-    for (size_t width : {size_t{4}, size_t{64}, size_t{100}, size_t{3000}}) {
-        const size_t height = 6 * kMiB / width + 7;
-        const size_t spitch = 2 * width;
-        Pair rows(height * spitch);
-        Fill(rows.host, height * spitch, seed + static_cast<unsigned>(width));
-        rows.SetDevice(0xEE, height * spitch);
-        CHECK_OK(aclrtMemcpy2dAsync(rows.dev, spitch, rows.host, spitch, width, height, ACL_MEMCPY_HOST_TO_DEVICE,
-                                    stream));
-        CHECK_OK(aclrtSynchronizeStream(stream));
-        const unsigned char *dev = rows.Device();
-        bool ok = true;
-        for (size_t r = 0; r < height && ok; ++r) {
-            ok = std::memcmp(dev + r * spitch, rows.host + r * spitch, width) == 0 && dev[r * spitch + width] == 0xEE;
-        }
-        CHECK(ok);
+  const size_t count = 300;
+  const size_t item = 40 * 1024 + 13;
+  const size_t stride = item + 51;
+  Pair batch(count * stride);
+  Fill(batch.host, count * stride, seed + 1);
+  batch.SetDevice(0xEE, count * stride);
+  std::vector<void *> dsts(count);
+  std::vector<void *> srcs(count);
+  std::vector<size_t> sizes(count, item);
+  for (size_t i = 0; i < count; ++i) {
+    dsts[i] = batch.dev + i * stride;
+    srcs[i] = batch.host + i * stride;
+  }
+  aclrtMemcpyBatchAttr attr;
+  std::memset(&attr, 0, sizeof(attr));
+  attr.dstLoc = {0, ACL_MEM_LOCATION_TYPE_DEVICE};
+  attr.srcLoc = {0, ACL_MEM_LOCATION_TYPE_HOST};
+  size_t index = 0;
+  size_t fail_index = 0;
+  for (int async = 0; async < 2; ++async) {
+    if (async != 0) {
+      batch.SetDevice(0xEE, count * stride);
+      CHECK_OK(aclrtMemcpyBatchAsync(dsts.data(), sizes.data(), srcs.data(), sizes.data(), count, &attr, &index, 1,
+                                     &fail_index, stream));
+      CHECK_OK(aclrtSynchronizeStream(stream));
+    } else {
+      CHECK_OK(
+          aclrtMemcpyBatch(dsts.data(), sizes.data(), srcs.data(), sizes.data(), count, &attr, &index, 1, &fail_index));
     }
-
-    const size_t count = 300;
-    const size_t item = 40 * 1024 + 13;
-    const size_t stride = item + 51;
-    Pair batch(count * stride);
-    Fill(batch.host, count * stride, seed + 1);
-    batch.SetDevice(0xEE, count * stride);
-    std::vector<void *> dsts(count);
-    std::vector<void *> srcs(count);
-    std::vector<size_t> sizes(count, item);
-    for (size_t i = 0; i < count; ++i) {
-        dsts[i] = batch.dev + i * stride;
-        srcs[i] = batch.host + i * stride;
+    const unsigned char *dev = batch.Device();
+    bool ok = true;
+    for (size_t i = 0; i < count && ok; ++i) {
+      ok = std::memcmp(dev + i * stride, batch.host + i * stride, item) == 0 && dev[i * stride + item] == 0xEE;
     }
-    aclrtMemcpyBatchAttr attr;
-    std::memset(&attr, 0, sizeof(attr));
-    attr.dstLoc = {0, ACL_MEM_LOCATION_TYPE_DEVICE};
-    attr.srcLoc = {0, ACL_MEM_LOCATION_TYPE_HOST};
-    size_t index = 0;
-    size_t fail_index = 0;
-    for (int async = 0; async < 2; ++async) {
-        if (async != 0) {
-            batch.SetDevice(0xEE, count * stride);
-            CHECK_OK(aclrtMemcpyBatchAsync(dsts.data(), sizes.data(), srcs.data(), sizes.data(), count, &attr, &index,
-                                           1, &fail_index, stream));
-            CHECK_OK(aclrtSynchronizeStream(stream));
-        } else {
-            CHECK_OK(aclrtMemcpyBatch(dsts.data(), sizes.data(), srcs.data(), sizes.data(), count, &attr, &index, 1,
-                                      &fail_index));
-        }
-        const unsigned char *dev = batch.Device();
-        bool ok = true;
-        for (size_t i = 0; i < count && ok; ++i) {
-            ok = std::memcmp(dev + i * stride, batch.host + i * stride, item) == 0 && dev[i * stride + item] == 0xEE;
-        }
-        CHECK(ok);
-    }
+    CHECK(ok);
+  }
 }
 
 // A host function holds the worker; the copy queued behind it runs after it, and a synchronize returns
 // only when both ran (the waiting thread does not run a host function nor jump the queue).
-void TestWaiterKeepsOrder(aclrtStream stream)
-{
-    Pair pair(4096);
-    Fill(pair.host, 4096, 5);
-    pair.SetDevice(0, 4096);
-    struct Gate {
-        unsigned char *dev;
-        bool saw_zero;
-    } gate{pair.dev, false};
-    CHECK_OK(aclhostLaunchHostFunc(
-        stream,
-        [](void *user) {
-            auto *g = static_cast<Gate *>(user);
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            unsigned char first = 1;
-            unsigned char last = 1;
-            g->saw_zero = aclrtMemcpy(&first, 1, g->dev, 1, ACL_MEMCPY_DEVICE_TO_HOST) == ACL_SUCCESS &&
-                          aclrtMemcpy(&last, 1, g->dev + 4095, 1, ACL_MEMCPY_DEVICE_TO_HOST) == ACL_SUCCESS &&
-                          first == 0 && last == 0;
-        },
-        &gate));
-    CHECK_OK(aclrtMemcpyAsync(pair.dev, 4096, pair.host, 4096, ACL_MEMCPY_HOST_TO_DEVICE, stream));
-    CHECK_OK(aclrtSynchronizeStream(stream));
-    CHECK(gate.saw_zero);
-    CHECK(std::memcmp(pair.Device(), pair.host, 4096) == 0);
+void TestWaiterKeepsOrder(aclrtStream stream) {
+  Pair pair(4096);
+  Fill(pair.host, 4096, 5);
+  pair.SetDevice(0, 4096);
+  struct Gate {
+    unsigned char *dev;
+    bool saw_zero;
+  } gate{pair.dev, false};
+  CHECK_OK(aclhostLaunchHostFunc(
+      stream,
+      [](void *user) {
+        auto *g = static_cast<Gate *>(user);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        unsigned char first = 1;
+        unsigned char last = 1;
+        g->saw_zero = aclrtMemcpy(&first, 1, g->dev, 1, ACL_MEMCPY_DEVICE_TO_HOST) == ACL_SUCCESS &&
+                      aclrtMemcpy(&last, 1, g->dev + 4095, 1, ACL_MEMCPY_DEVICE_TO_HOST) == ACL_SUCCESS && first == 0 &&
+                      last == 0;
+      },
+      &gate));
+  CHECK_OK(aclrtMemcpyAsync(pair.dev, 4096, pair.host, 4096, ACL_MEMCPY_HOST_TO_DEVICE, stream));
+  CHECK_OK(aclrtSynchronizeStream(stream));
+  CHECK(gate.saw_zero);
+  CHECK(std::memcmp(pair.Device(), pair.host, 4096) == 0);
 }
 
 // Deferred streams: queued copies run at a synchronize (plain or timed), host functions on the worker,
 // and turning deferral off lets queued tasks run in the background.
-void TestDeferredStream()
-{
-    aclrtStream stream = nullptr;
-    CHECK_OK(aclrtCreateStream(&stream));
-    CHECK(aclhostSetStreamDeferred(nullptr, 1) == ACL_ERROR_INVALID_PARAM);
-    (void)aclGetRecentErrMsg();
-    CHECK_OK(aclhostSetStreamDeferred(stream, 1));
-    Pair pair(8192);
-    Fill(pair.host, 8192, 9);
-    pair.SetDevice(0, 8192);
-    CHECK_OK(aclrtMemcpyAsync(pair.dev, 4096, pair.host, 4096, ACL_MEMCPY_HOST_TO_DEVICE, stream));
-    CHECK_OK(aclrtSynchronizeStream(stream));
-    CHECK(std::memcmp(pair.Device(), pair.host, 4096) == 0);
-    CHECK_OK(aclrtMemcpyAsync(pair.dev + 4096, 4096, pair.host + 4096, 4096, ACL_MEMCPY_HOST_TO_DEVICE, stream));
-    CHECK_OK(aclrtSynchronizeStreamWithTimeout(stream, 10000));
-    CHECK(std::memcmp(pair.Device() + 4096, pair.host + 4096, 4096) == 0);
-    struct Where {
-        std::thread::id id;
-    } where;
-    CHECK_OK(aclhostLaunchHostFunc(
-        stream, [](void *user) { static_cast<Where *>(user)->id = std::this_thread::get_id(); }, &where));
-    CHECK_OK(aclrtSynchronizeStream(stream));
-    CHECK(where.id != std::thread::id() && where.id != std::this_thread::get_id());
-    pair.SetDevice(0, 8192);
-    CHECK_OK(aclrtMemcpyAsync(pair.dev, 8192, pair.host, 8192, ACL_MEMCPY_HOST_TO_DEVICE, stream));
-    CHECK_OK(aclhostSetStreamDeferred(stream, 0));
-    aclError polled = ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
-    for (int i = 0; i < 10000 && polled == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT; ++i) {
-        polled = aclrtSynchronizeStreamWithTimeout(stream, 1);  // a timed wait: the worker runs the copy
-        if (polled == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
-            (void)aclGetRecentErrMsg();
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        }
+void TestDeferredStream() {
+  aclrtStream stream = nullptr;
+  CHECK_OK(aclrtCreateStream(&stream));
+  CHECK(aclhostSetStreamDeferred(nullptr, 1) == ACL_ERROR_INVALID_PARAM);
+  (void)aclGetRecentErrMsg();
+  CHECK_OK(aclhostSetStreamDeferred(stream, 1));
+  Pair pair(8192);
+  Fill(pair.host, 8192, 9);
+  pair.SetDevice(0, 8192);
+  CHECK_OK(aclrtMemcpyAsync(pair.dev, 4096, pair.host, 4096, ACL_MEMCPY_HOST_TO_DEVICE, stream));
+  CHECK_OK(aclrtSynchronizeStream(stream));
+  CHECK(std::memcmp(pair.Device(), pair.host, 4096) == 0);
+  CHECK_OK(aclrtMemcpyAsync(pair.dev + 4096, 4096, pair.host + 4096, 4096, ACL_MEMCPY_HOST_TO_DEVICE, stream));
+  CHECK_OK(aclrtSynchronizeStreamWithTimeout(stream, 10000));
+  CHECK(std::memcmp(pair.Device() + 4096, pair.host + 4096, 4096) == 0);
+  struct Where {
+    std::thread::id id;
+  } where;
+  CHECK_OK(aclhostLaunchHostFunc(
+      stream, [](void *user) { static_cast<Where *>(user)->id = std::this_thread::get_id(); }, &where));
+  CHECK_OK(aclrtSynchronizeStream(stream));
+  CHECK(where.id != std::thread::id() && where.id != std::this_thread::get_id());
+  pair.SetDevice(0, 8192);
+  CHECK_OK(aclrtMemcpyAsync(pair.dev, 8192, pair.host, 8192, ACL_MEMCPY_HOST_TO_DEVICE, stream));
+  CHECK_OK(aclhostSetStreamDeferred(stream, 0));
+  aclError polled = ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
+  for (int i = 0; i < 10000 && polled == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT; ++i) {
+    polled = aclrtSynchronizeStreamWithTimeout(stream, 1);  // a timed wait: the worker runs the copy
+    if (polled == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
+      (void)aclGetRecentErrMsg();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    CHECK(polled == ACL_SUCCESS);
-    CHECK(std::memcmp(pair.Device(), pair.host, 8192) == 0);
-    CHECK_OK(aclrtDestroyStream(stream));
-    CHECK(aclhostSetStreamDeferred(stream, 1) == ACL_ERROR_RT_INVALID_HANDLE);
-    (void)aclGetRecentErrMsg();
+  }
+  CHECK(polled == ACL_SUCCESS);
+  CHECK(std::memcmp(pair.Device(), pair.host, 8192) == 0);
+  CHECK_OK(aclrtDestroyStream(stream));
+  CHECK(aclhostSetStreamDeferred(stream, 1) == ACL_ERROR_RT_INVALID_HANDLE);
+  (void)aclGetRecentErrMsg();
 }
 
 }  // namespace
 
-int main()
-{
-    CHECK_OK(aclrtSetDevice(0));
-    aclrtStream stream = nullptr;
-    CHECK_OK(aclrtCreateStream(&stream));
-    TestRowLoops(stream);
-    TestWaiterKeepsOrder(stream);
-    TestDeferredStream();
-    TestLargeCopies(stream, 1);
-    // Several threads with their own streams split large copies at the same time.
-    std::vector<std::thread> threads;
-    for (unsigned t = 0; t < 3; ++t) {
-        threads.emplace_back([t] {
-            aclrtStream own = nullptr;
-            CHECK_OK(aclrtCreateStream(&own));
-            TestLargeCopies(own, 10 + t);
-            CHECK_OK(aclrtDestroyStream(own));
-        });
-    }
-    for (auto &t : threads) {
-        t.join();
-    }
-    CHECK_OK(aclrtDestroyStream(stream));
-    if (g_failures != 0) {
-        std::fprintf(stderr, "%d check(s) failed\n", g_failures.load());
-        return 1;
-    }
-    std::printf("ALL PASSED\n");
-    return 0;
+int main() {
+  CHECK_OK(aclrtSetDevice(0));
+  aclrtStream stream = nullptr;
+  CHECK_OK(aclrtCreateStream(&stream));
+  TestRowLoops(stream);
+  TestWaiterKeepsOrder(stream);
+  TestDeferredStream();
+  TestLargeCopies(stream, 1);
+  // Several threads with their own streams split large copies at the same time.
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 3; ++t) {
+    threads.emplace_back([t] {
+      aclrtStream own = nullptr;
+      CHECK_OK(aclrtCreateStream(&own));
+      TestLargeCopies(own, 10 + t);
+      CHECK_OK(aclrtDestroyStream(own));
+    });
+  }
+  for (auto &t : threads) {
+    t.join();
+  }
+  CHECK_OK(aclrtDestroyStream(stream));
+  return test::Finish();
 }

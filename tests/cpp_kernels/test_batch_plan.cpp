@@ -8,16 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "../cpp/check.h"
 #include "acl/acl.h"
 #include "copy_launch.h"
-#include "expect.h"
 #include "kernel_error.h"
 
 namespace {
 
-using test::Check;
 using test::Expect;
-
+using test::Require;
 
 struct Fixture {
   static constexpr size_t kItems = 4200;
@@ -28,13 +27,13 @@ struct Fixture {
   aclrtStream stream = nullptr;
 
   Fixture() {
-    Check(aclrtSetDevice(0), "aclrtSetDevice");
-    Check(aclrtMalloc(&device, kItems * kStride, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
-    Check(aclrtMallocHost(&host, kItems * kStride), "aclrtMallocHost");
-    Check(aclrtCreateStream(&stream), "aclrtCreateStream");
+    Require(aclrtSetDevice(0), "aclrtSetDevice");
+    Require(aclrtMalloc(&device, kItems * kStride, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+    Require(aclrtMallocHost(&host, kItems * kStride), "aclrtMallocHost");
+    Require(aclrtCreateStream(&stream), "aclrtCreateStream");
     std::vector<unsigned char> pattern(kItems * kStride);
     for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<unsigned char>(i * 7 + 3);
-    Check(aclrtMemcpy(device, pattern.size(), pattern.data(), pattern.size(), ACL_MEMCPY_HOST_TO_DEVICE), "upload");
+    Require(aclrtMemcpy(device, pattern.size(), pattern.data(), pattern.size(), ACL_MEMCPY_HOST_TO_DEVICE), "upload");
   }
   ~Fixture() {
     aclrtDestroyStream(stream);
@@ -53,7 +52,7 @@ void TestChunkedCopyWithZeroSizeItems(Fixture &f) {
   }
   msmc::BatchCopier copier;
   copier.Run(items.data(), items.size(), ACL_MEMCPY_DEVICE_TO_HOST, 0, "offsets", f.stream);
-  Check(aclrtSynchronizeStream(f.stream), "sync");
+  Require(aclrtSynchronizeStream(f.stream), "sync");
   bool ok = true;
   for (size_t i = 0; i < Fixture::kItems; ++i) {
     const size_t n = items[i].size;
@@ -103,8 +102,8 @@ void TestMergedItemsReportTheirFirstIndex(Fixture &f) {
     copier.Run(items.data(), items.size(), ACL_MEMCPY_DEVICE_TO_HOST, 0, "offsets", f.stream);
     Expect(false, "a D2D item in a batch raises AclCallError");
   } catch (const msmc::AclCallError &e) {
-    Expect(e.fail_index() == 1, "merged item reported by its first caller index 1, got " +
-                                    std::to_string(e.fail_index()));
+    Expect(e.fail_index() == 1,
+           "merged item reported by its first caller index 1, got " + std::to_string(e.fail_index()));
   }
   aclrtSynchronizeStream(f.stream);
 }

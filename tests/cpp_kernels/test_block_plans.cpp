@@ -12,16 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "../cpp/check.h"
 #include "acl/acl.h"
-#include "expect.h"
 #include "host_buffers.h"
 #include "kernel_error.h"
 #include "op_bodies.h"
 
 namespace {
 
-using test::Check;
 using test::Expect;
+using test::Require;
 
 size_t batch_calls = 0;
 size_t batch_items = 0;
@@ -42,9 +42,9 @@ void ResetCounts() { batch_calls = batch_items = desc_copies = async_copies = 0;
 
 }  // namespace
 
-extern "C" aclError aclrtMemcpyBatchAsync(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
-                                          size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes,
-                                          size_t numAttrs, size_t *failIndex, aclrtStream stream) {
+extern "C" aclError aclrtMemcpyBatchAsync(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches,
+                                          aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs,
+                                          size_t *failIndex, aclrtStream stream) {
   using Fn = aclError (*)(void **, size_t *, void **, size_t *, size_t, aclrtMemcpyBatchAttr *, size_t *, size_t,
                           size_t *, aclrtStream);
   static const Fn next = Next<Fn>("aclrtMemcpyBatchAsync");
@@ -89,14 +89,14 @@ struct Fixture {
   int64_t out_shape[1] = {1};
 
   Fixture() {
-    Check(aclrtSetDevice(0), "aclrtSetDevice");
+    Require(aclrtSetDevice(0), "aclrtSetDevice");
     for (void *&c : caches) {
-      Check(aclrtMalloc(&c, kBlocks * kBlockBytes, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+      Require(aclrtMalloc(&c, kBlocks * kBlockBytes, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
     }
-    Check(aclrtMallocHost(&host, kCaches * kHostBlocks * kBlockBytes), "aclrtMallocHost");
-    Check(aclrtMalloc(&mapping, kBlocks * 2 * sizeof(int64_t), ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
-    Check(aclrtMalloc(&out, sizeof(int64_t), ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
-    Check(aclrtCreateStream(&stream), "aclrtCreateStream");
+    Require(aclrtMallocHost(&host, kCaches * kHostBlocks * kBlockBytes), "aclrtMallocHost");
+    Require(aclrtMalloc(&mapping, kBlocks * 2 * sizeof(int64_t), ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+    Require(aclrtMalloc(&out, sizeof(int64_t), ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+    Require(aclrtCreateStream(&stream), "aclrtCreateStream");
     buffer_id = 1;
     if (msmc_hostbuffer_open(buffer_id, host, kCaches * kHostBlocks * kBlockBytes, 1) != 0) {
       throw std::runtime_error("msmc_hostbuffer_open refused id 1");
@@ -105,8 +105,8 @@ struct Fixture {
     std::vector<uint32_t> values(kBlocks * 2);
     for (size_t l = 0; l < kCaches; ++l) {
       for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<uint32_t>(l * 100000 + i / 2);
-      Check(aclrtMemcpy(caches[l], values.size() * 4, values.data(), values.size() * 4, ACL_MEMCPY_HOST_TO_DEVICE),
-            "upload");
+      Require(aclrtMemcpy(caches[l], values.size() * 4, values.data(), values.size() * 4, ACL_MEMCPY_HOST_TO_DEVICE),
+              "upload");
     }
   }
   ~Fixture() {
@@ -126,22 +126,22 @@ struct Fixture {
   msmc::TensorArg Mapping(const std::vector<int64_t> &pairs) {
     mapping_shape[0] = static_cast<int64_t>(pairs.size() / 2);
     if (!pairs.empty()) {
-      Check(aclrtMemcpy(mapping, pairs.size() * 8, pairs.data(), pairs.size() * 8, ACL_MEMCPY_HOST_TO_DEVICE),
-            "mapping");
+      Require(aclrtMemcpy(mapping, pairs.size() * 8, pairs.data(), pairs.size() * 8, ACL_MEMCPY_HOST_TO_DEVICE),
+              "mapping");
     }
     return msmc::TensorArg{mapping, mapping_shape, 2, "int64"};
   }
   msmc::TensorArg Out() { return msmc::TensorArg{out, out_shape, 1, "int64"}; }
   int64_t Result() {
     int64_t n = -1;
-    Check(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
-    Check(aclrtMemcpy(&n, 8, out, 8, ACL_MEMCPY_DEVICE_TO_HOST), "result");
+    Require(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+    Require(aclrtMemcpy(&n, 8, out, 8, ACL_MEMCPY_DEVICE_TO_HOST), "result");
     return n;
   }
   uint32_t DeviceValue(size_t l, size_t block) {
     uint32_t v = 0;
-    Check(aclrtMemcpy(&v, 4, static_cast<char *>(caches[l]) + block * kBlockBytes, 4, ACL_MEMCPY_DEVICE_TO_HOST),
-          "read");
+    Require(aclrtMemcpy(&v, 4, static_cast<char *>(caches[l]) + block * kBlockBytes, 4, ACL_MEMCPY_DEVICE_TO_HOST),
+            "read");
     return v;
   }
   uint32_t HostValue(size_t l, size_t block) const {

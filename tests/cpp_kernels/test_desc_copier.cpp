@@ -17,15 +17,15 @@
 #include <string>
 #include <vector>
 
+#include "../cpp/check.h"
 #include "acl/acl.h"
 #include "acl_host/acl_host_ext.h"
 #include "copy_launch.h"
-#include "expect.h"
 
 namespace {
 
-using test::Check;
 using test::Expect;
+using test::Require;
 
 struct DescSet {
   uintptr_t src;
@@ -79,7 +79,7 @@ class ReservedDeviceRange {
       std::printf("FATAL: cannot reserve %zu bytes of address space\n", kBytes);
       std::exit(1);
     }
-    Check(aclhostRegisterDeviceMemory(base_, kBytes), "aclhostRegisterDeviceMemory");
+    Require(aclhostRegisterDeviceMemory(base_, kBytes), "aclhostRegisterDeviceMemory");
   }
   ~ReservedDeviceRange() {
     (void)aclhostUnregisterDeviceMemory(base_);
@@ -107,8 +107,8 @@ void ExpectChunks(size_t first, const char *src, const char *dst, size_t count, 
   for (size_t i = first; i < sets.size(); ++i) {
     contiguous = contiguous && sets[i].src == reinterpret_cast<uintptr_t>(src) + done &&
                  sets[i].dst == reinterpret_cast<uintptr_t>(dst) + done;
-    Expect(sets[i].count < (uint64_t{1} << 32), what + ": a descriptor of " + std::to_string(sets[i].count) +
-                                                     " bytes (the 32-bit count would wrap)");
+    Expect(sets[i].count < (uint64_t{1} << 32),
+           what + ": a descriptor of " + std::to_string(sets[i].count) + " bytes (the 32-bit count would wrap)");
     counts.push_back(sets[i].count);
     done += sets[i].count;
   }
@@ -141,42 +141,42 @@ void TestLargeCopiesAreChunkedBelow4GiB(aclrtStream stream) {
   copier.CopyItems(&item, 1, stream);
   ExpectChunks(first, range.src(), range.dst(), kLargest, {kChunk, kChunk, 1}, "CopyItems of 4 GiB + 1 bytes");
   forward_copies = true;
-  Check(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+  Require(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
 }
 
 void TestSmallCopyMovesTheBytes(aclrtStream stream) {
   constexpr size_t kBytes = 1 << 20;
   void *src = nullptr;
   void *dst = nullptr;
-  Check(aclrtMalloc(&src, kBytes, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
-  Check(aclrtMalloc(&dst, kBytes, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+  Require(aclrtMalloc(&src, kBytes, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+  Require(aclrtMalloc(&dst, kBytes, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
   std::vector<unsigned char> pattern(kBytes);
   for (size_t i = 0; i < kBytes; ++i) pattern[i] = static_cast<unsigned char>(i * 13 + 1);
-  Check(aclrtMemcpy(src, kBytes, pattern.data(), kBytes, ACL_MEMCPY_HOST_TO_DEVICE), "upload");
+  Require(aclrtMemcpy(src, kBytes, pattern.data(), kBytes, ACL_MEMCPY_HOST_TO_DEVICE), "upload");
   {
     msmc::DescCopier copier;
     const size_t first = sets.size();
     desc_copies = 0;
     copier.Copy(dst, src, kBytes, stream);
-    Check(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+    Require(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
     ExpectChunks(first, static_cast<char *>(src), static_cast<char *>(dst), kBytes, {kBytes}, "Copy of 1 MiB");
   }
   std::vector<unsigned char> out(kBytes);
-  Check(aclrtMemcpy(out.data(), kBytes, dst, kBytes, ACL_MEMCPY_DEVICE_TO_HOST), "download");
+  Require(aclrtMemcpy(out.data(), kBytes, dst, kBytes, ACL_MEMCPY_DEVICE_TO_HOST), "download");
   Expect(out == pattern, "the 1 MiB descriptor copy moved the bytes");
-  Check(aclrtFree(src), "aclrtFree");
-  Check(aclrtFree(dst), "aclrtFree");
+  Require(aclrtFree(src), "aclrtFree");
+  Require(aclrtFree(dst), "aclrtFree");
 }
 
 }  // namespace
 
 int main() {
-  Check(aclrtSetDevice(0), "aclrtSetDevice");
+  Require(aclrtSetDevice(0), "aclrtSetDevice");
   aclrtStream stream = nullptr;
-  Check(aclrtCreateStream(&stream), "aclrtCreateStream");
+  Require(aclrtCreateStream(&stream), "aclrtCreateStream");
   TestLargeCopiesAreChunkedBelow4GiB(stream);
   TestSmallCopyMovesTheBytes(stream);
-  Check(aclrtDestroyStream(stream), "aclrtDestroyStream");
-  Check(aclrtResetDevice(0), "aclrtResetDevice");
+  Require(aclrtDestroyStream(stream), "aclrtDestroyStream");
+  Require(aclrtResetDevice(0), "aclrtResetDevice");
   return test::Finish();
 }

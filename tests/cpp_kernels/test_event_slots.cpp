@@ -14,20 +14,20 @@
 #include <thread>
 #include <vector>
 
+#include "../cpp/check.h"
 #include "acl/acl.h"
 #include "acl_host/acl_host_ext.h"
 #include "copy_launch.h"
 #include "event_slots.h"
-#include "expect.h"
 
 namespace {
 
-using test::Check;
 using test::Expect;
+using test::Require;
 
 uint64_t Waits() {
   uint64_t count = 0;
-  Check(aclhostGetHostWaitCount(&count), "aclhostGetHostWaitCount");
+  Require(aclhostGetHostWaitCount(&count), "aclhostGetHostWaitCount");
   return count;
 }
 
@@ -35,7 +35,7 @@ uint64_t Waits() {
 class Hold {
  public:
   explicit Hold(aclrtStream stream) {
-    Check(aclhostLaunchHostFunc(stream, &Hold::Block, this), "aclhostLaunchHostFunc");
+    Require(aclhostLaunchHostFunc(stream, &Hold::Block, this), "aclhostLaunchHostFunc");
   }
   // Releases the stream from another thread after a delay (a launch may be waiting on this thread).
   std::thread ReleaseLater() {
@@ -62,20 +62,20 @@ struct Live {
 
 Live LiveNow() {
   Live live;
-  Check(aclhostGetLiveResourceCounts(&live.events, &live.pinned), "aclhostGetLiveResourceCounts");
+  Require(aclhostGetLiveResourceCounts(&live.events, &live.pinned), "aclhostGetLiveResourceCounts");
   return live;
 }
 
 void *DeviceAlloc(size_t n) {
   void *p = nullptr;
-  Check(aclrtMalloc(&p, n, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+  Require(aclrtMalloc(&p, n, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
   return p;
 }
 
 std::vector<int64_t> Download(const void *dev, size_t count) {
   std::vector<int64_t> out(count);
-  Check(aclrtMemcpy(out.data(), count * sizeof(int64_t), dev, count * sizeof(int64_t), ACL_MEMCPY_DEVICE_TO_HOST),
-        "aclrtMemcpy");
+  Require(aclrtMemcpy(out.data(), count * sizeof(int64_t), dev, count * sizeof(int64_t), ACL_MEMCPY_DEVICE_TO_HOST),
+          "aclrtMemcpy");
   return out;
 }
 
@@ -99,19 +99,19 @@ void TestResultStagingRing(aclrtStream stream) {
   }
   Expect(Waits() == before + 1, "the launch after a full ring waits once, for the oldest slot");
   releaser.join();
-  Check(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+  Require(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
   const Live live = LiveNow();
   for (size_t i = 0; i < kLaunches; ++i) {  // another round of the same launches adds nothing
     const int64_t values[2] = {static_cast<int64_t>(100 + i), static_cast<int64_t>(-i)};
     staging.Write(values, 2, outs[i], stream);
   }
-  Check(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+  Require(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
   Expect(LiveNow() == live, "more staged results hold no more events or pinned blocks");
   for (size_t i = 0; i < kLaunches; ++i) {
     const std::vector<int64_t> got = Download(outs[i], 2);
     Expect(got[0] == static_cast<int64_t>(100 + i) && got[1] == -static_cast<int64_t>(i),
            "staged result " + std::to_string(i) + " holds its own launch's values");
-    Check(aclrtFree(outs[i]), "aclrtFree");
+    Require(aclrtFree(outs[i]), "aclrtFree");
   }
 }
 
@@ -124,7 +124,7 @@ void TestDescriptorRing(aclrtStream stream) {
     std::vector<int64_t> pattern(kBytes / sizeof(int64_t), static_cast<int64_t>(7000 + i));
     srcs.push_back(DeviceAlloc(kBytes));
     dsts.push_back(DeviceAlloc(kBytes));
-    Check(aclrtMemcpy(srcs[i], kBytes, pattern.data(), kBytes, ACL_MEMCPY_HOST_TO_DEVICE), "aclrtMemcpy");
+    Require(aclrtMemcpy(srcs[i], kBytes, pattern.data(), kBytes, ACL_MEMCPY_HOST_TO_DEVICE), "aclrtMemcpy");
   }
   Hold hold(stream);
   const uint64_t before = Waits();
@@ -138,7 +138,7 @@ void TestDescriptorRing(aclrtStream stream) {
   }
   Expect(Waits() == before + 1, "the descriptor copy after a full ring waits once, for the oldest set");
   releaser.join();
-  Check(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+  Require(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
   for (size_t i = 0; i < kLaunches; ++i) {
     const std::vector<int64_t> got = Download(dsts[i], kBytes / sizeof(int64_t));
     bool same = true;
@@ -151,27 +151,27 @@ void TestDescriptorRing(aclrtStream stream) {
   for (size_t i = 0; i < kLaunches; ++i) {  // another round of the same copies adds nothing
     copier.Copy(dsts[i], srcs[i], kBytes, stream);
   }
-  Check(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+  Require(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
   Expect(LiveNow() == live, "more descriptor copies hold no more events");
   for (size_t i = 0; i < kLaunches; ++i) {
-    Check(aclrtFree(srcs[i]), "aclrtFree");
-    Check(aclrtFree(dsts[i]), "aclrtFree");
+    Require(aclrtFree(srcs[i]), "aclrtFree");
+    Require(aclrtFree(dsts[i]), "aclrtFree");
   }
 }
 
 }  // namespace
 
 int main() {
-  Check(aclInit(nullptr), "aclInit");
-  Check(aclrtSetDevice(0), "aclrtSetDevice");
+  Require(aclInit(nullptr), "aclInit");
+  Require(aclrtSetDevice(0), "aclrtSetDevice");
   aclrtStream stream = nullptr;
-  Check(aclrtCreateStream(&stream), "aclrtCreateStream");
+  Require(aclrtCreateStream(&stream), "aclrtCreateStream");
   const Live start = LiveNow();
   TestResultStagingRing(stream);
   Expect(LiveNow() == start, "a destroyed result ring gives its events and pinned blocks back");
   TestDescriptorRing(stream);
   Expect(LiveNow() == start, "a destroyed descriptor ring gives its events back");
-  Check(aclrtDestroyStream(stream), "aclrtDestroyStream");
-  Check(aclrtResetDevice(0), "aclrtResetDevice");
+  Require(aclrtDestroyStream(stream), "aclrtDestroyStream");
+  Require(aclrtResetDevice(0), "aclrtResetDevice");
   return test::Finish();
 }

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "expect.h"
+#include "../cpp/check.h"
 #include "host_buffers.h"
 #include "kernel_error.h"
 #include "op_bodies.h"

@@ -6,19 +6,17 @@
 #include <memory>
 #include <vector>
 
-#include "kernel/cpu/cpu_kernel.h"
-#include "route_kernel.h"
+#include "route_cpu_kernel.h"
 
 namespace msmc {
 namespace route {
 namespace {
 
 using mindspore::kernel::KernelAttr;
-using mindspore::kernel::KernelTensor;
 
-class FoldedTupleCpuKernel : public mindspore::kernel::NativeCpuKernelMod {
+class FoldedTupleCpuKernel : public RouteCpuKernel {
  public:
-  FoldedTupleCpuKernel() : core_("copy_blocks") {}
+  FoldedTupleCpuKernel() : RouteCpuKernel("copy_blocks") {}
 
   // copy_blocks(caches, block_mapping, num_caches) -> nbytes
   std::vector<KernelAttr> GetOpSupport() override {
@@ -28,20 +26,6 @@ class FoldedTupleCpuKernel : public mindspore::kernel::NativeCpuKernelMod {
                 .AddInputAttr(mindspore::kObjectTypeNumber, mindspore::kNumberTypeInt64)
                 .AddOutputAttr(mindspore::kNumberTypeInt64)};
   }
-
-  bool Init(const std::vector<KernelTensor *> &inputs, const std::vector<KernelTensor *> &) override {
-    core_.Init(inputs);
-    return true;
-  }
-
-  bool Launch(const std::vector<KernelTensor *> &inputs, const std::vector<KernelTensor *> &,
-              const std::vector<KernelTensor *> &outputs) override {
-    core_.Launch(inputs, outputs, nullptr);
-    return true;
-  }
-
- private:
-  KernelCore core_;
 };
 
 }  // namespace

@@ -31,67 +31,57 @@ std::mutex g_init_mutex;
 uint64_t g_init_references = 0;
 bool g_finalized = false;
 
-aclError CheckConfigFile(const char *api, const char *path)
-{
-    struct stat info {};
-    if (stat(path, &info) != 0) {
-        const int err = errno;
-        return aclhost::Fail(ACL_ERROR_INVALID_FILE, api, "configPath \"%s\" cannot be read: %s", path,
-                             std::strerror(err));
-    }
-    if (!S_ISREG(info.st_mode)) {
-        return aclhost::Fail(ACL_ERROR_INVALID_FILE, api, "configPath \"%s\" is not a regular file", path);
-    }
-    std::ifstream file(path, std::ios::binary);
-    if (!file.is_open()) {
-        return aclhost::Fail(ACL_ERROR_INVALID_FILE, api, "configPath \"%s\" cannot be opened for reading", path);
-    }
-    return ACL_SUCCESS;
+aclError CheckConfigFile(const char *api, const char *path) {
+  struct stat info{};
+  if (stat(path, &info) != 0) {
+    const int err = errno;
+    return aclhost::Fail(ACL_ERROR_INVALID_FILE, api, "configPath \"%s\" cannot be read: %s", path, std::strerror(err));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    return aclhost::Fail(ACL_ERROR_INVALID_FILE, api, "configPath \"%s\" is not a regular file", path);
+  }
+  std::ifstream file(path, std::ios::binary);
+  if (!file.is_open()) {
+    return aclhost::Fail(ACL_ERROR_INVALID_FILE, api, "configPath \"%s\" cannot be opened for reading", path);
+  }
+  return ACL_SUCCESS;
 }
 
 }  // namespace
 
-extern "C" aclError aclInit(const char *configPath)
-{
-    constexpr const char *api = "aclInit";
-    return aclhost::GuardedCall(api, [&]() -> aclError {
-        std::lock_guard<std::mutex> lock(g_init_mutex);
-        if (g_init_references > 0) {
-            ++g_init_references;
-            return aclhost::Fail(ACL_ERROR_REPEAT_INITIALIZE, api,
-                                 "already initialized (reference count now %llu); call aclFinalize once to end it",
-                                 static_cast<unsigned long long>(g_init_references));
-        }
-        if (configPath != nullptr && configPath[0] != '\0') {
-            const aclError ret = CheckConfigFile(api, configPath);
-            if (ret != ACL_SUCCESS) {
-                return ret;
-            }
-        }
-        aclError ret = ACL_SUCCESS;
-        if (aclhost::RequireSoc(api, &ret) == nullptr) {
-            return ret;
-        }
-        g_init_references = 1;
-        g_finalized = false;
-        return ACL_SUCCESS;
-    });
+extern "C" aclError aclInit(const char *configPath) {
+  constexpr const char *api = "aclInit";
+  return aclhost::GuardedCall(api, [&]() -> aclError {
+    std::lock_guard<std::mutex> lock(g_init_mutex);
+    if (g_init_references > 0) {
+      ++g_init_references;
+      return aclhost::Fail(ACL_ERROR_REPEAT_INITIALIZE, api,
+                           "already initialized (reference count now %llu); call aclFinalize once to end it",
+                           static_cast<unsigned long long>(g_init_references));
+    }
+    if (configPath != nullptr && configPath[0] != '\0') {
+      ACLHOST_RETURN_IF_ERROR(CheckConfigFile(api, configPath));
+    }
+    ACLHOST_RETURN_IF_ERROR(aclhost::RequireSoc(api));
+    g_init_references = 1;
+    g_finalized = false;
+    return ACL_SUCCESS;
+  });
 }
 
-extern "C" aclError aclFinalize(void)
-{
-    constexpr const char *api = "aclFinalize";
-    return aclhost::GuardedCall(api, [&]() -> aclError {
-        {
-            std::lock_guard<std::mutex> lock(g_init_mutex);
-            if (g_finalized) {
-                return aclhost::Fail(ACL_ERROR_REPEAT_FINALIZE, api,
-                                     "aclFinalize already ran; call aclInit before finalizing again");
-            }
-            g_init_references = 0;
-            g_finalized = true;
-        }
-        aclhost::DrainAllStreams();
-        return ACL_SUCCESS;
-    });
+extern "C" aclError aclFinalize(void) {
+  constexpr const char *api = "aclFinalize";
+  return aclhost::GuardedCall(api, [&]() -> aclError {
+    {
+      std::lock_guard<std::mutex> lock(g_init_mutex);
+      if (g_finalized) {
+        return aclhost::Fail(ACL_ERROR_REPEAT_FINALIZE, api,
+                             "aclFinalize already ran; call aclInit before finalizing again");
+      }
+      g_init_references = 0;
+      g_finalized = true;
+    }
+    aclhost::DrainAllStreams();
+    return ACL_SUCCESS;
+  });
 }

@@ -13,36 +13,35 @@
 
 namespace aclhost {
 
-// "1" turns strict device memory on; any other value, or none, leaves it off. Read once.
-constexpr const char *kStrictDeviceEnv = "MS_MEMCOPY_STRICT_DEVICE";
-
+// ACLHOST_ENV_STRICT_DEVICE "1" turns strict device memory on; any other value, or none, leaves it off.
+// Read once.
 bool StrictDeviceMemory();
 
 class AllocationStorage {
-public:
-    AllocationStorage() = default;
-    AllocationStorage(AllocationStorage &&other) noexcept;
-    AllocationStorage &operator=(AllocationStorage &&other) noexcept;
-    AllocationStorage(const AllocationStorage &) = delete;
-    AllocationStorage &operator=(const AllocationStorage &) = delete;
-    ~AllocationStorage();
+ public:
+  AllocationStorage() = default;
+  AllocationStorage(AllocationStorage &&other) noexcept;
+  AllocationStorage &operator=(AllocationStorage &&other) noexcept;
+  AllocationStorage(const AllocationStorage &) = delete;
+  AllocationStorage &operator=(const AllocationStorage &) = delete;
+  ~AllocationStorage();
 
-    // Each returns an empty storage when the host cannot provide `bytes` (never a smaller block).
-    static AllocationStorage Heap(size_t bytes);
-    static AllocationStorage HostInaccessible(size_t bytes);
+  // Each returns an empty storage when the host cannot provide `bytes` (never a smaller block).
+  static AllocationStorage Heap(size_t bytes);
+  static AllocationStorage HostInaccessible(size_t bytes);
 
-    explicit operator bool() const { return address_ != nullptr; }
-    // The address the allocation is known by (the one aclrtMalloc returns).
-    void *address() const { return address_; }
-    // Where the runtime reads and writes the allocation's bytes: address() unless host-inaccessible.
-    void *host_address() const { return host_address_; }
+  explicit operator bool() const { return address_ != nullptr; }
+  // The address the allocation is known by (the one aclrtMalloc returns).
+  void *address() const { return address_; }
+  // Where the runtime reads and writes the allocation's bytes: address() unless host-inaccessible.
+  void *host_address() const { return host_address_; }
 
-private:
-    void Release() noexcept;
+ private:
+  void Release() noexcept;
 
-    void *address_ = nullptr;
-    void *host_address_ = nullptr;
-    size_t mapped_bytes_ = 0;  // length of each of the two mappings; 0 for a heap block
+  void *address_ = nullptr;
+  void *host_address_ = nullptr;
+  size_t mapped_bytes_ = 0;  // length of each of the two mappings; 0 for a heap block
 };
 
 }  // namespace aclhost

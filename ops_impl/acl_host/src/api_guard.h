@@ -13,33 +13,31 @@
 namespace aclhost {
 
 template <typename Body>
-aclError GuardedCall(const char *api, Body &&body) noexcept
-{
-    try {
-        return body();
-    } catch (const std::bad_alloc &) {
-        return Fail(ACL_ERROR_RT_MEMORY_ALLOCATION, api, "host memory allocation failed inside the runtime");
-    } catch (const std::exception &e) {
-        return Fail(ACL_ERROR_RT_INTERNAL_ERROR, api, "internal error: %s", e.what());
-    } catch (...) {
-        return Fail(ACL_ERROR_RT_INTERNAL_ERROR, api, "internal error: unknown exception");
-    }
+aclError GuardedCall(const char *api, Body &&body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return Fail(ACL_ERROR_RT_MEMORY_ALLOCATION, api, "host memory allocation failed inside the runtime");
+  } catch (const std::exception &e) {
+    return Fail(ACL_ERROR_RT_INTERNAL_ERROR, api, "internal error: %s", e.what());
+  } catch (...) {
+    return Fail(ACL_ERROR_RT_INTERNAL_ERROR, api, "internal error: unknown exception");
+  }
 }
 
 // For the few calls that return a pointer: NULL on any exception.
 template <typename Body>
-const char *GuardedText(const char *api, Body &&body) noexcept
-{
-    try {
-        return body();
-    } catch (const std::bad_alloc &) {
-        (void)Fail(ACL_ERROR_RT_MEMORY_ALLOCATION, api, "host memory allocation failed inside the runtime");
-    } catch (const std::exception &e) {
-        (void)Fail(ACL_ERROR_RT_INTERNAL_ERROR, api, "internal error: %s", e.what());
-    } catch (...) {
-        (void)Fail(ACL_ERROR_RT_INTERNAL_ERROR, api, "internal error: unknown exception");
-    }
-    return nullptr;
+const char *GuardedText(const char *api, Body &&body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    (void)Fail(ACL_ERROR_RT_MEMORY_ALLOCATION, api, "host memory allocation failed inside the runtime");
+  } catch (const std::exception &e) {
+    (void)Fail(ACL_ERROR_RT_INTERNAL_ERROR, api, "internal error: %s", e.what());
+  } catch (...) {
+    (void)Fail(ACL_ERROR_RT_INTERNAL_ERROR, api, "internal error: unknown exception");
+  }
+  return nullptr;
 }
 
 }  // namespace aclhost

@@ -16,9 +16,9 @@
 namespace aclhost {
 
 struct CopyItem {
-    void *dst;
-    const void *src;
-    size_t size;
+  void *dst;
+  const void *src;
+  size_t size;
 };
 
 // Copies of at least this many bytes (1D, a batch, or a 2D copy's bytes plus a per-row cost) are split

@@ -8,40 +8,34 @@
 
 namespace aclhost {
 
-aclError CopyTask::Run(std::string * /*message*/)
-{
-    CopyBytes(item_.dst, item_.src, item_.size);
-    return ACL_SUCCESS;
+aclError CopyTask::Run(std::string * /*message*/) {
+  CopyBytes(item_.dst, item_.src, item_.size);
+  return ACL_SUCCESS;
 }
 
-aclError StagedCopyTask::Run(std::string * /*message*/)
-{
-    CopyBytes(dst_, staged_.get(), size_);
-    return ACL_SUCCESS;
+aclError StagedCopyTask::Run(std::string * /*message*/) {
+  CopyBytes(dst_, staged_.get(), size_);
+  return ACL_SUCCESS;
 }
 
-aclError Copy2DTask::Run(std::string * /*message*/)
-{
-    Copy2D(dst_, dpitch_, src_, spitch_, width_, height_);
-    return ACL_SUCCESS;
+aclError Copy2DTask::Run(std::string * /*message*/) {
+  Copy2D(dst_, dpitch_, src_, spitch_, width_, height_);
+  return ACL_SUCCESS;
 }
 
-aclError BatchRunTask::Run(std::string * /*message*/)
-{
-    CopyItems(items_.get() + begin_, end_ - begin_);
-    return ACL_SUCCESS;
+aclError BatchRunTask::Run(std::string * /*message*/) {
+  CopyItems(items_.get() + begin_, end_ - begin_);
+  return ACL_SUCCESS;
 }
 
-aclError MemsetTask::Run(std::string * /*message*/)
-{
-    std::memset(dst_, value_, count_);
-    return ACL_SUCCESS;
+aclError MemsetTask::Run(std::string * /*message*/) {
+  std::memset(dst_, value_, count_);
+  return ACL_SUCCESS;
 }
 
-aclError HostFuncTask::Run(std::string * /*message*/)
-{
-    fn_(user_data_);
-    return ACL_SUCCESS;
+aclError HostFuncTask::Run(std::string * /*message*/) {
+  fn_(user_data_);
+  return ACL_SUCCESS;
 }
 
 }  // namespace aclhost

@@ -19,76 +19,65 @@ using aclhost::DeviceManager;
 using aclhost::Fail;
 using aclhost::GuardedCall;
 
-extern "C" aclError aclrtSetDevice(int32_t deviceId)
-{
-    constexpr const char *api = "aclrtSetDevice";
-    return GuardedCall(api, [&] { return DeviceManager::Instance().SetDevice(api, deviceId); });
+extern "C" aclError aclrtSetDevice(int32_t deviceId) {
+  constexpr const char *api = "aclrtSetDevice";
+  return GuardedCall(api, [&] { return DeviceManager::Instance().SetDevice(api, deviceId); });
 }
 
-extern "C" aclError aclrtResetDevice(int32_t deviceId)
-{
-    constexpr const char *api = "aclrtResetDevice";
-    return GuardedCall(api, [&] { return DeviceManager::Instance().ResetDevice(api, deviceId); });
+extern "C" aclError aclrtResetDevice(int32_t deviceId) {
+  constexpr const char *api = "aclrtResetDevice";
+  return GuardedCall(api, [&] { return DeviceManager::Instance().ResetDevice(api, deviceId); });
 }
 
-extern "C" aclError aclrtGetDevice(int32_t *deviceId)
-{
-    constexpr const char *api = "aclrtGetDevice";
-    return GuardedCall(api, [&] {
-        if (deviceId == nullptr) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "deviceId is NULL; expected a pointer to an int32_t");
-        }
-        return DeviceManager::Instance().CurrentDevice(api, deviceId);
-    });
+extern "C" aclError aclrtGetDevice(int32_t *deviceId) {
+  constexpr const char *api = "aclrtGetDevice";
+  return GuardedCall(api, [&] {
+    if (deviceId == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "deviceId is NULL; expected a pointer to an int32_t");
+    }
+    return DeviceManager::Instance().CurrentDevice(api, deviceId);
+  });
 }
 
-extern "C" aclError aclrtGetDeviceCount(uint32_t *count)
-{
-    constexpr const char *api = "aclrtGetDeviceCount";
-    return GuardedCall(api, [&]() -> aclError {
-        if (count == nullptr) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "count is NULL; expected a pointer to a uint32_t");
-        }
-        int32_t devices = 0;
-        const aclError ret = DeviceManager::Instance().DeviceCount(api, &devices);
-        if (ret == ACL_SUCCESS) {
-            *count = static_cast<uint32_t>(devices);
-        }
-        return ret;
-    });
+extern "C" aclError aclrtGetDeviceCount(uint32_t *count) {
+  constexpr const char *api = "aclrtGetDeviceCount";
+  return GuardedCall(api, [&]() -> aclError {
+    if (count == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "count is NULL; expected a pointer to a uint32_t");
+    }
+    int32_t devices = 0;
+    ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().DeviceCount(api, &devices));
+    *count = static_cast<uint32_t>(devices);
+    return ACL_SUCCESS;
+  });
 }
 
-extern "C" aclError aclrtGetRunMode(aclrtRunMode *runMode)
-{
-    constexpr const char *api = "aclrtGetRunMode";
-    return GuardedCall(api, [&]() -> aclError {
-        if (runMode == nullptr) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "runMode is NULL; expected a pointer to an aclrtRunMode");
-        }
-        *runMode = ACL_HOST;
-        return ACL_SUCCESS;
-    });
+extern "C" aclError aclrtGetRunMode(aclrtRunMode *runMode) {
+  constexpr const char *api = "aclrtGetRunMode";
+  return GuardedCall(api, [&]() -> aclError {
+    if (runMode == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "runMode is NULL; expected a pointer to an aclrtRunMode");
+    }
+    *runMode = ACL_HOST;
+    return ACL_SUCCESS;
+  });
 }
 
-extern "C" aclError aclrtSynchronizeDevice(void)
-{
-    constexpr const char *api = "aclrtSynchronizeDevice";
-    return GuardedCall(api, [&]() -> aclError {
-        aclhost::CurrentContextInfo context;
-        const aclError ret = DeviceManager::Instance().Current(api, &context);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        std::vector<std::shared_ptr<aclhost::Stream>> streams =
-            aclhost::StreamTable::Instance().StreamsOfContext(context.id);
-        streams.push_back(std::move(context.default_stream));
-        aclError first = ACL_SUCCESS;
-        for (const std::shared_ptr<aclhost::Stream> &stream : streams) {
-            const aclError synced = aclhost::SynchronizeStream(api, *stream, -1);
-            if (first == ACL_SUCCESS) {
-                first = synced;
-            }
-        }
-        return first;
-    });
+extern "C" aclError aclrtSynchronizeDevice(void) {
+  constexpr const char *api = "aclrtSynchronizeDevice";
+  return GuardedCall(api, [&]() -> aclError {
+    aclhost::CurrentContextInfo context;
+    ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().Current(api, &context));
+    std::vector<std::shared_ptr<aclhost::Stream>> streams =
+        aclhost::StreamTable::Instance().StreamsOfContext(context.id);
+    streams.push_back(std::move(context.default_stream));
+    aclError first = ACL_SUCCESS;
+    for (const std::shared_ptr<aclhost::Stream> &stream : streams) {
+      const aclError synced = aclhost::SynchronizeStream(api, *stream, -1);
+      if (first == ACL_SUCCESS) {
+        first = synced;
+      }
+    }
+    return first;
+  });
 }

@@ -23,79 +23,74 @@ constexpr const char *kNoMemoryText = "the host runtime ran out of memory while 
 constexpr size_t kMaxTextBytes = 64 * 1024;
 
 struct ThreadErrorText {
-    std::string text;
-    bool has_text = false;
-    bool is_oom = false;
+  std::string text;
+  bool has_text = false;
+  bool is_oom = false;
 };
 
-ThreadErrorText &Local()
-{
-    thread_local ThreadErrorText state;
-    return state;
+ThreadErrorText &Local() {
+  thread_local ThreadErrorText state;
+  return state;
 }
 
-void StoreOom() noexcept
-{
-    ThreadErrorText &state = Local();
-    state.text.clear();
-    state.has_text = true;
-    state.is_oom = true;
+void StoreOom() noexcept {
+  ThreadErrorText &state = Local();
+  state.text.clear();
+  state.has_text = true;
+  state.is_oom = true;
 }
 
 // Puts `message` in front of the thread's text (may throw std::bad_alloc).
-void Prepend(std::string message)
-{
-    ThreadErrorText &state = Local();
-    if (state.has_text && !state.is_oom && !state.text.empty()) {
-        message += '\n';
-        message += state.text;
-    }
-    if (message.size() > kMaxTextBytes) {
-        const size_t cut = message.rfind('\n', kMaxTextBytes);
-        message.resize(cut == std::string::npos ? kMaxTextBytes : cut);
-    }
-    state.text = std::move(message);
-    state.has_text = true;
-    state.is_oom = false;
+void Prepend(std::string message) {
+  ThreadErrorText &state = Local();
+  if (state.has_text && !state.is_oom && !state.text.empty()) {
+    message += '\n';
+    message += state.text;
+  }
+  if (message.size() > kMaxTextBytes) {
+    const size_t cut = message.rfind('\n', kMaxTextBytes);
+    message.resize(cut == std::string::npos ? kMaxTextBytes : cut);
+  }
+  state.text = std::move(message);
+  state.has_text = true;
+  state.is_oom = false;
 }
 
 }  // namespace
 
-aclError Fail(aclError code, const char *api, const char *fmt, ...) noexcept
-{
-    try {
-        std::string text(api != nullptr ? api : "acl");
-        text += ": ";
-        va_list args;
-        va_start(args, fmt);
-        va_list again;
-        va_copy(again, args);
-        const int needed = std::vsnprintf(nullptr, 0, fmt, args);
-        va_end(args);
-        if (needed > 0) {
-            const size_t prefix = text.size();
-            text.resize(prefix + static_cast<size_t>(needed) + 1);
-            (void)std::vsnprintf(&text[prefix], static_cast<size_t>(needed) + 1, fmt, again);
-            text.resize(prefix + static_cast<size_t>(needed));
-        }
-        va_end(again);
-        Prepend(std::move(text));
-    } catch (...) {
-        StoreOom();
+aclError Fail(aclError code, const char *api, const char *fmt, ...) noexcept {
+  try {
+    std::string text(api != nullptr ? api : "acl");
+    text += ": ";
+    va_list args;
+    va_start(args, fmt);
+    va_list again;
+    va_copy(again, args);
+    const int needed = std::vsnprintf(nullptr, 0, fmt, args);
+    va_end(args);
+    if (needed > 0) {
+      const size_t prefix = text.size();
+      text.resize(prefix + static_cast<size_t>(needed) + 1);
+      (void)std::vsnprintf(&text[prefix], static_cast<size_t>(needed) + 1, fmt, again);
+      text.resize(prefix + static_cast<size_t>(needed));
     }
-    return code;
+    va_end(again);
+    Prepend(std::move(text));
+  } catch (...) {
+    StoreOom();
+  }
+  return code;
 }
 
 }  // namespace aclhost
 
-extern "C" const char *aclGetRecentErrMsg(void)
-{
-    const aclhost::ThreadErrorText &state = aclhost::Local();
-    if (!state.has_text) {
-        return nullptr;
-    }
-    if (state.is_oom) {
-        return aclhost::kNoMemoryText;
-    }
-    return state.text.c_str();
+extern "C" const char *aclGetRecentErrMsg(void) {
+  const aclhost::ThreadErrorText &state = aclhost::Local();
+  if (!state.has_text) {
+    return nullptr;
+  }
+  if (state.is_oom) {
+    return aclhost::kNoMemoryText;
+  }
+  return state.text.c_str();
 }

@@ -9,6 +9,16 @@
 
 #include "acl/acl_base.h"
 
+// Evaluates `expr` (an aclError) once and returns it from the enclosing function unless it is ACL_SUCCESS:
+// the host runtime's one way of passing a failed check or call up to the caller.
+#define ACLHOST_RETURN_IF_ERROR(expr)        \
+  do {                                       \
+    const aclError aclhost_status_ = (expr); \
+    if (aclhost_status_ != ACL_SUCCESS) {    \
+      return aclhost_status_;                \
+    }                                        \
+  } while (false)
+
 namespace aclhost {
 
 // Formats "<api>: <message>", puts it in front of the calling thread's error text and returns `code`.

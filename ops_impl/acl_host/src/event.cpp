@@ -7,91 +7,81 @@ namespace aclhost {
 namespace {
 
 class EventTask : public StreamTask {
-public:
-    EventTask(std::function<void()> reached) : reached_(std::move(reached)) {}
-    aclError Run(std::string *) override
-    {
-        reached_();
-        return ACL_SUCCESS;
-    }
+ public:
+  EventTask(std::function<void()> reached) : reached_(std::move(reached)) {}
+  aclError Run(std::string *) override {
+    reached_();
+    return ACL_SUCCESS;
+  }
 
-private:
-    std::function<void()> reached_;
+ private:
+  std::function<void()> reached_;
 };
 
 }  // namespace
 
-void Event::Record(const std::shared_ptr<Stream> &stream)
-{
-    uint64_t generation = 0;
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        generation = ++recorded_;
-        stream_ = stream;
+void Event::Record(const std::shared_ptr<Stream> &stream) {
+  uint64_t generation = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    generation = ++recorded_;
+    stream_ = stream;
+  }
+  std::shared_ptr<Event> self = shared_from_this();
+  stream->Enqueue(std::make_unique<EventTask>([self, generation] { self->Reached(generation); }));
+}
+
+void Event::Reached(uint64_t generation) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (generation > reached_) {
+    reached_ = generation;
+  }
+}
+
+bool Event::Complete() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return recorded_ > 0 && reached_ >= recorded_;
+}
+
+bool Event::Wait() {
+  std::shared_ptr<Stream> stream;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (recorded_ == 0 || reached_ >= recorded_) {
+      return false;
     }
-    std::shared_ptr<Event> self = shared_from_this();
-    stream->Enqueue(std::make_unique<EventTask>([self, generation] { self->Reached(generation); }));
+    stream = stream_.lock();
+  }
+  if (stream != nullptr) {
+    // The stream's tasks run in order: once those submitted so far have run, so has the record.
+    (void)stream->WaitIdle(-1);
+  }  // a destroyed stream ran every queued task, the record included
+  return true;
 }
 
-void Event::Reached(uint64_t generation)
-{
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (generation > reached_) {
-        reached_ = generation;
-    }
+EventTable &EventTable::Instance() {
+  static EventTable *const table = new EventTable();  // never destroyed, as the stream table
+  return *table;
 }
 
-bool Event::Complete() const
-{
-    std::lock_guard<std::mutex> lock(mutex_);
-    return recorded_ > 0 && reached_ >= recorded_;
+aclrtEvent EventTable::Add(std::shared_ptr<Event> event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<aclrtEvent>(events_.Add(std::move(event)));
 }
 
-bool Event::Wait()
-{
-    std::shared_ptr<Stream> stream;
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (recorded_ == 0 || reached_ >= recorded_) {
-            return false;
-        }
-        stream = stream_.lock();
-    }
-    if (stream != nullptr) {
-        // The stream's tasks run in order: once those submitted so far have run, so has the record.
-        (void)stream->WaitIdle(-1);
-    }  // a destroyed stream ran every queued task, the record included
-    return true;
+std::shared_ptr<Event> EventTable::Find(aclrtEvent handle) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return events_.Find(handle);
 }
 
-EventTable &EventTable::Instance()
-{
-    static EventTable *const table = new EventTable();  // never destroyed, as the stream table
-    return *table;
+std::shared_ptr<Event> EventTable::Remove(aclrtEvent handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return events_.Remove(handle);
 }
 
-aclrtEvent EventTable::Add(std::shared_ptr<Event> event)
-{
-    std::lock_guard<std::mutex> lock(mutex_);
-    return static_cast<aclrtEvent>(events_.Add(std::move(event)));
-}
-
-std::shared_ptr<Event> EventTable::Find(aclrtEvent handle) const
-{
-    std::lock_guard<std::mutex> lock(mutex_);
-    return events_.Find(handle);
-}
-
-std::shared_ptr<Event> EventTable::Remove(aclrtEvent handle)
-{
-    std::lock_guard<std::mutex> lock(mutex_);
-    return events_.Remove(handle);
-}
-
-size_t EventTable::Count() const
-{
-    std::lock_guard<std::mutex> lock(mutex_);
-    return events_.entries().size();
+size_t EventTable::Count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return events_.entries().size();
 }
 
 }  // namespace aclhost

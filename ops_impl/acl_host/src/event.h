@@ -15,45 +15,45 @@
 namespace aclhost {
 
 class Event : public std::enable_shared_from_this<Event> {
-public:
-    Event(int32_t device, uint32_t flag) : device_(device), flag_(flag) {}
+ public:
+  Event(int32_t device, uint32_t flag) : device_(device), flag_(flag) {}
 
-    int32_t device() const { return device_; }
-    uint32_t flag() const { return flag_; }  // the aclrtCreateEventWithFlag flag
+  int32_t device() const { return device_; }
+  uint32_t flag() const { return flag_; }  // the aclrtCreateEventWithFlag flag
 
-    // Puts the marker on stream; a record replaces the previous one (the event then tracks the new one).
-    void Record(const std::shared_ptr<Stream> &stream);
-    // Never recorded, or the stream has not yet reached the latest record: false.
-    bool Complete() const;
-    // Waits until the latest record is reached; returns whether it had to wait (false for an event
-    // never recorded or already complete).
-    bool Wait();
+  // Puts the marker on stream; a record replaces the previous one (the event then tracks the new one).
+  void Record(const std::shared_ptr<Stream> &stream);
+  // Never recorded, or the stream has not yet reached the latest record: false.
+  bool Complete() const;
+  // Waits until the latest record is reached; returns whether it had to wait (false for an event
+  // never recorded or already complete).
+  bool Wait();
 
-private:
-    void Reached(uint64_t generation);
+ private:
+  void Reached(uint64_t generation);
 
-    const int32_t device_;
-    const uint32_t flag_;
-    mutable std::mutex mutex_;
-    uint64_t recorded_ = 0;  // generation of the latest record (0: never recorded)
-    uint64_t reached_ = 0;   // latest generation the stream has reached
-    std::weak_ptr<Stream> stream_;
+  const int32_t device_;
+  const uint32_t flag_;
+  mutable std::mutex mutex_;
+  uint64_t recorded_ = 0;  // generation of the latest record (0: never recorded)
+  uint64_t reached_ = 0;   // latest generation the stream has reached
+  std::weak_ptr<Stream> stream_;
 };
 
 class EventTable {
-public:
-    static EventTable &Instance();
+ public:
+  static EventTable &Instance();
 
-    aclrtEvent Add(std::shared_ptr<Event> event);
-    std::shared_ptr<Event> Find(aclrtEvent handle) const;    // empty when unknown
-    std::shared_ptr<Event> Remove(aclrtEvent handle);        // empty when unknown
-    size_t Count() const;                                    // live handles
+  aclrtEvent Add(std::shared_ptr<Event> event);
+  std::shared_ptr<Event> Find(aclrtEvent handle) const;  // empty when unknown
+  std::shared_ptr<Event> Remove(aclrtEvent handle);      // empty when unknown
+  size_t Count() const;                                  // live handles
 
-private:
-    EventTable() = default;
+ private:
+  EventTable() = default;
 
-    mutable std::mutex mutex_;
-    HandleMap<Event> events_{0x1008};  // offset by 8 from stream handles: never one of theirs
+  mutable std::mutex mutex_;
+  HandleMap<Event> events_{0x1008};  // offset by 8 from stream handles: never one of theirs
 };
 
 }  // namespace aclhost

@@ -42,86 +42,70 @@ constexpr uint32_t kSoleEventFlags[] = {ACL_EVENT_DEVICE_USE_ONLY, ACL_EVENT_EXT
 // aclrtCreateEvent's flag, CANN's RT_EVENT_DEFAULT: RT_EVENT_STREAM_MARK | RT_EVENT_DDSYNC | RT_EVENT_TIME_LINE.
 constexpr uint32_t kDefaultEventFlag = 0x02 | 0x04 | 0x08;
 
-aclError CheckEventFlag(const char *api, uint32_t flag)
-{
-    if ((flag & kEventFlagMask) == 0 || flag > kEventFlagMask) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                    "flag %#x is invalid; expected an OR of ACL_EVENT_SYNC (0x1), ACL_EVENT_CAPTURE_STREAM_PROGRESS "
-                    "(0x2), 0x4 and ACL_EVENT_TIME_LINE (0x8), or ACL_EVENT_DEVICE_USE_ONLY (0x10) or "
-                    "ACL_EVENT_EXTERNAL (0x20) alone",
-                    static_cast<unsigned>(flag));
+aclError CheckEventFlag(const char *api, uint32_t flag) {
+  if ((flag & kEventFlagMask) == 0 || flag > kEventFlagMask) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                "flag %#x is invalid; expected an OR of ACL_EVENT_SYNC (0x1), ACL_EVENT_CAPTURE_STREAM_PROGRESS "
+                "(0x2), 0x4 and ACL_EVENT_TIME_LINE (0x8), or ACL_EVENT_DEVICE_USE_ONLY (0x10) or "
+                "ACL_EVENT_EXTERNAL (0x20) alone",
+                static_cast<unsigned>(flag));
+  }
+  for (const uint32_t sole : kSoleEventFlags) {
+    if ((flag & sole) != 0 && (flag & ~sole) != 0) {
+      return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                  "flag %#x combines %s (%#x) with other flags; it is valid only alone", static_cast<unsigned>(flag),
+                  sole == ACL_EVENT_EXTERNAL ? "ACL_EVENT_EXTERNAL" : "ACL_EVENT_DEVICE_USE_ONLY",
+                  static_cast<unsigned>(sole));
     }
-    for (const uint32_t sole : kSoleEventFlags) {
-        if ((flag & sole) != 0 && (flag & ~sole) != 0) {
-            return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                        "flag %#x combines %s (%#x) with other flags; it is valid only alone",
-                        static_cast<unsigned>(flag),
-                        sole == ACL_EVENT_EXTERNAL ? "ACL_EVENT_EXTERNAL" : "ACL_EVENT_DEVICE_USE_ONLY",
-                        static_cast<unsigned>(sole));
-        }
-    }
-    return ACL_SUCCESS;
+  }
+  return ACL_SUCCESS;
 }
 
-aclError CheckDeviceUseOnlySupported(const char *api)
-{
-    aclError ret = ACL_SUCCESS;
-    const SocProfile *soc = RequireSoc(api, &ret);
-    if (soc == nullptr) {
-        return ret;
-    }
-    if (!soc->event_device_use_only) {
-        return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api,
-                    "ACL_EVENT_DEVICE_USE_ONLY events are not supported on SoC %s", soc->name);
-    }
-    return ACL_SUCCESS;
+aclError CheckDeviceUseOnlySupported(const char *api) {
+  const SocProfile *soc = nullptr;
+  ACLHOST_RETURN_IF_ERROR(RequireSoc(api, &soc));
+  if (!soc->event_device_use_only) {
+    return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "ACL_EVENT_DEVICE_USE_ONLY events are not supported on SoC %s",
+                soc->name);
+  }
+  return ACL_SUCCESS;
 }
 
-aclError LookupEvent(const char *api, aclrtEvent handle, std::shared_ptr<Event> *out)
-{
-    if (handle == nullptr) {
-        return Fail(ACL_ERROR_INVALID_PARAM, api, "event is NULL; expected an event from aclrtCreateEvent");
-    }
-    *out = EventTable::Instance().Find(handle);
-    if (*out == nullptr) {
-        return Fail(ACL_ERROR_RT_INVALID_HANDLE, api,
-                    "event %p is not a live event (never created by aclrtCreateEvent, or already destroyed)", handle);
-    }
-    return ACL_SUCCESS;
+aclError LookupEvent(const char *api, aclrtEvent handle, std::shared_ptr<Event> *out) {
+  if (handle == nullptr) {
+    return Fail(ACL_ERROR_INVALID_PARAM, api, "event is NULL; expected an event from aclrtCreateEvent");
+  }
+  *out = EventTable::Instance().Find(handle);
+  if (*out == nullptr) {
+    return Fail(ACL_ERROR_RT_INVALID_HANDLE, api,
+                "event %p is not a live event (never created by aclrtCreateEvent, or already destroyed)", handle);
+  }
+  return ACL_SUCCESS;
 }
 
 // CANN's ApiErrorDecorator refuses to query or synchronize an ACL_EVENT_EXTERNAL event.
-aclError CheckNotExternal(const char *api, aclrtEvent handle, const Event &event)
-{
-    if (event.flag() == ACL_EVENT_EXTERNAL) {
-        return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "event %p was created with ACL_EVENT_EXTERNAL; it cannot be "
-                    "queried or synchronized", handle);
-    }
-    return ACL_SUCCESS;
+aclError CheckNotExternal(const char *api, aclrtEvent handle, const Event &event) {
+  if (event.flag() == ACL_EVENT_EXTERNAL) {
+    return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api,
+                "event %p was created with ACL_EVENT_EXTERNAL; it cannot be "
+                "queried or synchronized",
+                handle);
+  }
+  return ACL_SUCCESS;
 }
 
-aclError CreateEvent(const char *api, aclrtEvent *event, uint32_t flag)
-{
-    if (event == nullptr) {
-        return Fail(ACL_ERROR_INVALID_PARAM, api, "event is NULL; expected where to store the new event");
-    }
-    aclError ret = CheckEventFlag(api, flag);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    int32_t device = -1;
-    ret = DeviceManager::Instance().CurrentDevice(api, &device);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    if (flag == ACL_EVENT_DEVICE_USE_ONLY) {
-        ret = CheckDeviceUseOnlySupported(api);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-    }
-    *event = EventTable::Instance().Add(std::make_shared<Event>(device, flag));
-    return ACL_SUCCESS;
+aclError CreateEvent(const char *api, aclrtEvent *event, uint32_t flag) {
+  if (event == nullptr) {
+    return Fail(ACL_ERROR_INVALID_PARAM, api, "event is NULL; expected where to store the new event");
+  }
+  ACLHOST_RETURN_IF_ERROR(CheckEventFlag(api, flag));
+  int32_t device = -1;
+  ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
+  if (flag == ACL_EVENT_DEVICE_USE_ONLY) {
+    ACLHOST_RETURN_IF_ERROR(CheckDeviceUseOnlySupported(api));
+  }
+  *event = EventTable::Instance().Add(std::make_shared<Event>(device, flag));
+  return ACL_SUCCESS;
 }
 
 }  // namespace
@@ -132,100 +116,71 @@ using aclhost::Fail;
 using aclhost::GuardedCall;
 using aclhost::Stream;
 
-extern "C" aclError aclrtCreateEvent(aclrtEvent *event)
-{
-    constexpr const char *api = "aclrtCreateEvent";
-    return GuardedCall(api, [&]() -> aclError { return aclhost::CreateEvent(api, event, aclhost::kDefaultEventFlag); });
+extern "C" aclError aclrtCreateEvent(aclrtEvent *event) {
+  constexpr const char *api = "aclrtCreateEvent";
+  return GuardedCall(api, [&]() -> aclError { return aclhost::CreateEvent(api, event, aclhost::kDefaultEventFlag); });
 }
 
-extern "C" aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag)
-{
-    constexpr const char *api = "aclrtCreateEventWithFlag";
-    return GuardedCall(api, [&]() -> aclError { return aclhost::CreateEvent(api, event, flag); });
+extern "C" aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag) {
+  constexpr const char *api = "aclrtCreateEventWithFlag";
+  return GuardedCall(api, [&]() -> aclError { return aclhost::CreateEvent(api, event, flag); });
 }
 
-extern "C" aclError aclrtDestroyEvent(aclrtEvent event)
-{
-    constexpr const char *api = "aclrtDestroyEvent";
-    return GuardedCall(api, [&]() -> aclError {
-        std::shared_ptr<Event> found;
-        const aclError ret = aclhost::LookupEvent(api, event, &found);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        (void)aclhost::EventTable::Instance().Remove(event);
-        return ACL_SUCCESS;
-    });
+extern "C" aclError aclrtDestroyEvent(aclrtEvent event) {
+  constexpr const char *api = "aclrtDestroyEvent";
+  return GuardedCall(api, [&]() -> aclError {
+    std::shared_ptr<Event> found;
+    ACLHOST_RETURN_IF_ERROR(aclhost::LookupEvent(api, event, &found));
+    (void)aclhost::EventTable::Instance().Remove(event);
+    return ACL_SUCCESS;
+  });
 }
 
-extern "C" aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
-{
-    constexpr const char *api = "aclrtRecordEvent";
-    return GuardedCall(api, [&]() -> aclError {
-        std::shared_ptr<Event> target;
-        aclError ret = aclhost::LookupEvent(api, event, &target);
-        std::shared_ptr<Stream> on;
-        if (ret == ACL_SUCCESS) {
-            ret = aclhost::LookupStreamHandle(api, stream, &on);
-        }
-        if (ret == ACL_SUCCESS && target->flag() == ACL_EVENT_DEVICE_USE_ONLY) {
-            ret = Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                       "event %p was created with ACL_EVENT_DEVICE_USE_ONLY; only the device records it", event);
-        }
-        if (ret == ACL_SUCCESS) {
-            ret = aclhost::UseCurrentContext(api, &on);
-        }
-        if (ret == ACL_SUCCESS) {
-            ret = aclhost::CheckStreamInCurrentContext(api, *on);
-        }
-        if (ret == ACL_SUCCESS && target->device() != on->device()) {
-            ret = Fail(ACL_ERROR_RT_STREAM_CONTEXT, api,
-                       "the event was created on device %d but the stream is on device %d",
-                       static_cast<int>(target->device()), static_cast<int>(on->device()));
-        }
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        target->Record(on);
-        return ACL_SUCCESS;
-    });
+extern "C" aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
+  constexpr const char *api = "aclrtRecordEvent";
+  return GuardedCall(api, [&]() -> aclError {
+    std::shared_ptr<Event> target;
+    ACLHOST_RETURN_IF_ERROR(aclhost::LookupEvent(api, event, &target));
+    std::shared_ptr<Stream> on;
+    ACLHOST_RETURN_IF_ERROR(aclhost::LookupStreamHandle(api, stream, &on));
+    if (target->flag() == ACL_EVENT_DEVICE_USE_ONLY) {
+      return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                  "event %p was created with ACL_EVENT_DEVICE_USE_ONLY; only the device records it", event);
+    }
+    ACLHOST_RETURN_IF_ERROR(aclhost::UseCurrentContext(api, &on));
+    ACLHOST_RETURN_IF_ERROR(aclhost::CheckStreamInCurrentContext(api, *on));
+    if (target->device() != on->device()) {
+      return Fail(ACL_ERROR_RT_STREAM_CONTEXT, api, "the event was created on device %d but the stream is on device %d",
+                  static_cast<int>(target->device()), static_cast<int>(on->device()));
+    }
+    target->Record(on);
+    return ACL_SUCCESS;
+  });
 }
 
-extern "C" aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status)
-{
-    constexpr const char *api = "aclrtQueryEventStatus";
-    return GuardedCall(api, [&]() -> aclError {
-        if (status == nullptr) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "status is NULL; expected where to store the status");
-        }
-        std::shared_ptr<Event> target;
-        aclError ret = aclhost::LookupEvent(api, event, &target);
-        if (ret == ACL_SUCCESS) {
-            ret = aclhost::CheckNotExternal(api, event, *target);
-        }
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        *status = target->Complete() ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
-        return ACL_SUCCESS;
-    });
+extern "C" aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status) {
+  constexpr const char *api = "aclrtQueryEventStatus";
+  return GuardedCall(api, [&]() -> aclError {
+    if (status == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "status is NULL; expected where to store the status");
+    }
+    std::shared_ptr<Event> target;
+    ACLHOST_RETURN_IF_ERROR(aclhost::LookupEvent(api, event, &target));
+    ACLHOST_RETURN_IF_ERROR(aclhost::CheckNotExternal(api, event, *target));
+    *status = target->Complete() ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
+    return ACL_SUCCESS;
+  });
 }
 
-extern "C" aclError aclrtSynchronizeEvent(aclrtEvent event)
-{
-    constexpr const char *api = "aclrtSynchronizeEvent";
-    return GuardedCall(api, [&]() -> aclError {
-        std::shared_ptr<Event> target;
-        aclError ret = aclhost::LookupEvent(api, event, &target);
-        if (ret == ACL_SUCCESS) {
-            ret = aclhost::CheckNotExternal(api, event, *target);
-        }
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        if (target->Wait()) {
-            aclhost::CountHostWait();
-        }
-        return ACL_SUCCESS;
-    });
+extern "C" aclError aclrtSynchronizeEvent(aclrtEvent event) {
+  constexpr const char *api = "aclrtSynchronizeEvent";
+  return GuardedCall(api, [&]() -> aclError {
+    std::shared_ptr<Event> target;
+    ACLHOST_RETURN_IF_ERROR(aclhost::LookupEvent(api, event, &target));
+    ACLHOST_RETURN_IF_ERROR(aclhost::CheckNotExternal(api, event, *target));
+    if (target->Wait()) {
+      aclhost::CountHostWait();
+    }
+    return ACL_SUCCESS;
+  });
 }

@@ -8,16 +8,15 @@
 #include "event.h"
 #include "memory_registry.h"
 
-extern "C" aclError aclhostGetLiveResourceCounts(uint64_t *events, uint64_t *pinnedAllocations)
-{
-    constexpr const char *api = "aclhostGetLiveResourceCounts";
-    return aclhost::GuardedCall(api, [&]() -> aclError {
-        if (events == nullptr || pinnedAllocations == nullptr) {
-            return aclhost::Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected where to store the count",
-                                 events == nullptr ? "events" : "pinnedAllocations");
-        }
-        *events = aclhost::EventTable::Instance().Count();
-        *pinnedAllocations = aclhost::MemoryRegistry::Instance().AllocationCount(aclhost::MemKind::kPinnedHost);
-        return ACL_SUCCESS;
-    });
+extern "C" aclError aclhostGetLiveResourceCounts(uint64_t *events, uint64_t *pinnedAllocations) {
+  constexpr const char *api = "aclhostGetLiveResourceCounts";
+  return aclhost::GuardedCall(api, [&]() -> aclError {
+    if (events == nullptr || pinnedAllocations == nullptr) {
+      return aclhost::Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected where to store the count",
+                           events == nullptr ? "events" : "pinnedAllocations");
+    }
+    *events = aclhost::EventTable::Instance().Count();
+    *pinnedAllocations = aclhost::MemoryRegistry::Instance().AllocationCount(aclhost::MemKind::kPinnedHost);
+    return ACL_SUCCESS;
+  });
 }

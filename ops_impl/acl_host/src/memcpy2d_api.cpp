@@ -18,14 +18,15 @@
 // - The SoC gate for 2dAsync D2D applies to the resolved kind (a D2D request whose pointers make it H2D
 //   is an H2D copy).
 // - A pageable endpoint makes 2dAsync drain the stream and copy on the calling thread (as CANN).
-// - UNCONFIRMED in the spec: the hardware result of 2dAsync D2D on 310P/310B/910. Choice: those profiles
-//   have memcpy2d_d2d false in configs/soc_profiles.yaml, so the call returns 207000.
+// - UNCONFIRMED (docs/host_runtime.md): the hardware result of 2dAsync D2D on 310P/310B/910. Choice:
+//   those profiles have memcpy2d_d2d false in configs/soc_profiles.yaml, so the call returns 207000.
 // - A 2dAsync D2D copy between memory of two devices is accepted at the call (as CANN) and runs only with
 //   peer access enabled both ways between them; else it fails when it executes (507013 from the next
 //   synchronize, nothing copied), as aclrtMemcpyAsync's.
 #include <memory>
 
 #include "acl/acl_rt.h"
+#include "acl_limits.h"
 #include "api_guard.h"
 #include "checked_math.h"
 #include "copy_engine.h"
@@ -41,239 +42,188 @@
 namespace aclhost {
 namespace {
 
-constexpr size_t kMax2dHeight = 5242880;  // 5 * 1024 * 1024 rows
-constexpr size_t kMax2dWidth = 5000000;   // bytes per row
+using acl_limits::kMax2DHeight;
+using acl_limits::kMax2DWidth;
 
 struct Copy2DArgs {
-    void *dst;
-    size_t dpitch;
-    const void *src;
-    size_t spitch;
-    size_t width;
-    size_t height;
-    int64_t kind;
+  void *dst;
+  size_t dpitch;
+  const void *src;
+  size_t spitch;
+  size_t width;
+  size_t height;
+  int64_t kind;
 };
 
 // The ACL-layer checks; true when the call is decided (*ret holds the result).
-bool AclLayerChecks(const char *api, const Copy2DArgs &a, aclError *ret)
-{
-    if (a.width == 0 || a.height == 0) {
-        *ret = ACL_SUCCESS;
-        return true;
-    }
-    if (a.dst == nullptr || a.src == nullptr) {
-        *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected a valid address",
-                    a.dst == nullptr ? "dst" : "src");
-        return true;
-    }
-    if (a.width > a.spitch || a.width > a.dpitch) {
-        *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "width %zu exceeds %s %zu; expected width <= spitch and <= dpitch",
-                    a.width, a.width > a.spitch ? "spitch" : "dpitch", a.width > a.spitch ? a.spitch : a.dpitch);
-        return true;
-    }
-    if (a.kind != ACL_MEMCPY_HOST_TO_DEVICE && a.kind != ACL_MEMCPY_DEVICE_TO_HOST &&
-        a.kind != ACL_MEMCPY_DEVICE_TO_DEVICE && a.kind != ACL_MEMCPY_DEFAULT) {
-        *ret = Fail(ACL_ERROR_INVALID_PARAM, api,
-                    "kind %lld (%s) is not supported; expected ACL_MEMCPY_HOST_TO_DEVICE(1), DEVICE_TO_HOST(2), "
-                    "DEVICE_TO_DEVICE(3) or DEFAULT(4)",
-                    static_cast<long long>(a.kind), KindName(a.kind));
-        return true;
-    }
-    return false;
+bool AclLayerChecks(const char *api, const Copy2DArgs &a, aclError *ret) {
+  if (a.width == 0 || a.height == 0) {
+    *ret = ACL_SUCCESS;
+    return true;
+  }
+  if (a.dst == nullptr || a.src == nullptr) {
+    *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected a valid address", a.dst == nullptr ? "dst" : "src");
+    return true;
+  }
+  if (a.width > a.spitch || a.width > a.dpitch) {
+    *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "width %zu exceeds %s %zu; expected width <= spitch and <= dpitch",
+                a.width, a.width > a.spitch ? "spitch" : "dpitch", a.width > a.spitch ? a.spitch : a.dpitch);
+    return true;
+  }
+  if (a.kind != ACL_MEMCPY_HOST_TO_DEVICE && a.kind != ACL_MEMCPY_DEVICE_TO_HOST &&
+      a.kind != ACL_MEMCPY_DEVICE_TO_DEVICE && a.kind != ACL_MEMCPY_DEFAULT) {
+    *ret = Fail(ACL_ERROR_INVALID_PARAM, api,
+                "kind %lld (%s) is not supported; expected ACL_MEMCPY_HOST_TO_DEVICE(1), DEVICE_TO_HOST(2), "
+                "DEVICE_TO_DEVICE(3) or DEFAULT(4)",
+                static_cast<long long>(a.kind), KindName(a.kind));
+    return true;
+  }
+  return false;
 }
 
-aclError CheckLimits(const char *api, const Copy2DArgs &a)
-{
-    if (a.height > kMax2dHeight) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "height %zu exceeds the limit %zu", a.height, kMax2dHeight);
-    }
-    if (a.width > kMax2dWidth) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "width %zu exceeds the limit %zu", a.width, kMax2dWidth);
-    }
-    return ACL_SUCCESS;
+aclError CheckLimits(const char *api, const Copy2DArgs &a) {
+  if (a.height > kMax2DHeight) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "height %zu exceeds the limit %zu", a.height, kMax2DHeight);
+  }
+  if (a.width > kMax2DWidth) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "width %zu exceeds the limit %zu", a.width, kMax2DWidth);
+  }
+  return ACL_SUCCESS;
 }
 
 // Bytes from the first byte of row 0 to the last byte of the last row.
 aclError CheckPitchedExtent(const char *api, const char *param, const void *p, size_t pitch, size_t width,
-                            size_t height, const MemInfo &info)
-{
-    size_t rows = 0;
-    size_t span = 0;
-    if (MulOverflows(height - 1, pitch, &rows) || AddOverflows(rows, width, &span)) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "%s extent (height %zu - 1) * pitch %zu + width %zu overflows",
-                    param, height, pitch, width);
-    }
-    return CheckExtent(api, param, p, span, info);
+                            size_t height, const MemInfo &info) {
+  size_t rows = 0;
+  size_t span = 0;
+  if (MulOverflows(height - 1, pitch, &rows) || AddOverflows(rows, width, &span)) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "%s extent (height %zu - 1) * pitch %zu + width %zu overflows", param,
+                height, pitch, width);
+  }
+  return CheckExtent(api, param, p, span, info);
 }
 
 // Location-based kind resolution and the checks on the resolved kind shared by sync and async.
 aclError ResolveAndCheck(const char *api, const Copy2DArgs &a, bool sync, MemInfo *dst_info, MemInfo *src_info,
-                         int64_t *resolved)
-{
-    const MemoryRegistry &registry = MemoryRegistry::Instance();
-    *dst_info = registry.Lookup(a.dst);
-    *src_info = registry.Lookup(a.src);
-    aclError ret = ResolveKind(api, a.src, *src_info, a.dst, *dst_info, a.kind, resolved);
-    if (ret != ACL_SUCCESS) {
-        return ret;
+                         int64_t *resolved) {
+  const MemoryRegistry &registry = MemoryRegistry::Instance();
+  *dst_info = registry.Lookup(a.dst);
+  *src_info = registry.Lookup(a.src);
+  ACLHOST_RETURN_IF_ERROR(ResolveKind(api, a.src, *src_info, a.dst, *dst_info, a.kind, resolved));
+  if (sync && *resolved == ACL_MEMCPY_DEVICE_TO_DEVICE) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                "kind %s resolves to device-to-device (src %p and dst %p are both device memory); "
+                "aclrtMemcpy2d supports only host-to-device and device-to-host (use aclrtMemcpy2dAsync)",
+                KindName(a.kind), a.src, a.dst);
+  }
+  if (*resolved == ACL_MEMCPY_HOST_TO_HOST) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                "src %p (%s) and dst %p (%s) make a host-to-host copy; 2D copies support only H2D, D2H%s", a.src,
+                MemKindName(src_info->kind), a.dst, MemKindName(dst_info->kind), sync ? "" : " or D2D");
+  }
+  if (!sync && *resolved == ACL_MEMCPY_DEVICE_TO_DEVICE) {
+    const SocProfile *soc = nullptr;
+    ACLHOST_RETURN_IF_ERROR(RequireSoc(api, &soc));
+    if (!soc->memcpy2d_d2d) {
+      return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "device-to-device 2D copies are not supported on SoC %s",
+                  soc->name);
     }
-    if (sync && *resolved == ACL_MEMCPY_DEVICE_TO_DEVICE) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                    "kind %s resolves to device-to-device (src %p and dst %p are both device memory); "
-                    "aclrtMemcpy2d supports only host-to-device and device-to-host (use aclrtMemcpy2dAsync)",
-                    KindName(a.kind), a.src, a.dst);
-    }
-    if (*resolved == ACL_MEMCPY_HOST_TO_HOST) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                    "src %p (%s) and dst %p (%s) make a host-to-host copy; 2D copies support only H2D, D2H%s",
-                    a.src, MemKindName(src_info->kind), a.dst, MemKindName(dst_info->kind), sync ? "" : " or D2D");
-    }
-    if (!sync && *resolved == ACL_MEMCPY_DEVICE_TO_DEVICE) {
-        const SocProfile *soc = RequireSoc(api, &ret);
-        if (soc == nullptr) {
-            return ret;
-        }
-        if (!soc->memcpy2d_d2d) {
-            return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api,
-                        "device-to-device 2D copies are not supported on SoC %s", soc->name);
-        }
-    }
-    ret = CheckPitchedExtent(api, "src", a.src, a.spitch, a.width, a.height, *src_info);
-    if (ret == ACL_SUCCESS) {
-        ret = CheckPitchedExtent(api, "dst", a.dst, a.dpitch, a.width, a.height, *dst_info);
-    }
-    return ret;
+  }
+  ACLHOST_RETURN_IF_ERROR(CheckPitchedExtent(api, "src", a.src, a.spitch, a.width, a.height, *src_info));
+  return CheckPitchedExtent(api, "dst", a.dst, a.dpitch, a.width, a.height, *dst_info);
 }
 
 // The NULL stream of aclrtMemcpy2dAsync: the current device's default stream where the SoC has that
 // path; 107000 on the others and when no device is set (CANN's NULL current stream).
-aclError UseNullStream(const char *api, std::shared_ptr<Stream> *stream)
-{
-    aclError ret = ACL_SUCCESS;
-    const SocProfile *soc = RequireSoc(api, &ret);
-    if (soc == nullptr) {
-        return ret;
-    }
-    if (!soc->memcpy2d_null_stream) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                    "stream is NULL; SoC %s has no default stream for 2D copies, pass a stream from "
-                    "aclrtCreateStream",
-                    soc->name);
-    }
-    CurrentContextInfo context;
-    if (!DeviceManager::Instance().CurrentIfSet(&context)) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                    "stream is NULL and no device is set, so there is no default stream; call aclrtSetDevice "
-                    "first or pass a stream from aclrtCreateStream");
-    }
-    *stream = std::move(context.default_stream);
-    return ACL_SUCCESS;
+aclError UseNullStream(const char *api, std::shared_ptr<Stream> *stream) {
+  const SocProfile *soc = nullptr;
+  ACLHOST_RETURN_IF_ERROR(RequireSoc(api, &soc));
+  if (!soc->memcpy2d_null_stream) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                "stream is NULL; SoC %s has no default stream for 2D copies, pass a stream from "
+                "aclrtCreateStream",
+                soc->name);
+  }
+  CurrentContextInfo context;
+  if (!DeviceManager::Instance().CurrentIfSet(&context)) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                "stream is NULL and no device is set, so there is no default stream; call aclrtSetDevice "
+                "first or pass a stream from aclrtCreateStream");
+  }
+  *stream = std::move(context.default_stream);
+  return ACL_SUCCESS;
 }
 
-aclError Memcpy2dSync(const char *api, const Copy2DArgs &a)
-{
-    aclError ret = ACL_SUCCESS;
-    if (AclLayerChecks(api, a, &ret)) {
-        return ret;
-    }
-    ret = CheckLimits(api, a);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    if (a.kind == ACL_MEMCPY_DEVICE_TO_DEVICE) {
-        return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api,
-                    "kind ACL_MEMCPY_DEVICE_TO_DEVICE(3) is not supported by aclrtMemcpy2d; expected "
-                    "ACL_MEMCPY_HOST_TO_DEVICE(1), DEVICE_TO_HOST(2) or DEFAULT(4) (use aclrtMemcpy2dAsync)");
-    }
-    int32_t device = -1;
-    ret = DeviceManager::Instance().CurrentDevice(api, &device);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    MemInfo dst_info;
-    MemInfo src_info;
-    int64_t resolved = a.kind;
-    ret = ResolveAndCheck(api, a, true, &dst_info, &src_info, &resolved);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+aclError Memcpy2dSync(const char *api, const Copy2DArgs &a) {
+  aclError ret = ACL_SUCCESS;
+  if (AclLayerChecks(api, a, &ret)) {
+    return ret;
+  }
+  ACLHOST_RETURN_IF_ERROR(CheckLimits(api, a));
+  if (a.kind == ACL_MEMCPY_DEVICE_TO_DEVICE) {
+    return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api,
+                "kind ACL_MEMCPY_DEVICE_TO_DEVICE(3) is not supported by aclrtMemcpy2d; expected "
+                "ACL_MEMCPY_HOST_TO_DEVICE(1), DEVICE_TO_HOST(2) or DEFAULT(4) (use aclrtMemcpy2dAsync)");
+  }
+  int32_t device = -1;
+  ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
+  MemInfo dst_info;
+  MemInfo src_info;
+  int64_t resolved = a.kind;
+  ACLHOST_RETURN_IF_ERROR(ResolveAndCheck(api, a, true, &dst_info, &src_info, &resolved));
+  Copy2D(dst_info.HostAddress(a.dst), a.dpitch, src_info.HostAddress(a.src), a.spitch, a.width, a.height);
+  return ACL_SUCCESS;
+}
+
+aclError Memcpy2dAsync(const char *api, const Copy2DArgs &a, aclrtStream handle) {
+  aclError ret = ACL_SUCCESS;
+  if (AclLayerChecks(api, a, &ret)) {
+    return ret;
+  }
+  std::shared_ptr<Stream> stream;
+  ACLHOST_RETURN_IF_ERROR(LookupStreamHandle(api, handle, &stream));
+  if (stream == nullptr) {
+    ACLHOST_RETURN_IF_ERROR(UseNullStream(api, &stream));
+  }
+  ACLHOST_RETURN_IF_ERROR(CheckLimits(api, a));
+  MemInfo dst_info;
+  MemInfo src_info;
+  int64_t resolved = a.kind;
+  ACLHOST_RETURN_IF_ERROR(ResolveAndCheck(api, a, false, &dst_info, &src_info, &resolved));
+  int32_t device = -1;
+  ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
+  if (IsPageable(src_info) || IsPageable(dst_info)) {
+    ACLHOST_RETURN_IF_ERROR(SynchronizeStream(api, *stream, -1));
     Copy2D(dst_info.HostAddress(a.dst), a.dpitch, src_info.HostAddress(a.src), a.spitch, a.width, a.height);
     return ACL_SUCCESS;
-}
-
-aclError Memcpy2dAsync(const char *api, const Copy2DArgs &a, aclrtStream handle)
-{
-    aclError ret = ACL_SUCCESS;
-    if (AclLayerChecks(api, a, &ret)) {
-        return ret;
-    }
-    std::shared_ptr<Stream> stream;
-    ret = LookupStreamHandle(api, handle, &stream);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    if (stream == nullptr) {
-        ret = UseNullStream(api, &stream);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-    }
-    ret = CheckLimits(api, a);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    MemInfo dst_info;
-    MemInfo src_info;
-    int64_t resolved = a.kind;
-    ret = ResolveAndCheck(api, a, false, &dst_info, &src_info, &resolved);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    int32_t device = -1;
-    ret = DeviceManager::Instance().CurrentDevice(api, &device);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    if (IsPageable(src_info) || IsPageable(dst_info)) {
-        ret = SynchronizeStream(api, *stream, -1);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        Copy2D(dst_info.HostAddress(a.dst), a.dpitch, src_info.HostAddress(a.src), a.spitch, a.width, a.height);
-        return ACL_SUCCESS;
-    }
-    ret = CheckStreamInCurrentContext(api, *stream);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    std::unique_ptr<StreamTask> copy = std::make_unique<Copy2DTask>(
-        dst_info.HostAddress(a.dst), a.dpitch, src_info.HostAddress(a.src), a.spitch, a.width, a.height);
-    if (CrossesDevices(resolved, src_info, dst_info)) {
-        copy = CopyBetween(std::move(copy), src_info.device, dst_info.device);
-    }
-    stream->Enqueue(std::move(copy));
-    return ACL_SUCCESS;
+  }
+  ACLHOST_RETURN_IF_ERROR(CheckStreamInCurrentContext(api, *stream));
+  std::unique_ptr<StreamTask> copy = std::make_unique<Copy2DTask>(
+      dst_info.HostAddress(a.dst), a.dpitch, src_info.HostAddress(a.src), a.spitch, a.width, a.height);
+  if (CrossesDevices(resolved, src_info, dst_info)) {
+    copy = CopyBetween(std::move(copy), src_info.device, dst_info.device);
+  }
+  stream->Enqueue(std::move(copy));
+  return ACL_SUCCESS;
 }
 
 }  // namespace
 }  // namespace aclhost
 
-extern "C" aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                                  size_t height, aclrtMemcpyKind kind)
-{
-    constexpr const char *api = "aclrtMemcpy2d";
-    return aclhost::GuardedCall(api, [&] {
-        const aclhost::Copy2DArgs args{dst, dpitch, src, spitch, width, height, aclhost::RawEnumValue(kind)};
-        return aclhost::Memcpy2dSync(api, args);
-    });
+extern "C" aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+                                  aclrtMemcpyKind kind) {
+  constexpr const char *api = "aclrtMemcpy2d";
+  return aclhost::GuardedCall(api, [&] {
+    const aclhost::Copy2DArgs args{dst, dpitch, src, spitch, width, height, aclhost::RawEnumValue(kind)};
+    return aclhost::Memcpy2dSync(api, args);
+  });
 }
 
 extern "C" aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                                       size_t height, aclrtMemcpyKind kind, aclrtStream stream)
-{
-    constexpr const char *api = "aclrtMemcpy2dAsync";
-    return aclhost::GuardedCall(api, [&] {
-        const aclhost::Copy2DArgs args{dst, dpitch, src, spitch, width, height, aclhost::RawEnumValue(kind)};
-        return aclhost::Memcpy2dAsync(api, args, stream);
-    });
+                                       size_t height, aclrtMemcpyKind kind, aclrtStream stream) {
+  constexpr const char *api = "aclrtMemcpy2dAsync";
+  return aclhost::GuardedCall(api, [&] {
+    const aclhost::Copy2DArgs args{dst, dpitch, src, spitch, width, height, aclhost::RawEnumValue(kind)};
+    return aclhost::Memcpy2dAsync(api, args, stream);
+  });
 }

@@ -20,8 +20,8 @@
 // - aclrtMemcpy runs inline on the calling thread without waiting for any stream.
 // - aclrtMemcpyAsyncWithCondition behaves as aclrtMemcpyAsync: the host runtime can always tell pinned
 //   from pageable memory, so CANN's CHECK_MEMORY_PINNED never fails with 207000 here.
-// - UNCONFIRMED in the spec: whether on-chip D2D copies must be 64-byte aligned at run time. Choice: not
-//   enforced.
+// - UNCONFIRMED (docs/host_runtime.md): whether on-chip D2D copies must be 64-byte aligned at run
+//   time. Choice: not enforced.
 // - A device-to-device copy between memory of two different devices (kind D2D or DEFAULT; CANN's ACL
 //   layer refuses INTER_DEVICE_TO_DEVICE(7) with 100000 like any kind above 5) passes every check at
 //   the call, as in CANN, whose runtime never compares the devices of the endpoints. It runs only when
@@ -47,170 +47,132 @@ namespace {
 
 // Shared by the argument checks of all three calls: count == 0, NULL pointers, kind range.
 // Returns true when the call is already decided (*ret holds the result).
-bool AclLayerChecks(const char *api, void *dst, const void *src, size_t count, int64_t kind, aclError *ret)
-{
-    if (count == 0) {
-        *ret = ACL_SUCCESS;
-        return true;
-    }
-    if (dst == nullptr || src == nullptr) {
-        *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected a valid address",
-                    dst == nullptr ? "dst" : "src");
-        return true;
-    }
-    *ret = CheckCopyKind(api, kind);
-    return *ret != ACL_SUCCESS;
+bool AclLayerChecks(const char *api, void *dst, const void *src, size_t count, int64_t kind, aclError *ret) {
+  if (count == 0) {
+    *ret = ACL_SUCCESS;
+    return true;
+  }
+  if (dst == nullptr || src == nullptr) {
+    *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected a valid address", dst == nullptr ? "dst" : "src");
+    return true;
+  }
+  *ret = CheckCopyKind(api, kind);
+  return *ret != ACL_SUCCESS;
 }
 
 // Location checks shared by sync and async copies: looks both endpoints up (*dst_info, *src_info)
 // and gives the effective kind in *resolved.
-aclError CheckLocations(const char *api, void *dst, const void *src, size_t count, int64_t kind,
-                        MemInfo *dst_info_out, MemInfo *src_info_out, int64_t *resolved)
-{
-    const MemoryRegistry &registry = MemoryRegistry::Instance();
-    const MemInfo &dst_info = *dst_info_out = registry.Lookup(dst);
-    const MemInfo &src_info = *src_info_out = registry.Lookup(src);
-    aclError ret = ACL_SUCCESS;
-    if (kind == ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
-        ret = CheckStagedLocations(api, src, src_info, dst, dst_info);
-        *resolved = kind;
-    } else {
-        ret = ResolveKind(api, src, src_info, dst, dst_info, kind, resolved);
-    }
-    if (ret == ACL_SUCCESS) {
-        ret = CheckExtent(api, "src", src, count, src_info);
-    }
-    if (ret == ACL_SUCCESS) {
-        ret = CheckExtent(api, "dst", dst, count, dst_info);
-    }
-    return ret;
+aclError CheckLocations(const char *api, void *dst, const void *src, size_t count, int64_t kind, MemInfo *dst_info_out,
+                        MemInfo *src_info_out, int64_t *resolved) {
+  const MemoryRegistry &registry = MemoryRegistry::Instance();
+  const MemInfo &dst_info = *dst_info_out = registry.Lookup(dst);
+  const MemInfo &src_info = *src_info_out = registry.Lookup(src);
+  if (kind == ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
+    *resolved = kind;
+    ACLHOST_RETURN_IF_ERROR(CheckStagedLocations(api, src, src_info, dst, dst_info));
+  } else {
+    ACLHOST_RETURN_IF_ERROR(ResolveKind(api, src, src_info, dst, dst_info, kind, resolved));
+  }
+  ACLHOST_RETURN_IF_ERROR(CheckExtent(api, "src", src, count, src_info));
+  return CheckExtent(api, "dst", dst, count, dst_info);
 }
 
-aclError MemcpySync(const char *api, void *dst, size_t destMax, const void *src, size_t count, int64_t kind)
-{
-    aclError ret = ACL_SUCCESS;
-    if (AclLayerChecks(api, dst, src, count, kind, &ret)) {
-        return ret;
-    }
-    if (destMax == 0) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "destMax is 0; expected the byte capacity of dst");
-    }
-    if (count > destMax) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "count %zu exceeds destMax %zu", count, destMax);
-    }
-    if (dst == src) {
-        return ACL_SUCCESS;
-    }
-    int32_t device = -1;
-    ret = DeviceManager::Instance().CurrentDevice(api, &device);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    MemInfo dst_info;
-    MemInfo src_info;
-    int64_t resolved = kind;
-    ret = CheckLocations(api, dst, src, count, kind, &dst_info, &src_info, &resolved);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    if (CrossesDevices(resolved, src_info, dst_info) &&
-        !PeerAccessTable::Instance().Mutual(src_info.device, dst_info.device)) {
-        return PeerCopyFailure(api, src_info.device, dst_info.device);
-    }
-    CopyBytes(dst_info.HostAddress(dst), src_info.HostAddress(src), count);
+aclError MemcpySync(const char *api, void *dst, size_t destMax, const void *src, size_t count, int64_t kind) {
+  aclError ret = ACL_SUCCESS;
+  if (AclLayerChecks(api, dst, src, count, kind, &ret)) {
+    return ret;
+  }
+  if (destMax == 0) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "destMax is 0; expected the byte capacity of dst");
+  }
+  if (count > destMax) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "count %zu exceeds destMax %zu", count, destMax);
+  }
+  if (dst == src) {
     return ACL_SUCCESS;
+  }
+  int32_t device = -1;
+  ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
+  MemInfo dst_info;
+  MemInfo src_info;
+  int64_t resolved = kind;
+  ACLHOST_RETURN_IF_ERROR(CheckLocations(api, dst, src, count, kind, &dst_info, &src_info, &resolved));
+  if (CrossesDevices(resolved, src_info, dst_info) &&
+      !PeerAccessTable::Instance().Mutual(src_info.device, dst_info.device)) {
+    return PeerCopyFailure(api, src_info.device, dst_info.device);
+  }
+  CopyBytes(dst_info.HostAddress(dst), src_info.HostAddress(src), count);
+  return ACL_SUCCESS;
 }
 
 aclError MemcpyAsyncCommon(const char *api, void *dst, size_t destMax, const void *src, size_t count, int64_t kind,
-                           aclrtStream handle)
-{
-    aclError ret = ACL_SUCCESS;
-    if (AclLayerChecks(api, dst, src, count, kind, &ret)) {
-        return ret;
-    }
-    std::shared_ptr<Stream> stream;
-    ret = LookupStreamHandle(api, handle, &stream);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    if (count > destMax) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "count %zu exceeds destMax %zu", count, destMax);
-    }
-    ret = UseCurrentContext(api, &stream);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    MemInfo dst_info;
-    MemInfo src_info;
-    int64_t resolved = kind;
-    ret = CheckLocations(api, dst, src, count, kind, &dst_info, &src_info, &resolved);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    if (resolved == ACL_MEMCPY_HOST_TO_HOST) {
-        return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api,
-                    "src %p (%s) and dst %p (%s) make a host-to-host copy, which asynchronous copies do not "
-                    "support; use aclrtMemcpy or memcpy",
-                    src, MemKindName(src_info.kind), dst, MemKindName(dst_info.kind));
-    }
-    if (dst == src) {
-        return ACL_SUCCESS;
-    }
-    if (resolved == ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
-        ret = CheckStreamInCurrentContext(api, *stream);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        std::unique_ptr<unsigned char[]> staged(new unsigned char[count]);
-        CopyBytes(staged.get(), src_info.HostAddress(src), count);
-        stream->Enqueue(std::make_unique<StagedCopyTask>(dst_info.HostAddress(dst), std::move(staged), count));
-        return ACL_SUCCESS;
-    }
-    if (IsPageable(src_info) || IsPageable(dst_info)) {
-        ret = SynchronizeStream(api, *stream, -1);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        CopyBytes(dst_info.HostAddress(dst), src_info.HostAddress(src), count);
-        return ACL_SUCCESS;
-    }
-    ret = CheckStreamInCurrentContext(api, *stream);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    std::unique_ptr<StreamTask> copy =
-        std::make_unique<CopyTask>(dst_info.HostAddress(dst), src_info.HostAddress(src), count);
-    if (CrossesDevices(resolved, src_info, dst_info)) {
-        copy = CopyBetween(std::move(copy), src_info.device, dst_info.device);
-    }
-    stream->Enqueue(std::move(copy));
+                           aclrtStream handle) {
+  aclError ret = ACL_SUCCESS;
+  if (AclLayerChecks(api, dst, src, count, kind, &ret)) {
+    return ret;
+  }
+  std::shared_ptr<Stream> stream;
+  ACLHOST_RETURN_IF_ERROR(LookupStreamHandle(api, handle, &stream));
+  if (count > destMax) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "count %zu exceeds destMax %zu", count, destMax);
+  }
+  ACLHOST_RETURN_IF_ERROR(UseCurrentContext(api, &stream));
+  MemInfo dst_info;
+  MemInfo src_info;
+  int64_t resolved = kind;
+  ACLHOST_RETURN_IF_ERROR(CheckLocations(api, dst, src, count, kind, &dst_info, &src_info, &resolved));
+  if (resolved == ACL_MEMCPY_HOST_TO_HOST) {
+    return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api,
+                "src %p (%s) and dst %p (%s) make a host-to-host copy, which asynchronous copies do not "
+                "support; use aclrtMemcpy or memcpy",
+                src, MemKindName(src_info.kind), dst, MemKindName(dst_info.kind));
+  }
+  if (dst == src) {
     return ACL_SUCCESS;
+  }
+  if (resolved == ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
+    ACLHOST_RETURN_IF_ERROR(CheckStreamInCurrentContext(api, *stream));
+    std::unique_ptr<unsigned char[]> staged(new unsigned char[count]);
+    CopyBytes(staged.get(), src_info.HostAddress(src), count);
+    stream->Enqueue(std::make_unique<StagedCopyTask>(dst_info.HostAddress(dst), std::move(staged), count));
+    return ACL_SUCCESS;
+  }
+  if (IsPageable(src_info) || IsPageable(dst_info)) {
+    ACLHOST_RETURN_IF_ERROR(SynchronizeStream(api, *stream, -1));
+    CopyBytes(dst_info.HostAddress(dst), src_info.HostAddress(src), count);
+    return ACL_SUCCESS;
+  }
+  ACLHOST_RETURN_IF_ERROR(CheckStreamInCurrentContext(api, *stream));
+  std::unique_ptr<StreamTask> copy =
+      std::make_unique<CopyTask>(dst_info.HostAddress(dst), src_info.HostAddress(src), count);
+  if (CrossesDevices(resolved, src_info, dst_info)) {
+    copy = CopyBetween(std::move(copy), src_info.device, dst_info.device);
+  }
+  stream->Enqueue(std::move(copy));
+  return ACL_SUCCESS;
 }
 
 }  // namespace
 }  // namespace aclhost
 
-extern "C" aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind)
-{
-    constexpr const char *api = "aclrtMemcpy";
-    return aclhost::GuardedCall(
-        api, [&] { return aclhost::MemcpySync(api, dst, destMax, src, count, aclhost::RawEnumValue(kind)); });
+extern "C" aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind) {
+  constexpr const char *api = "aclrtMemcpy";
+  return aclhost::GuardedCall(
+      api, [&] { return aclhost::MemcpySync(api, dst, destMax, src, count, aclhost::RawEnumValue(kind)); });
 }
 
 extern "C" aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind,
-                                     aclrtStream stream)
-{
-    constexpr const char *api = "aclrtMemcpyAsync";
-    return aclhost::GuardedCall(api, [&] {
-        return aclhost::MemcpyAsyncCommon(api, dst, destMax, src, count, aclhost::RawEnumValue(kind), stream);
-    });
+                                     aclrtStream stream) {
+  constexpr const char *api = "aclrtMemcpyAsync";
+  return aclhost::GuardedCall(api, [&] {
+    return aclhost::MemcpyAsyncCommon(api, dst, destMax, src, count, aclhost::RawEnumValue(kind), stream);
+  });
 }
 
 extern "C" aclError aclrtMemcpyAsyncWithCondition(void *dst, size_t destMax, const void *src, size_t count,
-                                                  aclrtMemcpyKind kind, aclrtStream stream)
-{
-    constexpr const char *api = "aclrtMemcpyAsyncWithCondition";
-    return aclhost::GuardedCall(api, [&] {
-        return aclhost::MemcpyAsyncCommon(api, dst, destMax, src, count, aclhost::RawEnumValue(kind), stream);
-    });
+                                                  aclrtMemcpyKind kind, aclrtStream stream) {
+  constexpr const char *api = "aclrtMemcpyAsyncWithCondition";
+  return aclhost::GuardedCall(api, [&] {
+    return aclhost::MemcpyAsyncCommon(api, dst, destMax, src, count, aclhost::RawEnumValue(kind), stream);
+  });
 }

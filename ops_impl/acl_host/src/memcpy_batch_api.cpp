@@ -18,8 +18,9 @@
 // - Async (as CANN's item loop): items are validated in order; a run of pinned/device items becomes one
 //   stream task (one item array per call); an item with a pageable endpoint first submits the run, drains
 //   the stream and copies inline. The registry lock is not held across the whole loop: every 256 items a
-//   waiting registry writer (free, registration) gets in, after the items validated so far are enqueued. When item i fails, the items before it stay submitted or done, nothing
-//   after it is touched, *failIndex = i and the call returns 107000.
+//   waiting registry writer (free, registration) gets in, after the items validated so far are enqueued. When item i
+//   fails, the items before it stay submitted or done, nothing after it is touched, *failIndex = i and the call returns
+//   107000.
 // - Sync: every item is validated first (no partial effect), then all are copied on the calling thread;
 //   the call returns after the copies. The per-item checks are the async ones (the spec states the
 //   zero-size / NULL item checks only for the async loop; applying them here is this runtime's choice).
@@ -32,6 +33,7 @@
 #include <memory>
 
 #include "acl/acl_rt.h"
+#include "acl_limits.h"
 #include "api_guard.h"
 #include "checked_math.h"
 #include "copy_engine.h"
@@ -45,366 +47,326 @@
 namespace aclhost {
 namespace {
 
-constexpr size_t kMaxSyncBatch = 4096;  // DEVMM_MEMCPY_BATCH_MAX_COUNT
+using acl_limits::kMaxBatchItems;
 
 struct BatchArgs {
-    void **dsts;
-    size_t *destMaxs;
-    void **srcs;
-    size_t *sizes;
-    size_t count;
-    aclrtMemcpyBatchAttr *attrs;
-    size_t *attrsIndexes;
-    size_t numAttrs;
-    size_t *failIndex;  // NULL for the V2 calls
+  void **dsts;
+  size_t *destMaxs;
+  void **srcs;
+  size_t *sizes;
+  size_t count;
+  aclrtMemcpyBatchAttr *attrs;
+  size_t *attrsIndexes;
+  size_t numAttrs;
+  size_t *failIndex;  // NULL for the V2 calls
 };
 
-void SetFailIndex(const BatchArgs &a, size_t value)
-{
-    if (a.failIndex != nullptr) {
-        *a.failIndex = value;
-    }
+void SetFailIndex(const BatchArgs &a, size_t value) {
+  if (a.failIndex != nullptr) {
+    *a.failIndex = value;
+  }
 }
 
 // ACL-layer checks; true when the call is decided (*ret holds the result).
-bool AclLayerChecks(const char *api, const BatchArgs &a, bool has_fail_index, aclError *ret)
-{
-    *ret = ACL_SUCCESS;
-    if (has_fail_index && a.failIndex == nullptr) {
-        *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "failIndex is NULL; expected a pointer to a size_t");
+bool AclLayerChecks(const char *api, const BatchArgs &a, bool has_fail_index, aclError *ret) {
+  *ret = ACL_SUCCESS;
+  if (has_fail_index && a.failIndex == nullptr) {
+    *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "failIndex is NULL; expected a pointer to a size_t");
+    return true;
+  }
+  if (a.sizes == nullptr) {
+    *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "sizes is NULL; expected an array of numBatches sizes");
+    return true;
+  }
+  if (a.count == 0) {
+    *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "numBatches is 0; expected a positive count");
+    return true;
+  }
+  bool all_zero = true;
+  for (size_t i = 0; i < a.count && all_zero; ++i) {
+    all_zero = a.sizes[i] == 0;
+  }
+  if (all_zero) {
+    SetFailIndex(a, SIZE_MAX);
+    return true;
+  }
+  const struct {
+    const void *value;
+    const char *name;
+  } arrays[] = {{a.dsts, "dsts"},
+                {a.destMaxs, "destMaxs"},
+                {a.srcs, "srcs"},
+                {a.attrs, "attrs"},
+                {a.attrsIndexes, "attrsIndexes"}};
+  for (const auto &array : arrays) {
+    if (array.value == nullptr) {
+      *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected an array", array.name);
+      return true;
+    }
+  }
+  for (size_t i = 0; i < a.count; ++i) {
+    if (a.destMaxs[i] < a.sizes[i]) {
+      *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "sizes[%zu] %zu exceeds destMaxs[%zu] %zu", i, a.sizes[i], i,
+                  a.destMaxs[i]);
+      return true;
+    }
+  }
+  const size_t readable_attrs = a.numAttrs < a.count ? a.numAttrs : a.count;
+  for (size_t k = 0; k < readable_attrs; ++k) {
+    for (size_t j = 0; j < sizeof(a.attrs[k].rsv); ++j) {
+      if (a.attrs[k].rsv[j] != 0) {
+        *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "attrs[%zu].rsv[%zu] is %u; expected 0", k, j,
+                    static_cast<unsigned>(a.attrs[k].rsv[j]));
         return true;
+      }
     }
-    if (a.sizes == nullptr) {
-        *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "sizes is NULL; expected an array of numBatches sizes");
-        return true;
-    }
-    if (a.count == 0) {
-        *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "numBatches is 0; expected a positive count");
-        return true;
-    }
-    bool all_zero = true;
-    for (size_t i = 0; i < a.count && all_zero; ++i) {
-        all_zero = a.sizes[i] == 0;
-    }
-    if (all_zero) {
-        SetFailIndex(a, SIZE_MAX);
-        return true;
-    }
-    const struct {
-        const void *value;
-        const char *name;
-    } arrays[] = {{a.dsts, "dsts"}, {a.destMaxs, "destMaxs"}, {a.srcs, "srcs"}, {a.attrs, "attrs"},
-                  {a.attrsIndexes, "attrsIndexes"}};
-    for (const auto &array : arrays) {
-        if (array.value == nullptr) {
-            *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected an array", array.name);
-            return true;
-        }
-    }
-    for (size_t i = 0; i < a.count; ++i) {
-        if (a.destMaxs[i] < a.sizes[i]) {
-            *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "sizes[%zu] %zu exceeds destMaxs[%zu] %zu", i, a.sizes[i], i,
-                        a.destMaxs[i]);
-            return true;
-        }
-    }
-    const size_t readable_attrs = a.numAttrs < a.count ? a.numAttrs : a.count;
-    for (size_t k = 0; k < readable_attrs; ++k) {
-        for (size_t j = 0; j < sizeof(a.attrs[k].rsv); ++j) {
-            if (a.attrs[k].rsv[j] != 0) {
-                *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "attrs[%zu].rsv[%zu] is %u; expected 0", k, j,
-                            static_cast<unsigned>(a.attrs[k].rsv[j]));
-                return true;
-            }
-        }
-    }
-    return false;
+  }
+  return false;
 }
 
-aclError CheckBatchFeature(const char *api)
-{
-    aclError ret = ACL_SUCCESS;
-    const SocProfile *soc = RequireSoc(api, &ret);
-    if (soc == nullptr) {
-        return ret;
-    }
-    if (!soc->memcpy_batch) {
-        return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "batch memory copies are not supported on SoC %s",
-                    soc->name);
-    }
-    return ACL_SUCCESS;
+aclError CheckBatchFeature(const char *api) {
+  const SocProfile *soc = nullptr;
+  ACLHOST_RETURN_IF_ERROR(RequireSoc(api, &soc));
+  if (!soc->memcpy_batch) {
+    return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "batch memory copies are not supported on SoC %s", soc->name);
+  }
+  return ACL_SUCCESS;
 }
 
 // Runtime-layer checks of the counts and attribute indexes.
-aclError RuntimeChecks(const char *api, const BatchArgs &a, bool sync)
-{
-    if (a.numAttrs == 0) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "numAttrs is 0; expected 1 .. numBatches (%zu)", a.count);
+aclError RuntimeChecks(const char *api, const BatchArgs &a, bool sync) {
+  if (a.numAttrs == 0) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "numAttrs is 0; expected 1 .. numBatches (%zu)", a.count);
+  }
+  if (a.numAttrs > a.count) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "numAttrs %zu exceeds numBatches %zu", a.numAttrs, a.count);
+  }
+  if (sync && a.count > kMaxBatchItems) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "numBatches %zu exceeds the limit %zu of a synchronous batch", a.count,
+                kMaxBatchItems);
+  }
+  if (a.attrsIndexes[0] != 0) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "attrsIndexes[0] is %zu; expected 0", a.attrsIndexes[0]);
+  }
+  for (size_t k = 1; k < a.numAttrs; ++k) {
+    if (a.attrsIndexes[k] <= a.attrsIndexes[k - 1]) {
+      return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                  "attrsIndexes[%zu] %zu is not greater than attrsIndexes[%zu] %zu; expected strictly "
+                  "increasing indexes",
+                  k, a.attrsIndexes[k], k - 1, a.attrsIndexes[k - 1]);
     }
-    if (a.numAttrs > a.count) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "numAttrs %zu exceeds numBatches %zu", a.numAttrs, a.count);
+    if (a.attrsIndexes[k] >= a.count) {
+      return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "attrsIndexes[%zu] %zu is not below numBatches %zu", k,
+                  a.attrsIndexes[k], a.count);
     }
-    if (sync && a.count > kMaxSyncBatch) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "numBatches %zu exceeds the limit %zu of a synchronous batch",
-                    a.count, kMaxSyncBatch);
-    }
-    if (a.attrsIndexes[0] != 0) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "attrsIndexes[0] is %zu; expected 0", a.attrsIndexes[0]);
-    }
-    for (size_t k = 1; k < a.numAttrs; ++k) {
-        if (a.attrsIndexes[k] <= a.attrsIndexes[k - 1]) {
-            return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                        "attrsIndexes[%zu] %zu is not greater than attrsIndexes[%zu] %zu; expected strictly "
-                        "increasing indexes",
-                        k, a.attrsIndexes[k], k - 1, a.attrsIndexes[k - 1]);
-        }
-        if (a.attrsIndexes[k] >= a.count) {
-            return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "attrsIndexes[%zu] %zu is not below numBatches %zu", k,
-                        a.attrsIndexes[k], a.count);
-        }
-    }
-    return ACL_SUCCESS;
+  }
+  return ACL_SUCCESS;
 }
 
-const char *LocationName(int64_t type)
-{
-    switch (type) {
-        case ACL_MEM_LOCATION_TYPE_HOST:
-            return "HOST";
-        case ACL_MEM_LOCATION_TYPE_DEVICE:
-            return "DEVICE";
-        case ACL_MEM_LOCATION_TYPE_UNREGISTERED:
-            return "UNREGISTERED";
-        case ACL_MEM_LOCATION_TYPE_MANAGED:
-            return "MANAGED";
-        case ACL_MEM_LOCATION_TYPE_HOST_NUMA:
-            return "HOST_NUMA";
-        default:
-            return "unknown";
-    }
+const char *LocationName(int64_t type) {
+  switch (type) {
+    case ACL_MEM_LOCATION_TYPE_HOST:
+      return "HOST";
+    case ACL_MEM_LOCATION_TYPE_DEVICE:
+      return "DEVICE";
+    case ACL_MEM_LOCATION_TYPE_UNREGISTERED:
+      return "UNREGISTERED";
+    case ACL_MEM_LOCATION_TYPE_MANAGED:
+      return "MANAGED";
+    case ACL_MEM_LOCATION_TYPE_HOST_NUMA:
+      return "HOST_NUMA";
+    default:
+      return "unknown";
+  }
 }
 
 // The real location as batch copies see it: device memory is DEVICE, pinned and pageable memory HOST.
-int64_t BatchLocation(const MemInfo &info)
-{
-    return info.is_device() ? ACL_MEM_LOCATION_TYPE_DEVICE : ACL_MEM_LOCATION_TYPE_HOST;
+int64_t BatchLocation(const MemInfo &info) {
+  return info.is_device() ? ACL_MEM_LOCATION_TYPE_DEVICE : ACL_MEM_LOCATION_TYPE_HOST;
 }
 
 // Whether an attribute's declared location matches the real one (the per-item fast path).
-inline bool LocationMatches(const aclrtMemLocation &declared, const MemInfo &info)
-{
-    const int64_t raw_type = RawEnumValue(declared.type);
-    const int64_t type = raw_type == ACL_MEM_LOCATION_TYPE_HOST_NUMA ? int64_t{ACL_MEM_LOCATION_TYPE_HOST} : raw_type;
-    const int64_t real = BatchLocation(info);
-    return type == real && (real != ACL_MEM_LOCATION_TYPE_DEVICE || static_cast<int64_t>(declared.id) == info.device);
+inline bool LocationMatches(const aclrtMemLocation &declared, const MemInfo &info) {
+  const int64_t raw_type = RawEnumValue(declared.type);
+  const int64_t type = raw_type == ACL_MEM_LOCATION_TYPE_HOST_NUMA ? int64_t{ACL_MEM_LOCATION_TYPE_HOST} : raw_type;
+  const int64_t real = BatchLocation(info);
+  return type == real && (real != ACL_MEM_LOCATION_TYPE_DEVICE || static_cast<int64_t>(declared.id) == info.device);
 }
 
 // The failure of a location that does not match (cold: only called when LocationMatches is false).
 __attribute__((noinline, cold)) aclError LocationFailure(const char *api, size_t item, size_t attr_index,
                                                          const char *side, const aclrtMemLocation &declared,
-                                                         const void *ptr, const MemInfo &info)
-{
-    const int64_t raw_type = RawEnumValue(declared.type);
-    char where[96] = " (declare host memory, pinned or pageable, as ACL_MEM_LOCATION_TYPE_HOST)";
-    if (info.is_device()) {
-        (void)std::snprintf(where, sizeof(where), " of device %d", static_cast<int>(info.device));
-    }
-    return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                "item %zu: attrs[%zu].%sLoc {id %u, type %lld (%s)} does not match %ss[%zu] %p, which is %s%s", item,
-                attr_index, side, static_cast<unsigned>(declared.id), static_cast<long long>(raw_type),
-                LocationName(raw_type), side, item, ptr, MemKindName(info.kind), where);
+                                                         const void *ptr, const MemInfo &info) {
+  const int64_t raw_type = RawEnumValue(declared.type);
+  char where[96] = " (declare host memory, pinned or pageable, as ACL_MEM_LOCATION_TYPE_HOST)";
+  if (info.is_device()) {
+    (void)std::snprintf(where, sizeof(where), " of device %d", static_cast<int>(info.device));
+  }
+  return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+              "item %zu: attrs[%zu].%sLoc {id %u, type %lld (%s)} does not match %ss[%zu] %p, which is %s%s", item,
+              attr_index, side, static_cast<unsigned>(declared.id), static_cast<long long>(raw_type),
+              LocationName(raw_type), side, item, ptr, MemKindName(info.kind), where);
 }
 
-__attribute__((noinline, cold)) aclError ExtentFailure(const char *api, const char *array, size_t i,
-                                                       const void *ptr, size_t size, const MemInfo &info)
-{
-    char name[64];
-    (void)std::snprintf(name, sizeof(name), "item %zu: %s[%zu]", i, array, i);
-    return CheckExtent(api, name, ptr, size, info);
+__attribute__((noinline, cold)) aclError ExtentFailure(const char *api, const char *array, size_t i, const void *ptr,
+                                                       size_t size, const MemInfo &info) {
+  char name[64];
+  (void)std::snprintf(name, sizeof(name), "item %zu: %s[%zu]", i, array, i);
+  return CheckExtent(api, name, ptr, size, info);
 }
 
-__attribute__((noinline, cold)) aclError ItemFailure(const char *api, const BatchArgs &a, size_t i)
-{
-    if (a.sizes[i] == 0 || a.sizes[i] > a.destMaxs[i]) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                    "item %zu: sizes[%zu] is %zu; expected 0 < size <= destMaxs[%zu] %zu", i, i, a.sizes[i], i,
-                    a.destMaxs[i]);
-    }
-    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "item %zu: %ss[%zu] is NULL", i, a.srcs[i] == nullptr ? "src" : "dst",
-                i);
+__attribute__((noinline, cold)) aclError ItemFailure(const char *api, const BatchArgs &a, size_t i) {
+  if (a.sizes[i] == 0 || a.sizes[i] > a.destMaxs[i]) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "item %zu: sizes[%zu] is %zu; expected 0 < size <= destMaxs[%zu] %zu",
+                i, i, a.sizes[i], i, a.destMaxs[i]);
+  }
+  return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "item %zu: %ss[%zu] is NULL", i, a.srcs[i] == nullptr ? "src" : "dst",
+              i);
 }
 
-__attribute__((noinline, cold)) aclError SameSideFailure(const char *api, size_t i, const MemInfo &src_info)
-{
-    return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                "item %zu: srcs[%zu] and dsts[%zu] are both %s memory; only host-to-device and device-to-host "
-                "copies are supported",
-                i, i, i, src_info.is_device() ? "device" : "host");
+__attribute__((noinline, cold)) aclError SameSideFailure(const char *api, size_t i, const MemInfo &src_info) {
+  return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+              "item %zu: srcs[%zu] and dsts[%zu] are both %s memory; only host-to-device and device-to-host "
+              "copies are supported",
+              i, i, i, src_info.is_device() ? "device" : "host");
 }
 
 // Per-item checks of item i under attribute attr_index. The checks run inline; messages are built by
 // cold functions only when a check fails.
 inline aclError ValidateItem(const char *api, const BatchArgs &a, size_t i, size_t attr_index,
-                             MemoryRegistry::Reader &reader, MemInfo *dst_info, MemInfo *src_info)
-{
-    const size_t size = a.sizes[i];
-    if (size == 0 || size > a.destMaxs[i] || a.srcs[i] == nullptr || a.dsts[i] == nullptr) {
-        return ItemFailure(api, a, i);
-    }
-    const aclrtMemcpyBatchAttr &attr = a.attrs[attr_index];
-    *dst_info = reader.Lookup(a.dsts[i]);
-    if (!LocationMatches(attr.dstLoc, *dst_info)) {
-        return LocationFailure(api, i, attr_index, "dst", attr.dstLoc, a.dsts[i], *dst_info);
-    }
-    *src_info = reader.Lookup(a.srcs[i]);
-    if (!LocationMatches(attr.srcLoc, *src_info)) {
-        return LocationFailure(api, i, attr_index, "src", attr.srcLoc, a.srcs[i], *src_info);
-    }
-    if (BatchLocation(*dst_info) == BatchLocation(*src_info)) {
-        return SameSideFailure(api, i, *src_info);
-    }
-    if (!ExtentFits(a.srcs[i], size, *src_info)) {
-        return ExtentFailure(api, "srcs", i, a.srcs[i], size, *src_info);
-    }
-    if (!ExtentFits(a.dsts[i], size, *dst_info)) {
-        return ExtentFailure(api, "dsts", i, a.dsts[i], size, *dst_info);
-    }
-    return ACL_SUCCESS;
+                             MemoryRegistry::Reader &reader, MemInfo *dst_info, MemInfo *src_info) {
+  const size_t size = a.sizes[i];
+  if (size == 0 || size > a.destMaxs[i] || a.srcs[i] == nullptr || a.dsts[i] == nullptr) {
+    return ItemFailure(api, a, i);
+  }
+  const aclrtMemcpyBatchAttr &attr = a.attrs[attr_index];
+  *dst_info = reader.Lookup(a.dsts[i]);
+  if (!LocationMatches(attr.dstLoc, *dst_info)) {
+    return LocationFailure(api, i, attr_index, "dst", attr.dstLoc, a.dsts[i], *dst_info);
+  }
+  *src_info = reader.Lookup(a.srcs[i]);
+  if (!LocationMatches(attr.srcLoc, *src_info)) {
+    return LocationFailure(api, i, attr_index, "src", attr.srcLoc, a.srcs[i], *src_info);
+  }
+  if (BatchLocation(*dst_info) == BatchLocation(*src_info)) {
+    return SameSideFailure(api, i, *src_info);
+  }
+  if (!ExtentFits(a.srcs[i], size, *src_info)) {
+    return ExtentFailure(api, "srcs", i, a.srcs[i], size, *src_info);
+  }
+  if (!ExtentFits(a.dsts[i], size, *dst_info)) {
+    return ExtentFailure(api, "dsts", i, a.dsts[i], size, *dst_info);
+  }
+  return ACL_SUCCESS;
 }
 
 // Item i as the copy engine moves it: at the host addresses of its endpoints.
-inline CopyItem HostItem(const BatchArgs &a, size_t i, const MemInfo &dst_info, const MemInfo &src_info)
-{
-    return CopyItem{dst_info.HostAddress(a.dsts[i]), src_info.HostAddress(a.srcs[i]), a.sizes[i]};
+inline CopyItem HostItem(const BatchArgs &a, size_t i, const MemInfo &dst_info, const MemInfo &src_info) {
+  return CopyItem{dst_info.HostAddress(a.dsts[i]), src_info.HostAddress(a.srcs[i]), a.sizes[i]};
 }
 
 // Index of the attribute that applies to item i, advancing from the attribute of item i - 1.
-size_t AttributeFor(const BatchArgs &a, size_t i, size_t current)
-{
-    while (current + 1 < a.numAttrs && i >= a.attrsIndexes[current + 1]) {
-        ++current;
-    }
-    return current;
+size_t AttributeFor(const BatchArgs &a, size_t i, size_t current) {
+  while (current + 1 < a.numAttrs && i >= a.attrsIndexes[current + 1]) {
+    ++current;
+  }
+  return current;
 }
 
-aclError RunAsyncItems(const char *api, const BatchArgs &a, Stream &stream)
-{
-    std::shared_ptr<CopyItem[]> items(new CopyItem[a.count]);
-    size_t run_begin = 0;
-    size_t run_end = 0;
-    const auto submit_run = [&] {
-        if (run_end > run_begin) {
-            stream.Enqueue(std::make_unique<BatchRunTask>(items, run_begin, run_end));
-            run_begin = run_end;
-        }
-    };
-    // The registry's shared lock is held from validating an item until its copy is enqueued (or done),
-    // so aclrtFree, which removes the allocation under the exclusive lock and then drains the streams,
-    // never frees memory under a copy of this call. Every kItemsPerLockCheck items, with everything
-    // validated so far enqueued, the loop lets waiting frees and registrations in.
-    constexpr size_t kItemsPerLockCheck = 256;
+aclError RunAsyncItems(const char *api, const BatchArgs &a, Stream &stream) {
+  std::shared_ptr<CopyItem[]> items(new CopyItem[a.count]);
+  size_t run_begin = 0;
+  size_t run_end = 0;
+  const auto submit_run = [&] {
+    if (run_end > run_begin) {
+      stream.Enqueue(std::make_unique<BatchRunTask>(items, run_begin, run_end));
+      run_begin = run_end;
+    }
+  };
+  // The registry's shared lock is held from validating an item until its copy is enqueued (or done),
+  // so aclrtFree, which removes the allocation under the exclusive lock and then drains the streams,
+  // never frees memory under a copy of this call. Every kItemsPerLockCheck items, with everything
+  // validated so far enqueued, the loop lets waiting frees and registrations in.
+  constexpr size_t kItemsPerLockCheck = 256;
+  MemoryRegistry::Reader reader(MemoryRegistry::Instance());
+  size_t attr_index = 0;
+  for (size_t i = 0; i < a.count; ++i) {
+    if (i % kItemsPerLockCheck == 0 && i != 0 && reader.WritersWaiting()) {
+      submit_run();
+      reader.Pause();
+      reader.WaitForWriters();
+      reader.Resume();
+    }
+    attr_index = AttributeFor(a, i, attr_index);
+    MemInfo dst_info;
+    MemInfo src_info;
+    aclError ret = ValidateItem(api, a, i, attr_index, reader, &dst_info, &src_info);
+    if (ret != ACL_SUCCESS) {
+      submit_run();
+      SetFailIndex(a, i);
+      return ret;
+    }
+    if (IsPageable(dst_info) || IsPageable(src_info)) {
+      submit_run();
+      reader.Pause();
+      ACLHOST_RETURN_IF_ERROR(SynchronizeStream(api, stream, -1));
+      reader.Resume();
+      // The registry may have changed while the lock was released: check the item again.
+      ret = ValidateItem(api, a, i, attr_index, reader, &dst_info, &src_info);
+      if (ret != ACL_SUCCESS) {
+        SetFailIndex(a, i);
+        return ret;
+      }
+      const CopyItem item = HostItem(a, i, dst_info, src_info);
+      CopyBytes(item.dst, item.src, item.size);
+      continue;
+    }
+    items[run_end++] = HostItem(a, i, dst_info, src_info);
+  }
+  submit_run();
+  return ACL_SUCCESS;
+}
+
+aclError MemcpyBatchAsyncImpl(const char *api, const BatchArgs &a, bool has_fail_index, aclrtStream handle) {
+  aclError ret = ACL_SUCCESS;
+  if (AclLayerChecks(api, a, has_fail_index, &ret)) {
+    return ret;
+  }
+  ACLHOST_RETURN_IF_ERROR(CheckBatchFeature(api));
+  std::shared_ptr<Stream> stream;
+  ACLHOST_RETURN_IF_ERROR(LookupStreamHandle(api, handle, &stream));
+  SetFailIndex(a, SIZE_MAX);
+  ACLHOST_RETURN_IF_ERROR(RuntimeChecks(api, a, false));
+  ACLHOST_RETURN_IF_ERROR(UseCurrentContext(api, &stream));
+  return RunAsyncItems(api, a, *stream);
+}
+
+aclError MemcpyBatchSyncImpl(const char *api, const BatchArgs &a, bool has_fail_index) {
+  aclError ret = ACL_SUCCESS;
+  if (AclLayerChecks(api, a, has_fail_index, &ret)) {
+    return ret;
+  }
+  ACLHOST_RETURN_IF_ERROR(CheckBatchFeature(api));
+  SetFailIndex(a, SIZE_MAX);
+  ACLHOST_RETURN_IF_ERROR(RuntimeChecks(api, a, true));
+  std::unique_ptr<CopyItem[]> items(new CopyItem[a.count]);  // one array per call
+  {
     MemoryRegistry::Reader reader(MemoryRegistry::Instance());
     size_t attr_index = 0;
     for (size_t i = 0; i < a.count; ++i) {
-        if (i % kItemsPerLockCheck == 0 && i != 0 && reader.WritersWaiting()) {
-            submit_run();
-            reader.Pause();
-            reader.WaitForWriters();
-            reader.Resume();
-        }
-        attr_index = AttributeFor(a, i, attr_index);
-        MemInfo dst_info;
-        MemInfo src_info;
-        aclError ret = ValidateItem(api, a, i, attr_index, reader, &dst_info, &src_info);
-        if (ret != ACL_SUCCESS) {
-            submit_run();
-            SetFailIndex(a, i);
-            return ret;
-        }
-        if (IsPageable(dst_info) || IsPageable(src_info)) {
-            submit_run();
-            reader.Pause();
-            ret = SynchronizeStream(api, stream, -1);
-            if (ret != ACL_SUCCESS) {
-                return ret;
-            }
-            reader.Resume();
-            // The registry may have changed while the lock was released: check the item again.
-            ret = ValidateItem(api, a, i, attr_index, reader, &dst_info, &src_info);
-            if (ret != ACL_SUCCESS) {
-                SetFailIndex(a, i);
-                return ret;
-            }
-            const CopyItem item = HostItem(a, i, dst_info, src_info);
-            CopyBytes(item.dst, item.src, item.size);
-            continue;
-        }
-        items[run_end++] = HostItem(a, i, dst_info, src_info);
-    }
-    submit_run();
-    return ACL_SUCCESS;
-}
-
-aclError MemcpyBatchAsyncImpl(const char *api, const BatchArgs &a, bool has_fail_index, aclrtStream handle)
-{
-    aclError ret = ACL_SUCCESS;
-    if (AclLayerChecks(api, a, has_fail_index, &ret)) {
+      attr_index = AttributeFor(a, i, attr_index);
+      MemInfo dst_info;
+      MemInfo src_info;
+      ret = ValidateItem(api, a, i, attr_index, reader, &dst_info, &src_info);
+      if (ret != ACL_SUCCESS) {
+        SetFailIndex(a, i);
         return ret;
+      }
+      items[i] = HostItem(a, i, dst_info, src_info);
     }
-    ret = CheckBatchFeature(api);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    std::shared_ptr<Stream> stream;
-    ret = LookupStreamHandle(api, handle, &stream);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    SetFailIndex(a, SIZE_MAX);
-    ret = RuntimeChecks(api, a, false);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    ret = UseCurrentContext(api, &stream);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    return RunAsyncItems(api, a, *stream);
-}
-
-aclError MemcpyBatchSyncImpl(const char *api, const BatchArgs &a, bool has_fail_index)
-{
-    aclError ret = ACL_SUCCESS;
-    if (AclLayerChecks(api, a, has_fail_index, &ret)) {
-        return ret;
-    }
-    ret = CheckBatchFeature(api);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    SetFailIndex(a, SIZE_MAX);
-    ret = RuntimeChecks(api, a, true);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    std::unique_ptr<CopyItem[]> items(new CopyItem[a.count]);  // one array per call
-    {
-        MemoryRegistry::Reader reader(MemoryRegistry::Instance());
-        size_t attr_index = 0;
-        for (size_t i = 0; i < a.count; ++i) {
-            attr_index = AttributeFor(a, i, attr_index);
-            MemInfo dst_info;
-            MemInfo src_info;
-            ret = ValidateItem(api, a, i, attr_index, reader, &dst_info, &src_info);
-            if (ret != ACL_SUCCESS) {
-                SetFailIndex(a, i);
-                return ret;
-            }
-            items[i] = HostItem(a, i, dst_info, src_info);
-        }
-    }
-    CopyItems(items.get(), a.count);
-    return ACL_SUCCESS;
+  }
+  CopyItems(items.get(), a.count);
+  return ACL_SUCCESS;
 }
 
 }  // namespace
@@ -412,47 +374,39 @@ aclError MemcpyBatchSyncImpl(const char *api, const BatchArgs &a, bool has_fail_
 
 extern "C" aclError aclrtMemcpyBatch(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches,
                                      aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs,
-                                     size_t *failIndex)
-{
-    constexpr const char *api = "aclrtMemcpyBatch";
-    return aclhost::GuardedCall(api, [&] {
-        const aclhost::BatchArgs args{dsts,  destMaxs,     srcs,     sizes,    numBatches,
-                                      attrs, attrsIndexes, numAttrs, failIndex};
-        return aclhost::MemcpyBatchSyncImpl(api, args, true);
-    });
+                                     size_t *failIndex) {
+  constexpr const char *api = "aclrtMemcpyBatch";
+  return aclhost::GuardedCall(api, [&] {
+    const aclhost::BatchArgs args{dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs, failIndex};
+    return aclhost::MemcpyBatchSyncImpl(api, args, true);
+  });
 }
 
-extern "C" aclError aclrtMemcpyBatchAsync(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
-                                          size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes,
-                                          size_t numAttrs, size_t *failIndex, aclrtStream stream)
-{
-    constexpr const char *api = "aclrtMemcpyBatchAsync";
-    return aclhost::GuardedCall(api, [&] {
-        const aclhost::BatchArgs args{dsts,  destMaxs,     srcs,     sizes,    numBatches,
-                                      attrs, attrsIndexes, numAttrs, failIndex};
-        return aclhost::MemcpyBatchAsyncImpl(api, args, true, stream);
-    });
+extern "C" aclError aclrtMemcpyBatchAsync(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches,
+                                          aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs,
+                                          size_t *failIndex, aclrtStream stream) {
+  constexpr const char *api = "aclrtMemcpyBatchAsync";
+  return aclhost::GuardedCall(api, [&] {
+    const aclhost::BatchArgs args{dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs, failIndex};
+    return aclhost::MemcpyBatchAsyncImpl(api, args, true, stream);
+  });
 }
 
 extern "C" aclError aclrtMemcpyBatchV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches,
-                                       aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs)
-{
-    constexpr const char *api = "aclrtMemcpyBatchV2";
-    return aclhost::GuardedCall(api, [&] {
-        const aclhost::BatchArgs args{dsts,  destMaxs,     srcs,     sizes,  numBatches,
-                                      attrs, attrsIndexes, numAttrs, nullptr};
-        return aclhost::MemcpyBatchSyncImpl(api, args, false);
-    });
+                                       aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs) {
+  constexpr const char *api = "aclrtMemcpyBatchV2";
+  return aclhost::GuardedCall(api, [&] {
+    const aclhost::BatchArgs args{dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs, nullptr};
+    return aclhost::MemcpyBatchSyncImpl(api, args, false);
+  });
 }
 
 extern "C" aclError aclrtMemcpyBatchAsyncV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
                                             size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes,
-                                            size_t numAttrs, aclrtStream stream)
-{
-    constexpr const char *api = "aclrtMemcpyBatchAsyncV2";
-    return aclhost::GuardedCall(api, [&] {
-        const aclhost::BatchArgs args{dsts,  destMaxs,     srcs,     sizes,  numBatches,
-                                      attrs, attrsIndexes, numAttrs, nullptr};
-        return aclhost::MemcpyBatchAsyncImpl(api, args, false, stream);
-    });
+                                            size_t numAttrs, aclrtStream stream) {
+  constexpr const char *api = "aclrtMemcpyBatchAsyncV2";
+  return aclhost::GuardedCall(api, [&] {
+    const aclhost::BatchArgs args{dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs, nullptr};
+    return aclhost::MemcpyBatchAsyncImpl(api, args, false, stream);
+  });
 }

@@ -33,21 +33,19 @@ aclError CheckStagedLocations(const char *api, const void *src, const MemInfo &s
 aclError CheckExtent(const char *api, const char *param, const void *p, size_t n, const MemInfo &info);
 
 // The check of CheckExtent without the message (for loops over many items; inline for them).
-inline bool ExtentFits(const void *p, size_t n, const MemInfo &info)
-{
-    uintptr_t end = 0;
-    return !__builtin_add_overflow(reinterpret_cast<uintptr_t>(p), n, &end) &&
-           (!info.registered() || end <= info.base + info.size);
+inline bool ExtentFits(const void *p, size_t n, const MemInfo &info) {
+  uintptr_t end = 0;
+  return !__builtin_add_overflow(reinterpret_cast<uintptr_t>(p), n, &end) &&
+         (!info.registered() || end <= info.base + info.size);
 }
 
 inline bool IsPageable(const MemInfo &info) { return info.kind == MemKind::kUnregistered; }
 
 // A device-to-device copy (resolved kind) whose endpoints live on two different devices: it runs only with
 // peer access between them (peer_access.h).
-inline bool CrossesDevices(int64_t resolved, const MemInfo &src_info, const MemInfo &dst_info)
-{
-    return resolved == ACL_MEMCPY_DEVICE_TO_DEVICE && src_info.is_device() && dst_info.is_device() &&
-           src_info.device != dst_info.device;
+inline bool CrossesDevices(int64_t resolved, const MemInfo &src_info, const MemInfo &dst_info) {
+  return resolved == ACL_MEMCPY_DEVICE_TO_DEVICE && src_info.is_device() && dst_info.is_device() &&
+         src_info.device != dst_info.device;
 }
 
 }  // namespace aclhost

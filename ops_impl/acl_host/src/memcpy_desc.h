@@ -20,10 +20,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "acl_limits.h"
+
 namespace aclhost {
 
 constexpr uint32_t kDescMagic = 0x4344534DU;  // bytes "MSDC" in little-endian order
-constexpr uint32_t kDescVersion = 2;  // 2: the count became 32 bits
+constexpr uint32_t kDescVersion = 2;          // 2: the count became 32 bits
 constexpr size_t kDescMagicOffset = 0;
 constexpr size_t kDescVersionOffset = 4;
 constexpr size_t kDescSrcOffset = 8;
@@ -31,10 +33,9 @@ constexpr size_t kDescDstOffset = 16;
 constexpr size_t kDescCountOffset = 24;
 constexpr size_t kDescReservedOffset = 28;
 constexpr size_t kDescLayoutBytes = 32;
-constexpr size_t kDescAlignment = 64;
-// Largest count aclrtSetMemcpyDesc accepts (CANN's MAX_MEMCPY_SIZE_OF_D2D, 4 GiB, inclusive); the
-// descriptor stores it in 32 bits.
-constexpr uint64_t kDescMaxCount = 4ULL * 1024ULL * 1024ULL * 1024ULL;
+using acl_limits::kDescAlignment;
+// Largest count aclrtSetMemcpyDesc accepts; the descriptor stores it in 32 bits.
+constexpr uint64_t kDescMaxCount = acl_limits::kMaxDescCount;
 
 }  // namespace aclhost
 

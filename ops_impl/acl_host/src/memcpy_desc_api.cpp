@@ -15,7 +15,7 @@
 //     shorter than descSize -> 107000
 //
 // Host-runtime choices (documented in docs/host_runtime.md):
-// - aclrtSetMemcpyDesc writes the descriptor synchronously on the calling thread (UNCONFIRMED in the spec
+// - aclrtSetMemcpyDesc writes the descriptor synchronously on the calling thread (UNCONFIRMED: docs/host_runtime.md
 //   how CANN writes it; A2/A3 use a synchronous H2D write).
 // - aclrtMemcpyAsyncWithDesc enqueues a task that reads src/dst/count from the descriptor when it executes,
 //   not at enqueue time. A descriptor that is not valid then (wrong magic or version, or src/dst no longer
@@ -52,282 +52,221 @@ namespace {
 constexpr int64_t kKindLimit = 8;  // CANN's RT_MEMCPY_KIND_MAX
 
 template <typename T>
-T *Field(void *desc, size_t offset)
-{
-    return reinterpret_cast<T *>(static_cast<unsigned char *>(desc) + offset);
+T *Field(void *desc, size_t offset) {
+  return reinterpret_cast<T *>(static_cast<unsigned char *>(desc) + offset);
 }
 
-aclError CheckKindRange(const char *api, int64_t kind)
-{
-    if (kind < 0 || kind >= kKindLimit) {
-        return Fail(ACL_ERROR_INVALID_PARAM, api, "kind %lld is out of range; expected [0, %lld)",
-                    static_cast<long long>(kind), static_cast<long long>(kKindLimit));
-    }
-    return ACL_SUCCESS;
+aclError CheckKindRange(const char *api, int64_t kind) {
+  if (kind < 0 || kind >= kKindLimit) {
+    return Fail(ACL_ERROR_INVALID_PARAM, api, "kind %lld is out of range; expected [0, %lld)",
+                static_cast<long long>(kind), static_cast<long long>(kKindLimit));
+  }
+  return ACL_SUCCESS;
 }
 
-aclError CheckInnerKind(const char *api, int64_t kind)
-{
-    if (kind != ACL_MEMCPY_INNER_DEVICE_TO_DEVICE) {
-        return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "kind %s is not supported; expected %s", KindName(kind),
-                    KindName(ACL_MEMCPY_INNER_DEVICE_TO_DEVICE));
-    }
-    return ACL_SUCCESS;
+aclError CheckInnerKind(const char *api, int64_t kind) {
+  if (kind != ACL_MEMCPY_INNER_DEVICE_TO_DEVICE) {
+    return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "kind %s is not supported; expected %s", KindName(kind),
+                KindName(ACL_MEMCPY_INNER_DEVICE_TO_DEVICE));
+  }
+  return ACL_SUCCESS;
 }
 
 // The SoC gate of the three descriptor calls; *soc receives the profile.
-aclError CheckDescFeature(const char *api, const SocProfile **soc)
-{
-    aclError ret = ACL_SUCCESS;
-    *soc = RequireSoc(api, &ret);
-    if (*soc == nullptr) {
-        return ret;
-    }
-    if (!(*soc)->memcpy_desc) {
-        return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "memory-copy descriptors are not supported on SoC %s",
-                    (*soc)->name);
-    }
-    return ACL_SUCCESS;
+aclError CheckDescFeature(const char *api, const SocProfile **soc) {
+  ACLHOST_RETURN_IF_ERROR(RequireSoc(api, soc));
+  if (!(*soc)->memcpy_desc) {
+    return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "memory-copy descriptors are not supported on SoC %s",
+                (*soc)->name);
+  }
+  return ACL_SUCCESS;
 }
 
 // Bytes the runtime reads or writes at desc: the profile's descriptor size, at least the layout.
 size_t DescFootprint(const SocProfile &soc) { return std::max(soc.memcpy_desc_size, kDescLayoutBytes); }
 
 // desc must be device memory (*info) with at least desc_size bytes left in its allocation.
-aclError CheckDescMemory(const char *api, const void *desc, size_t desc_size, MemInfo *info_out)
-{
-    const MemInfo &info = *info_out = MemoryRegistry::Instance().Lookup(desc);
-    if (!info.is_device()) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "desc %p is %s; expected device memory (aclrtMalloc)", desc,
-                    MemKindName(info.kind));
-    }
-    const size_t left = info.base + info.size - reinterpret_cast<uintptr_t>(desc);
-    if (left < desc_size) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                    "desc %p has %zu bytes left in its allocation; expected at least the descriptor size %zu", desc,
-                    left, desc_size);
-    }
-    return ACL_SUCCESS;
+aclError CheckDescMemory(const char *api, const void *desc, size_t desc_size, MemInfo *info_out) {
+  const MemInfo &info = *info_out = MemoryRegistry::Instance().Lookup(desc);
+  if (!info.is_device()) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "desc %p is %s; expected device memory (aclrtMalloc)", desc,
+                MemKindName(info.kind));
+  }
+  const size_t left = info.base + info.size - reinterpret_cast<uintptr_t>(desc);
+  if (left < desc_size) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                "desc %p has %zu bytes left in its allocation; expected at least the descriptor size %zu", desc, left,
+                desc_size);
+  }
+  return ACL_SUCCESS;
 }
 
 // The copy task: reads the descriptor when it runs (at desc_bytes, the host address of desc).
 class DescCopyTask final : public StreamTask {
-public:
-    DescCopyTask(void *desc, void *desc_bytes) : desc_(desc), desc_bytes_(desc_bytes) {}
+ public:
+  DescCopyTask(void *desc, void *desc_bytes) : desc_(desc), desc_bytes_(desc_bytes) {}
 
-    aclError Run(std::string *message) override
-    {
-        char text[256];  // the call rejected a descriptor that is not 64-byte aligned: the atomics are aligned
-        const uint32_t magic = __atomic_load_n(Field<uint32_t>(desc_bytes_, kDescMagicOffset), __ATOMIC_ACQUIRE);
-        const uint32_t version = __atomic_load_n(Field<uint32_t>(desc_bytes_, kDescVersionOffset), __ATOMIC_RELAXED);
-        if (magic != kDescMagic || version != kDescVersion) {
-            (void)std::snprintf(text, sizeof(text),
-                                "aclrtMemcpyAsyncWithDesc: descriptor %p holds magic 0x%08" PRIx32 " version %" PRIu32
-                                " when the copy executes; expected 0x%08" PRIx32 " version %" PRIu32
-                                " (written by aclrtSetMemcpyDesc); nothing was copied",
-                                desc_, magic, version, kDescMagic, kDescVersion);
-            *message = text;
-            return ACL_ERROR_RT_INTERNAL_ERROR;
-        }
-        const uint64_t src = __atomic_load_n(Field<uint64_t>(desc_bytes_, kDescSrcOffset), __ATOMIC_RELAXED);
-        const uint64_t dst = __atomic_load_n(Field<uint64_t>(desc_bytes_, kDescDstOffset), __ATOMIC_RELAXED);
-        const uint32_t count = __atomic_load_n(Field<uint32_t>(desc_bytes_, kDescCountOffset), __ATOMIC_RELAXED);
-        if (count == 0) {
-            return ACL_SUCCESS;  // a 4 GiB count stored in 32 bits: CANN's copy moves nothing either
-        }
-        void *const dst_ptr = reinterpret_cast<void *>(static_cast<uintptr_t>(dst));
-        const void *const src_ptr = reinterpret_cast<const void *>(static_cast<uintptr_t>(src));
-        MemInfo src_info;
-        MemInfo dst_info;
-        if (!EndpointIsDevice(src_ptr, count, &src_info) || !EndpointIsDevice(dst_ptr, count, &dst_info)) {
-            (void)std::snprintf(text, sizeof(text),
-                                "aclrtMemcpyAsyncWithDesc: descriptor %p (src 0x%" PRIx64 ", dst 0x%" PRIx64
-                                ", count %" PRIu32 ") no longer describes a copy between device memory when it "
-                                "executes; nothing was copied",
-                                desc_, src, dst, count);
-            *message = text;
-            return ACL_ERROR_RT_INTERNAL_ERROR;
-        }
-        CopyBytes(dst_info.HostAddress(dst_ptr), src_info.HostAddress(src_ptr), static_cast<size_t>(count));
-        return ACL_SUCCESS;
+  aclError Run(std::string *message) override {
+    char text[256];  // the call rejected a descriptor that is not 64-byte aligned: the atomics are aligned
+    const uint32_t magic = __atomic_load_n(Field<uint32_t>(desc_bytes_, kDescMagicOffset), __ATOMIC_ACQUIRE);
+    const uint32_t version = __atomic_load_n(Field<uint32_t>(desc_bytes_, kDescVersionOffset), __ATOMIC_RELAXED);
+    if (magic != kDescMagic || version != kDescVersion) {
+      (void)std::snprintf(text, sizeof(text),
+                          "aclrtMemcpyAsyncWithDesc: descriptor %p holds magic 0x%08" PRIx32 " version %" PRIu32
+                          " when the copy executes; expected 0x%08" PRIx32 " version %" PRIu32
+                          " (written by aclrtSetMemcpyDesc); nothing was copied",
+                          desc_, magic, version, kDescMagic, kDescVersion);
+      *message = text;
+      return ACL_ERROR_RT_INTERNAL_ERROR;
     }
-
-private:
-    static bool EndpointIsDevice(const void *p, uint32_t count, MemInfo *info_out)
-    {
-        const MemInfo &info = *info_out = MemoryRegistry::Instance().Lookup(p);
-        uintptr_t end = 0;
-        return info.is_device() && !RangeEndOverflows(p, static_cast<size_t>(count), &end) &&
-               end <= info.base + info.size;
+    const uint64_t src = __atomic_load_n(Field<uint64_t>(desc_bytes_, kDescSrcOffset), __ATOMIC_RELAXED);
+    const uint64_t dst = __atomic_load_n(Field<uint64_t>(desc_bytes_, kDescDstOffset), __ATOMIC_RELAXED);
+    const uint32_t count = __atomic_load_n(Field<uint32_t>(desc_bytes_, kDescCountOffset), __ATOMIC_RELAXED);
+    if (count == 0) {
+      return ACL_SUCCESS;  // a 4 GiB count stored in 32 bits: CANN's copy moves nothing either
     }
+    void *const dst_ptr = reinterpret_cast<void *>(static_cast<uintptr_t>(dst));
+    const void *const src_ptr = reinterpret_cast<const void *>(static_cast<uintptr_t>(src));
+    MemInfo src_info;
+    MemInfo dst_info;
+    if (!EndpointIsDevice(src_ptr, count, &src_info) || !EndpointIsDevice(dst_ptr, count, &dst_info)) {
+      (void)std::snprintf(text, sizeof(text),
+                          "aclrtMemcpyAsyncWithDesc: descriptor %p (src 0x%" PRIx64 ", dst 0x%" PRIx64
+                          ", count %" PRIu32
+                          ") no longer describes a copy between device memory when it "
+                          "executes; nothing was copied",
+                          desc_, src, dst, count);
+      *message = text;
+      return ACL_ERROR_RT_INTERNAL_ERROR;
+    }
+    CopyBytes(dst_info.HostAddress(dst_ptr), src_info.HostAddress(src_ptr), static_cast<size_t>(count));
+    return ACL_SUCCESS;
+  }
 
-    void *desc_;
-    void *desc_bytes_;
+ private:
+  static bool EndpointIsDevice(const void *p, uint32_t count, MemInfo *info_out) {
+    const MemInfo &info = *info_out = MemoryRegistry::Instance().Lookup(p);
+    uintptr_t end = 0;
+    return info.is_device() && !RangeEndOverflows(p, static_cast<size_t>(count), &end) && end <= info.base + info.size;
+  }
+
+  void *desc_;
+  void *desc_bytes_;
 };
 
-aclError GetMemcpyDescSize(const char *api, int64_t kind, size_t *descSize)
-{
-    if (descSize == nullptr) {
-        return Fail(ACL_ERROR_INVALID_PARAM, api, "descSize is NULL; expected a pointer to a size_t");
-    }
-    aclError ret = CheckKindRange(api, kind);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    const SocProfile *soc = nullptr;
-    ret = CheckDescFeature(api, &soc);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    ret = CheckInnerKind(api, kind);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    *descSize = soc->memcpy_desc_size;
-    return ACL_SUCCESS;
+aclError GetMemcpyDescSize(const char *api, int64_t kind, size_t *descSize) {
+  if (descSize == nullptr) {
+    return Fail(ACL_ERROR_INVALID_PARAM, api, "descSize is NULL; expected a pointer to a size_t");
+  }
+  ACLHOST_RETURN_IF_ERROR(CheckKindRange(api, kind));
+  const SocProfile *soc = nullptr;
+  ACLHOST_RETURN_IF_ERROR(CheckDescFeature(api, &soc));
+  ACLHOST_RETURN_IF_ERROR(CheckInnerKind(api, kind));
+  *descSize = soc->memcpy_desc_size;
+  return ACL_SUCCESS;
 }
 
 aclError SetMemcpyDesc(const char *api, void *desc, int64_t kind, void *srcAddr, void *dstAddr, size_t count,
-                       const void *config)
-{
-    if (desc == nullptr) {
-        return Fail(ACL_ERROR_INVALID_PARAM, api, "desc is NULL; expected device memory of the descriptor size");
-    }
-    aclError ret = CheckKindRange(api, kind);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    if (srcAddr == nullptr || dstAddr == nullptr) {
-        return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected device memory",
-                    srcAddr == nullptr ? "srcAddr" : "dstAddr");
-    }
-    if (count == 0) {
-        return Fail(ACL_ERROR_INVALID_PARAM, api, "count is 0; expected a positive byte count");
-    }
-    if (config != nullptr) {
-        return Fail(ACL_ERROR_INVALID_PARAM, api, "config %p is a reserved parameter; expected NULL", config);
-    }
-    const SocProfile *soc = nullptr;
-    ret = CheckDescFeature(api, &soc);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    ret = CheckInnerKind(api, kind);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    if (count > kDescMaxCount) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "count %zu exceeds the limit %llu (4 GiB)", count,
-                    static_cast<unsigned long long>(kDescMaxCount));
-    }
-    if (reinterpret_cast<uintptr_t>(desc) % kDescAlignment != 0) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "desc %p is not 64-byte aligned", desc);
-    }
-    const MemoryRegistry &registry = MemoryRegistry::Instance();
-    const MemInfo src_info = registry.Lookup(srcAddr);
-    const MemInfo dst_info = registry.Lookup(dstAddr);
-    MemInfo desc_info;
-    ret = CheckDescMemory(api, desc, DescFootprint(*soc), &desc_info);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    if (!src_info.is_device() || !dst_info.is_device() || src_info.device != dst_info.device) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                    "srcAddr %p (%s, device %d) and dstAddr %p (%s, device %d) do not match kind %s; expected "
-                    "device memory of one device on both sides",
-                    srcAddr, MemKindName(src_info.kind), static_cast<int>(src_info.device), dstAddr,
-                    MemKindName(dst_info.kind), static_cast<int>(dst_info.device), KindName(kind));
-    }
-    ret = CheckExtent(api, "srcAddr", srcAddr, count, src_info);
-    if (ret == ACL_SUCCESS) {
-        ret = CheckExtent(api, "dstAddr", dstAddr, count, dst_info);
-    }
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    int32_t device = -1;
-    ret = DeviceManager::Instance().CurrentDevice(api, &device);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    void *const fields = desc_info.HostAddress(desc);
-    __atomic_store_n(Field<uint32_t>(fields, kDescMagicOffset), 0U, __ATOMIC_RELAXED);
-    __atomic_store_n(Field<uint64_t>(fields, kDescSrcOffset),
-                     static_cast<uint64_t>(reinterpret_cast<uintptr_t>(srcAddr)), __ATOMIC_RELAXED);
-    __atomic_store_n(Field<uint64_t>(fields, kDescDstOffset),
-                     static_cast<uint64_t>(reinterpret_cast<uintptr_t>(dstAddr)), __ATOMIC_RELAXED);
-    __atomic_store_n(Field<uint32_t>(fields, kDescCountOffset), static_cast<uint32_t>(count), __ATOMIC_RELAXED);
-    __atomic_store_n(Field<uint32_t>(fields, kDescReservedOffset), 0U, __ATOMIC_RELAXED);
-    __atomic_store_n(Field<uint32_t>(fields, kDescVersionOffset), kDescVersion, __ATOMIC_RELAXED);
-    const size_t footprint = DescFootprint(*soc);
-    for (size_t offset = kDescLayoutBytes; offset + sizeof(uint64_t) <= footprint; offset += sizeof(uint64_t)) {
-        __atomic_store_n(Field<uint64_t>(fields, offset), uint64_t{0}, __ATOMIC_RELAXED);
-    }
-    __atomic_store_n(Field<uint32_t>(fields, kDescMagicOffset), kDescMagic, __ATOMIC_RELEASE);
-    return ACL_SUCCESS;
+                       const void *config) {
+  if (desc == nullptr) {
+    return Fail(ACL_ERROR_INVALID_PARAM, api, "desc is NULL; expected device memory of the descriptor size");
+  }
+  ACLHOST_RETURN_IF_ERROR(CheckKindRange(api, kind));
+  if (srcAddr == nullptr || dstAddr == nullptr) {
+    return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected device memory",
+                srcAddr == nullptr ? "srcAddr" : "dstAddr");
+  }
+  if (count == 0) {
+    return Fail(ACL_ERROR_INVALID_PARAM, api, "count is 0; expected a positive byte count");
+  }
+  if (config != nullptr) {
+    return Fail(ACL_ERROR_INVALID_PARAM, api, "config %p is a reserved parameter; expected NULL", config);
+  }
+  const SocProfile *soc = nullptr;
+  ACLHOST_RETURN_IF_ERROR(CheckDescFeature(api, &soc));
+  ACLHOST_RETURN_IF_ERROR(CheckInnerKind(api, kind));
+  if (count > kDescMaxCount) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "count %zu exceeds the limit %llu (4 GiB)", count,
+                static_cast<unsigned long long>(kDescMaxCount));
+  }
+  if (reinterpret_cast<uintptr_t>(desc) % kDescAlignment != 0) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "desc %p is not 64-byte aligned", desc);
+  }
+  const MemoryRegistry &registry = MemoryRegistry::Instance();
+  const MemInfo src_info = registry.Lookup(srcAddr);
+  const MemInfo dst_info = registry.Lookup(dstAddr);
+  MemInfo desc_info;
+  ACLHOST_RETURN_IF_ERROR(CheckDescMemory(api, desc, DescFootprint(*soc), &desc_info));
+  if (!src_info.is_device() || !dst_info.is_device() || src_info.device != dst_info.device) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                "srcAddr %p (%s, device %d) and dstAddr %p (%s, device %d) do not match kind %s; expected "
+                "device memory of one device on both sides",
+                srcAddr, MemKindName(src_info.kind), static_cast<int>(src_info.device), dstAddr,
+                MemKindName(dst_info.kind), static_cast<int>(dst_info.device), KindName(kind));
+  }
+  ACLHOST_RETURN_IF_ERROR(CheckExtent(api, "srcAddr", srcAddr, count, src_info));
+  ACLHOST_RETURN_IF_ERROR(CheckExtent(api, "dstAddr", dstAddr, count, dst_info));
+  int32_t device = -1;
+  ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
+  void *const fields = desc_info.HostAddress(desc);
+  __atomic_store_n(Field<uint32_t>(fields, kDescMagicOffset), 0U, __ATOMIC_RELAXED);
+  __atomic_store_n(Field<uint64_t>(fields, kDescSrcOffset), static_cast<uint64_t>(reinterpret_cast<uintptr_t>(srcAddr)),
+                   __ATOMIC_RELAXED);
+  __atomic_store_n(Field<uint64_t>(fields, kDescDstOffset), static_cast<uint64_t>(reinterpret_cast<uintptr_t>(dstAddr)),
+                   __ATOMIC_RELAXED);
+  __atomic_store_n(Field<uint32_t>(fields, kDescCountOffset), static_cast<uint32_t>(count), __ATOMIC_RELAXED);
+  __atomic_store_n(Field<uint32_t>(fields, kDescReservedOffset), 0U, __ATOMIC_RELAXED);
+  __atomic_store_n(Field<uint32_t>(fields, kDescVersionOffset), kDescVersion, __ATOMIC_RELAXED);
+  const size_t footprint = DescFootprint(*soc);
+  for (size_t offset = kDescLayoutBytes; offset + sizeof(uint64_t) <= footprint; offset += sizeof(uint64_t)) {
+    __atomic_store_n(Field<uint64_t>(fields, offset), uint64_t{0}, __ATOMIC_RELAXED);
+  }
+  __atomic_store_n(Field<uint32_t>(fields, kDescMagicOffset), kDescMagic, __ATOMIC_RELEASE);
+  return ACL_SUCCESS;
 }
 
-aclError MemcpyAsyncWithDesc(const char *api, void *desc, int64_t kind, aclrtStream handle)
-{
-    if (desc == nullptr) {
-        return Fail(ACL_ERROR_INVALID_PARAM, api, "desc is NULL; expected a descriptor set by aclrtSetMemcpyDesc");
-    }
-    aclError ret = CheckKindRange(api, kind);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    if (handle == nullptr) {
-        return Fail(ACL_ERROR_INVALID_PARAM, api,
-                    "stream is NULL; expected a stream from aclrtCreateStream (the default stream is not allowed)");
-    }
-    const SocProfile *soc = nullptr;
-    ret = CheckDescFeature(api, &soc);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    std::shared_ptr<Stream> stream;
-    ret = LookupStreamHandle(api, handle, &stream);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    ret = CheckInnerKind(api, kind);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    if (reinterpret_cast<uintptr_t>(desc) % kDescAlignment != 0) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "desc %p is not 64-byte aligned", desc);
-    }
-    MemInfo desc_info;
-    ret = CheckDescMemory(api, desc, DescFootprint(*soc), &desc_info);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    stream->Enqueue(std::make_unique<DescCopyTask>(desc, desc_info.HostAddress(desc)));
-    return ACL_SUCCESS;
+aclError MemcpyAsyncWithDesc(const char *api, void *desc, int64_t kind, aclrtStream handle) {
+  if (desc == nullptr) {
+    return Fail(ACL_ERROR_INVALID_PARAM, api, "desc is NULL; expected a descriptor set by aclrtSetMemcpyDesc");
+  }
+  ACLHOST_RETURN_IF_ERROR(CheckKindRange(api, kind));
+  if (handle == nullptr) {
+    return Fail(ACL_ERROR_INVALID_PARAM, api,
+                "stream is NULL; expected a stream from aclrtCreateStream (the default stream is not allowed)");
+  }
+  const SocProfile *soc = nullptr;
+  ACLHOST_RETURN_IF_ERROR(CheckDescFeature(api, &soc));
+  std::shared_ptr<Stream> stream;
+  ACLHOST_RETURN_IF_ERROR(LookupStreamHandle(api, handle, &stream));
+  ACLHOST_RETURN_IF_ERROR(CheckInnerKind(api, kind));
+  if (reinterpret_cast<uintptr_t>(desc) % kDescAlignment != 0) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "desc %p is not 64-byte aligned", desc);
+  }
+  MemInfo desc_info;
+  ACLHOST_RETURN_IF_ERROR(CheckDescMemory(api, desc, DescFootprint(*soc), &desc_info));
+  stream->Enqueue(std::make_unique<DescCopyTask>(desc, desc_info.HostAddress(desc)));
+  return ACL_SUCCESS;
 }
 
 }  // namespace
 }  // namespace aclhost
 
-extern "C" aclError aclrtGetMemcpyDescSize(aclrtMemcpyKind kind, size_t *descSize)
-{
-    constexpr const char *api = "aclrtGetMemcpyDescSize";
-    return aclhost::GuardedCall(
-        api, [&] { return aclhost::GetMemcpyDescSize(api, aclhost::RawEnumValue(kind), descSize); });
+extern "C" aclError aclrtGetMemcpyDescSize(aclrtMemcpyKind kind, size_t *descSize) {
+  constexpr const char *api = "aclrtGetMemcpyDescSize";
+  return aclhost::GuardedCall(api,
+                              [&] { return aclhost::GetMemcpyDescSize(api, aclhost::RawEnumValue(kind), descSize); });
 }
 
 extern "C" aclError aclrtSetMemcpyDesc(void *desc, aclrtMemcpyKind kind, void *srcAddr, void *dstAddr, size_t count,
-                                       void *config)
-{
-    constexpr const char *api = "aclrtSetMemcpyDesc";
-    return aclhost::GuardedCall(api, [&] {
-        return aclhost::SetMemcpyDesc(api, desc, aclhost::RawEnumValue(kind), srcAddr, dstAddr, count, config);
-    });
+                                       void *config) {
+  constexpr const char *api = "aclrtSetMemcpyDesc";
+  return aclhost::GuardedCall(api, [&] {
+    return aclhost::SetMemcpyDesc(api, desc, aclhost::RawEnumValue(kind), srcAddr, dstAddr, count, config);
+  });
 }
 
-extern "C" aclError aclrtMemcpyAsyncWithDesc(void *desc, aclrtMemcpyKind kind, aclrtStream stream)
-{
-    constexpr const char *api = "aclrtMemcpyAsyncWithDesc";
-    return aclhost::GuardedCall(
-        api, [&] { return aclhost::MemcpyAsyncWithDesc(api, desc, aclhost::RawEnumValue(kind), stream); });
+extern "C" aclError aclrtMemcpyAsyncWithDesc(void *desc, aclrtMemcpyKind kind, aclrtStream stream) {
+  constexpr const char *api = "aclrtMemcpyAsyncWithDesc";
+  return aclhost::GuardedCall(
+      api, [&] { return aclhost::MemcpyAsyncWithDesc(api, desc, aclhost::RawEnumValue(kind), stream); });
 }

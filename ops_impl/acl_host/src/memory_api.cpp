@@ -44,238 +44,207 @@ constexpr size_t kMallocGranule = 32;
 constexpr size_t kMallocAppendBytes = 64;
 
 // True (after setting the error) when size plus CANN's append does not fit in size_t.
-bool AppendOverflows(const char *api, size_t size, aclError *ret)
-{
-    size_t appended = 0;
-    if (!aclhost::AddOverflows(size, kMallocAppendBytes, &appended)) {
-        return false;
-    }
-    *ret = Fail(ACL_ERROR_INVALID_PARAM, api, "size %zu is too large: size plus the %zu bytes every allocation "
-                "appends overflows", size, kMallocAppendBytes);
-    return true;
+bool AppendOverflows(const char *api, size_t size, aclError *ret) {
+  size_t appended = 0;
+  if (!aclhost::AddOverflows(size, kMallocAppendBytes, &appended)) {
+    return false;
+  }
+  *ret = Fail(ACL_ERROR_INVALID_PARAM, api,
+              "size %zu is too large: size plus the %zu bytes every allocation "
+              "appends overflows",
+              size, kMallocAppendBytes);
+  return true;
 }
 
-bool IsHuge1gPolicy(int64_t policy)
-{
-    return policy == ACL_MEM_MALLOC_HUGE1G_ONLY || policy == ACL_MEM_MALLOC_HUGE1G_ONLY_P2P;
+bool IsHuge1gPolicy(int64_t policy) {
+  return policy == ACL_MEM_MALLOC_HUGE1G_ONLY || policy == ACL_MEM_MALLOC_HUGE1G_ONLY_P2P;
 }
 
-aclError FreeAllocation(const char *api, const char *param, MemKind kind, void *ptr)
-{
-    if (ptr == nullptr) {
-        return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected an address returned by %s", param,
-                    kind == MemKind::kDevice ? "aclrtMalloc" : "aclrtMallocHost");
-    }
-    return MemoryRegistry::Instance().Release(api, param, kind, ptr, aclhost::DrainAllStreams);
+aclError FreeAllocation(const char *api, const char *param, MemKind kind, void *ptr) {
+  if (ptr == nullptr) {
+    return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected an address returned by %s", param,
+                kind == MemKind::kDevice ? "aclrtMalloc" : "aclrtMallocHost");
+  }
+  return MemoryRegistry::Instance().Release(api, param, kind, ptr, aclhost::DrainAllStreams);
 }
 
 }  // namespace
 
-extern "C" aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
-{
-    constexpr const char *api = "aclrtMalloc";
-    return GuardedCall(api, [&]() -> aclError {
-        if (devPtr == nullptr) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "devPtr is NULL; expected a pointer to receive the address");
-        }
-        if (size == 0) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
-        }
-        aclError ret = ACL_SUCCESS;
-        if (AppendOverflows(api, size, &ret)) {
-            return ret;
-        }
-        const aclhost::SocProfile *soc = aclhost::RequireSoc(api, &ret);
-        if (soc == nullptr) {
-            return ret;
-        }
-        const size_t extra = IsHuge1gPolicy(aclhost::RawEnumValue(policy)) ? 0 : soc->malloc_extra_bytes;
-        size_t rounded = 0;
-        size_t padded = 0;
-        if (aclhost::RoundUpOverflows(size, kMallocGranule, &rounded) ||
-            aclhost::AddOverflows(rounded, extra, &padded)) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "size %zu is too large to round up to %zu bytes plus %zu", size,
-                        kMallocGranule, extra);
-        }
-        int32_t device = -1;
-        ret = DeviceManager::Instance().CurrentDevice(api, &device);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        return MemoryRegistry::Instance().Allocate(api, MemKind::kDevice, device, padded, devPtr);
-    });
+extern "C" aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
+  constexpr const char *api = "aclrtMalloc";
+  return GuardedCall(api, [&]() -> aclError {
+    if (devPtr == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "devPtr is NULL; expected a pointer to receive the address");
+    }
+    if (size == 0) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
+    }
+    aclError ret = ACL_SUCCESS;
+    if (AppendOverflows(api, size, &ret)) {
+      return ret;
+    }
+    const aclhost::SocProfile *soc = nullptr;
+    ACLHOST_RETURN_IF_ERROR(aclhost::RequireSoc(api, &soc));
+    const size_t extra = IsHuge1gPolicy(aclhost::RawEnumValue(policy)) ? 0 : soc->malloc_extra_bytes;
+    size_t rounded = 0;
+    size_t padded = 0;
+    if (aclhost::RoundUpOverflows(size, kMallocGranule, &rounded) || aclhost::AddOverflows(rounded, extra, &padded)) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "size %zu is too large to round up to %zu bytes plus %zu", size,
+                  kMallocGranule, extra);
+    }
+    int32_t device = -1;
+    ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
+    return MemoryRegistry::Instance().Allocate(api, MemKind::kDevice, device, padded, devPtr);
+  });
 }
 
-extern "C" aclError aclrtMallocHost(void **hostPtr, size_t size)
-{
-    constexpr const char *api = "aclrtMallocHost";
-    return GuardedCall(api, [&]() -> aclError {
-        if (hostPtr == nullptr) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "hostPtr is NULL; expected a pointer to receive the address");
-        }
-        if (size == 0) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
-        }
-        aclError ret = ACL_SUCCESS;
-        if (AppendOverflows(api, size, &ret)) {
-            return ret;
-        }
-        int32_t device = -1;
-        ret = DeviceManager::Instance().CurrentDevice(api, &device);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        ret = MemoryRegistry::Instance().Allocate(api, MemKind::kPinnedHost, -1, size, hostPtr);
-        if (ret == ACL_SUCCESS) {
-            // Page-locked memory is resident from the start: touch every page now, so the first copy into
-            // it does not pay the page faults that CANN's pinned memory never takes.
-            std::memset(*hostPtr, 0, size);
-        }
-        return ret;
-    });
+extern "C" aclError aclrtMallocHost(void **hostPtr, size_t size) {
+  constexpr const char *api = "aclrtMallocHost";
+  return GuardedCall(api, [&]() -> aclError {
+    if (hostPtr == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "hostPtr is NULL; expected a pointer to receive the address");
+    }
+    if (size == 0) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
+    }
+    aclError ret = ACL_SUCCESS;
+    if (AppendOverflows(api, size, &ret)) {
+      return ret;
+    }
+    int32_t device = -1;
+    ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
+    ACLHOST_RETURN_IF_ERROR(MemoryRegistry::Instance().Allocate(api, MemKind::kPinnedHost, -1, size, hostPtr));
+    // Page-locked memory is resident from the start: touch every page now, so the first copy into
+    // it does not pay the page faults that CANN's pinned memory never takes.
+    std::memset(*hostPtr, 0, size);
+    return ACL_SUCCESS;
+  });
 }
 
-extern "C" aclError aclrtFree(void *devPtr)
-{
-    constexpr const char *api = "aclrtFree";
-    return GuardedCall(api, [&] { return FreeAllocation(api, "devPtr", MemKind::kDevice, devPtr); });
+extern "C" aclError aclrtFree(void *devPtr) {
+  constexpr const char *api = "aclrtFree";
+  return GuardedCall(api, [&] { return FreeAllocation(api, "devPtr", MemKind::kDevice, devPtr); });
 }
 
-extern "C" aclError aclrtFreeHost(void *hostPtr)
-{
-    constexpr const char *api = "aclrtFreeHost";
-    return GuardedCall(api, [&] { return FreeAllocation(api, "hostPtr", MemKind::kPinnedHost, hostPtr); });
+extern "C" aclError aclrtFreeHost(void *hostPtr) {
+  constexpr const char *api = "aclrtFreeHost";
+  return GuardedCall(api, [&] { return FreeAllocation(api, "hostPtr", MemKind::kPinnedHost, hostPtr); });
 }
 
-extern "C" aclError aclhostRegisterDeviceMemory(void *ptr, size_t size)
-{
-    constexpr const char *api = "aclhostRegisterDeviceMemory";
-    return GuardedCall(api, [&]() -> aclError {
-        if (ptr == nullptr) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "ptr is NULL; expected the start of the memory to register");
-        }
-        if (size == 0) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
-        }
-        int32_t device = -1;
-        const aclError ret = DeviceManager::Instance().CurrentDevice(api, &device);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        return MemoryRegistry::Instance().Register(api, ptr, size, device);
-    });
+extern "C" aclError aclhostRegisterDeviceMemory(void *ptr, size_t size) {
+  constexpr const char *api = "aclhostRegisterDeviceMemory";
+  return GuardedCall(api, [&]() -> aclError {
+    if (ptr == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "ptr is NULL; expected the start of the memory to register");
+    }
+    if (size == 0) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
+    }
+    int32_t device = -1;
+    ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
+    return MemoryRegistry::Instance().Register(api, ptr, size, device);
+  });
 }
 
-extern "C" aclError aclhostUnregisterDeviceMemory(void *ptr)
-{
-    constexpr const char *api = "aclhostUnregisterDeviceMemory";
-    return GuardedCall(api, [&]() -> aclError {
-        if (ptr == nullptr) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "ptr is NULL; expected a registered address");
-        }
-        return MemoryRegistry::Instance().Unregister(api, ptr);
-    });
+extern "C" aclError aclhostUnregisterDeviceMemory(void *ptr) {
+  constexpr const char *api = "aclhostUnregisterDeviceMemory";
+  return GuardedCall(api, [&]() -> aclError {
+    if (ptr == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "ptr is NULL; expected a registered address");
+    }
+    return MemoryRegistry::Instance().Unregister(api, ptr);
+  });
 }
 
-extern "C" aclError aclhostRegisterDeviceMemoryBatch(void *const *ptrs, const size_t *sizes, size_t count)
-{
-    constexpr const char *api = "aclhostRegisterDeviceMemoryBatch";
-    return GuardedCall(api, [&]() -> aclError {
-        if (count == 0) {
-            return ACL_SUCCESS;
-        }
-        if (ptrs == nullptr || sizes == nullptr) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected an array of count (%zu) values",
-                        ptrs == nullptr ? "ptrs" : "sizes", count);
-        }
-        for (size_t i = 0; i < count; ++i) {
-            if (ptrs[i] == nullptr || sizes[i] == 0) {
-                return Fail(ACL_ERROR_INVALID_PARAM, api, "item %zu: %s; nothing was registered", i,
-                            ptrs[i] == nullptr ? "ptr is NULL" : "size is 0");
-            }
-        }
-        int32_t device = -1;
-        const aclError ret = DeviceManager::Instance().CurrentDevice(api, &device);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        return MemoryRegistry::Instance().RegisterMany(api, ptrs, sizes, count, device);
-    });
+extern "C" aclError aclhostRegisterDeviceMemoryBatch(void *const *ptrs, const size_t *sizes, size_t count) {
+  constexpr const char *api = "aclhostRegisterDeviceMemoryBatch";
+  return GuardedCall(api, [&]() -> aclError {
+    if (count == 0) {
+      return ACL_SUCCESS;
+    }
+    if (ptrs == nullptr || sizes == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected an array of count (%zu) values",
+                  ptrs == nullptr ? "ptrs" : "sizes", count);
+    }
+    for (size_t i = 0; i < count; ++i) {
+      if (ptrs[i] == nullptr || sizes[i] == 0) {
+        return Fail(ACL_ERROR_INVALID_PARAM, api, "item %zu: %s; nothing was registered", i,
+                    ptrs[i] == nullptr ? "ptr is NULL" : "size is 0");
+      }
+    }
+    int32_t device = -1;
+    ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
+    return MemoryRegistry::Instance().RegisterMany(api, ptrs, sizes, count, device);
+  });
 }
 
-extern "C" aclError aclhostUnregisterDeviceMemoryBatch(void *const *ptrs, size_t count)
-{
-    constexpr const char *api = "aclhostUnregisterDeviceMemoryBatch";
-    return GuardedCall(api, [&]() -> aclError {
-        if (count == 0) {
-            return ACL_SUCCESS;
-        }
-        if (ptrs == nullptr) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "ptrs is NULL; expected an array of count (%zu) pointers", count);
-        }
-        for (size_t i = 0; i < count; ++i) {
-            if (ptrs[i] == nullptr) {
-                return Fail(ACL_ERROR_INVALID_PARAM, api, "item %zu: ptr is NULL; nothing was unregistered", i);
-            }
-        }
-        return MemoryRegistry::Instance().UnregisterMany(api, ptrs, count);
-    });
+extern "C" aclError aclhostUnregisterDeviceMemoryBatch(void *const *ptrs, size_t count) {
+  constexpr const char *api = "aclhostUnregisterDeviceMemoryBatch";
+  return GuardedCall(api, [&]() -> aclError {
+    if (count == 0) {
+      return ACL_SUCCESS;
+    }
+    if (ptrs == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "ptrs is NULL; expected an array of count (%zu) pointers", count);
+    }
+    for (size_t i = 0; i < count; ++i) {
+      if (ptrs[i] == nullptr) {
+        return Fail(ACL_ERROR_INVALID_PARAM, api, "item %zu: ptr is NULL; nothing was unregistered", i);
+      }
+    }
+    return MemoryRegistry::Instance().UnregisterMany(api, ptrs, count);
+  });
 }
 
 extern "C" aclError aclhostGetMemLocation(const void *ptr, int32_t *type, int32_t *deviceId, void **base,
-                                          size_t *size)
-{
-    constexpr const char *api = "aclhostGetMemLocation";
-    return GuardedCall(api, [&]() -> aclError {
-        if (ptr == nullptr) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "ptr is NULL; expected an address to look up");
-        }
-        if (type == nullptr || deviceId == nullptr) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected a pointer to an int32_t",
-                        type == nullptr ? "type" : "deviceId");
-        }
-        const aclhost::MemInfo info = MemoryRegistry::Instance().Lookup(ptr);
-        *type = info.LocationType();
-        *deviceId = info.device;
-        if (base != nullptr) {
-            *base = reinterpret_cast<void *>(info.base);
-        }
-        if (size != nullptr) {
-            *size = info.size;
-        }
-        return ACL_SUCCESS;
-    });
+                                          size_t *size) {
+  constexpr const char *api = "aclhostGetMemLocation";
+  return GuardedCall(api, [&]() -> aclError {
+    if (ptr == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "ptr is NULL; expected an address to look up");
+    }
+    if (type == nullptr || deviceId == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected a pointer to an int32_t",
+                  type == nullptr ? "type" : "deviceId");
+    }
+    const aclhost::MemInfo info = MemoryRegistry::Instance().Lookup(ptr);
+    *type = info.LocationType();
+    *deviceId = info.device;
+    if (base != nullptr) {
+      *base = reinterpret_cast<void *>(info.base);
+    }
+    if (size != nullptr) {
+      *size = info.size;
+    }
+    return ACL_SUCCESS;
+  });
 }
 
-extern "C" aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total)
-{
-    constexpr const char *api = "aclrtGetMemInfo";
-    return GuardedCall(api, [&]() -> aclError {
-        if (free == nullptr || total == nullptr) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected a pointer to a size_t",
-                        free == nullptr ? "free" : "total");
-        }
-        const int64_t raw_attr = aclhost::RawEnumValue(attr);
-        if (raw_attr < ACL_DDR_MEM || raw_attr > ACL_MEM_P2P_HUGE1G) {
-            return Fail(ACL_ERROR_RT_INVALID_MEMORY_TYPE, api, "attr %lld is not an aclrtMemAttr; expected [%d, %d]",
-                        static_cast<long long>(raw_attr), static_cast<int>(ACL_DDR_MEM),
-                        static_cast<int>(ACL_MEM_P2P_HUGE1G));
-        }
-        int32_t device = -1;
-        const aclError ret = DeviceManager::Instance().CurrentDevice(api, &device);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        const long pages = sysconf(_SC_PHYS_PAGES);
-        const long page_size = sysconf(_SC_PAGESIZE);
-        size_t physical = 0;
-        if (pages <= 0 || page_size <= 0 ||
-            aclhost::MulOverflows(static_cast<size_t>(pages), static_cast<size_t>(page_size), &physical)) {
-            return Fail(ACL_ERROR_RT_INTERNAL_ERROR, api, "the host's physical memory size is not available");
-        }
-        const size_t used = MemoryRegistry::Instance().DeviceBytes(device);
-        *total = physical;
-        *free = used < physical ? physical - used : 0;
-        return ACL_SUCCESS;
-    });
+extern "C" aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total) {
+  constexpr const char *api = "aclrtGetMemInfo";
+  return GuardedCall(api, [&]() -> aclError {
+    if (free == nullptr || total == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected a pointer to a size_t",
+                  free == nullptr ? "free" : "total");
+    }
+    const int64_t raw_attr = aclhost::RawEnumValue(attr);
+    if (raw_attr < ACL_DDR_MEM || raw_attr > ACL_MEM_P2P_HUGE1G) {
+      return Fail(ACL_ERROR_RT_INVALID_MEMORY_TYPE, api, "attr %lld is not an aclrtMemAttr; expected [%d, %d]",
+                  static_cast<long long>(raw_attr), static_cast<int>(ACL_DDR_MEM),
+                  static_cast<int>(ACL_MEM_P2P_HUGE1G));
+    }
+    int32_t device = -1;
+    ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page_size = sysconf(_SC_PAGESIZE);
+    size_t physical = 0;
+    if (pages <= 0 || page_size <= 0 ||
+        aclhost::MulOverflows(static_cast<size_t>(pages), static_cast<size_t>(page_size), &physical)) {
+      return Fail(ACL_ERROR_RT_INTERNAL_ERROR, api, "the host's physical memory size is not available");
+    }
+    const size_t used = MemoryRegistry::Instance().DeviceBytes(device);
+    *total = physical;
+    *free = used < physical ? physical - used : 0;
+    return ACL_SUCCESS;
+  });
 }

@@ -33,95 +33,69 @@ namespace aclhost {
 namespace {
 
 // The checks on the memory itself: registered memory holding count bytes from devPtr (*info).
-aclError CheckMemsetTarget(const char *api, void *devPtr, size_t count, MemInfo *info_out)
-{
-    const MemInfo &info = *info_out = MemoryRegistry::Instance().Lookup(devPtr);
-    if (!info.registered()) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                    "devPtr %p is pageable host memory; expected memory from aclrtMalloc or aclrtMallocHost", devPtr);
-    }
-    return CheckExtent(api, "devPtr", devPtr, count, info);
+aclError CheckMemsetTarget(const char *api, void *devPtr, size_t count, MemInfo *info_out) {
+  const MemInfo &info = *info_out = MemoryRegistry::Instance().Lookup(devPtr);
+  if (!info.registered()) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                "devPtr %p is pageable host memory; expected memory from aclrtMalloc or aclrtMallocHost", devPtr);
+  }
+  return CheckExtent(api, "devPtr", devPtr, count, info);
 }
 
-aclError CheckCount(const char *api, size_t maxCount, size_t count)
-{
-    if (count > maxCount) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "count %zu exceeds maxCount %zu", count, maxCount);
-    }
+aclError CheckCount(const char *api, size_t maxCount, size_t count) {
+  if (count > maxCount) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "count %zu exceeds maxCount %zu", count, maxCount);
+  }
+  return ACL_SUCCESS;
+}
+
+aclError MemsetSync(const char *api, void *devPtr, size_t maxCount, int32_t value, size_t count) {
+  if (count == 0) {
     return ACL_SUCCESS;
+  }
+  if (devPtr == nullptr) {
+    return Fail(ACL_ERROR_INVALID_PARAM, api, "devPtr is NULL; expected the memory to set");
+  }
+  int32_t device = -1;
+  ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
+  ACLHOST_RETURN_IF_ERROR(CheckCount(api, maxCount, count));
+  MemInfo info;
+  ACLHOST_RETURN_IF_ERROR(CheckMemsetTarget(api, devPtr, count, &info));
+  std::memset(info.HostAddress(devPtr), static_cast<unsigned char>(value), count);
+  return ACL_SUCCESS;
 }
 
-aclError MemsetSync(const char *api, void *devPtr, size_t maxCount, int32_t value, size_t count)
-{
-    if (count == 0) {
-        return ACL_SUCCESS;
-    }
-    if (devPtr == nullptr) {
-        return Fail(ACL_ERROR_INVALID_PARAM, api, "devPtr is NULL; expected the memory to set");
-    }
-    int32_t device = -1;
-    aclError ret = DeviceManager::Instance().CurrentDevice(api, &device);
-    if (ret == ACL_SUCCESS) {
-        ret = CheckCount(api, maxCount, count);
-    }
-    MemInfo info;
-    if (ret == ACL_SUCCESS) {
-        ret = CheckMemsetTarget(api, devPtr, count, &info);
-    }
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
+aclError MemsetAsync(const char *api, void *devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream handle) {
+  if (count == 0) {
+    return ACL_SUCCESS;
+  }
+  if (devPtr == nullptr) {
+    return Fail(ACL_ERROR_INVALID_PARAM, api, "devPtr is NULL; expected the memory to set");
+  }
+  std::shared_ptr<Stream> stream;
+  ACLHOST_RETURN_IF_ERROR(LookupStreamHandle(api, handle, &stream));
+  ACLHOST_RETURN_IF_ERROR(CheckCount(api, maxCount, count));
+  ACLHOST_RETURN_IF_ERROR(UseCurrentContext(api, &stream));
+  ACLHOST_RETURN_IF_ERROR(CheckStreamInCurrentContext(api, *stream));
+  const MemInfo info = MemoryRegistry::Instance().Lookup(devPtr);
+  ACLHOST_RETURN_IF_ERROR(CheckExtent(api, "devPtr", devPtr, count, info));
+  if (!info.is_device()) {
     std::memset(info.HostAddress(devPtr), static_cast<unsigned char>(value), count);
     return ACL_SUCCESS;
-}
-
-aclError MemsetAsync(const char *api, void *devPtr, size_t maxCount, int32_t value, size_t count,
-                     aclrtStream handle)
-{
-    if (count == 0) {
-        return ACL_SUCCESS;
-    }
-    if (devPtr == nullptr) {
-        return Fail(ACL_ERROR_INVALID_PARAM, api, "devPtr is NULL; expected the memory to set");
-    }
-    std::shared_ptr<Stream> stream;
-    aclError ret = LookupStreamHandle(api, handle, &stream);
-    if (ret == ACL_SUCCESS) {
-        ret = CheckCount(api, maxCount, count);
-    }
-    if (ret == ACL_SUCCESS) {
-        ret = UseCurrentContext(api, &stream);
-    }
-    if (ret == ACL_SUCCESS) {
-        ret = CheckStreamInCurrentContext(api, *stream);
-    }
-    const MemInfo info = MemoryRegistry::Instance().Lookup(devPtr);
-    if (ret == ACL_SUCCESS) {
-        ret = CheckExtent(api, "devPtr", devPtr, count, info);
-    }
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    if (!info.is_device()) {
-        std::memset(info.HostAddress(devPtr), static_cast<unsigned char>(value), count);
-        return ACL_SUCCESS;
-    }
-    stream->Enqueue(std::make_unique<MemsetTask>(info.HostAddress(devPtr), static_cast<unsigned char>(value), count));
-    return ACL_SUCCESS;
+  }
+  stream->Enqueue(std::make_unique<MemsetTask>(info.HostAddress(devPtr), static_cast<unsigned char>(value), count));
+  return ACL_SUCCESS;
 }
 
 }  // namespace
 }  // namespace aclhost
 
-extern "C" aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
-{
-    constexpr const char *api = "aclrtMemset";
-    return aclhost::GuardedCall(api, [&] { return aclhost::MemsetSync(api, devPtr, maxCount, value, count); });
+extern "C" aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count) {
+  constexpr const char *api = "aclrtMemset";
+  return aclhost::GuardedCall(api, [&] { return aclhost::MemsetSync(api, devPtr, maxCount, value, count); });
 }
 
-extern "C" aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream stream)
-{
-    constexpr const char *api = "aclrtMemsetAsync";
-    return aclhost::GuardedCall(
-        api, [&] { return aclhost::MemsetAsync(api, devPtr, maxCount, value, count, stream); });
+extern "C" aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream stream) {
+  constexpr const char *api = "aclrtMemsetAsync";
+  return aclhost::GuardedCall(api, [&] { return aclhost::MemsetAsync(api, devPtr, maxCount, value, count, stream); });
 }

@@ -28,6 +28,7 @@
 #include <utility>
 
 #include "acl/acl_rt.h"
+#include "acl_limits.h"
 #include "api_guard.h"
 #include "device.h"
 #include "error_state.h"
@@ -37,146 +38,108 @@
 namespace aclhost {
 namespace {
 
-constexpr int64_t kMaxRuntimeDevices = 64;  // RT_MAX_DEV_NUM
+using acl_limits::kMaxRuntimeDevices;
 
-aclError CheckSameDevice(const char *api, int32_t device, int32_t peer)
-{
-    if (device == peer) {
-        return Fail(ACL_ERROR_INVALID_PARAM, api, "deviceId %d cannot be equal to peerDeviceId %d",
-                    static_cast<int>(device), static_cast<int>(peer));
-    }
-    return ACL_SUCCESS;
+aclError CheckSameDevice(const char *api, int32_t device, int32_t peer) {
+  if (device == peer) {
+    return Fail(ACL_ERROR_INVALID_PARAM, api, "deviceId %d cannot be equal to peerDeviceId %d",
+                static_cast<int>(device), static_cast<int>(peer));
+  }
+  return ACL_SUCCESS;
 }
 
-aclError CheckIsDevice(const char *api, const char *param, int32_t id)
-{
-    int32_t count = 0;
-    const aclError ret = DeviceManager::Instance().DeviceCount(api, &count);
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    if (id < 0 || id >= count) {
-        return Fail(ACL_ERROR_RT_INVALID_DEVICEID, api, "%s %d is not a device; expected [0, %d)", param,
-                    static_cast<int>(id), static_cast<int>(count));
-    }
-    return ACL_SUCCESS;
+aclError CheckIsDevice(const char *api, const char *param, int32_t id) {
+  int32_t count = 0;
+  ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().DeviceCount(api, &count));
+  if (id < 0 || id >= count) {
+    return Fail(ACL_ERROR_RT_INVALID_DEVICEID, api, "%s %d is not a device; expected [0, %d)", param,
+                static_cast<int>(id), static_cast<int>(count));
+  }
+  return ACL_SUCCESS;
 }
 
-aclError CheckPeerFeature(const char *api)
-{
-    aclError ret = ACL_SUCCESS;
-    const SocProfile *soc = RequireSoc(api, &ret);
-    if (soc == nullptr) {
-        return ret;
-    }
-    if (!soc->peer_access) {
-        return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "peer access between devices is not supported on SoC %s",
-                    soc->name);
-    }
-    return ACL_SUCCESS;
+aclError CheckPeerFeature(const char *api) {
+  const SocProfile *soc = nullptr;
+  ACLHOST_RETURN_IF_ERROR(RequireSoc(api, &soc));
+  if (!soc->peer_access) {
+    return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "peer access between devices is not supported on SoC %s",
+                soc->name);
+  }
+  return ACL_SUCCESS;
 }
 
-aclError CanAccessPeer(const char *api, int32_t *can_access, int32_t device, int32_t peer)
-{
-    aclError ret = CheckSameDevice(api, device, peer);
-    if (ret == ACL_SUCCESS) {
-        ret = CheckIsDevice(api, "peerDeviceId", peer);
-    }
-    if (ret != ACL_SUCCESS) {
-        return ret;
-    }
-    if (device < 0 || device >= kMaxRuntimeDevices) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "deviceId %d is out of range; expected [0, %lld)",
-                    static_cast<int>(device), static_cast<long long>(kMaxRuntimeDevices));
-    }
-    if (can_access == nullptr) {
-        return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "canAccessPeer is NULL; expected a pointer to an int32_t");
-    }
-    ret = CheckPeerFeature(api);
-    if (ret == ACL_SUCCESS) {
-        ret = CheckIsDevice(api, "deviceId", device);
-    }
-    if (ret == ACL_SUCCESS) {
-        *can_access = 1;
-    }
-    return ret;
+aclError CanAccessPeer(const char *api, int32_t *can_access, int32_t device, int32_t peer) {
+  ACLHOST_RETURN_IF_ERROR(CheckSameDevice(api, device, peer));
+  ACLHOST_RETURN_IF_ERROR(CheckIsDevice(api, "peerDeviceId", peer));
+  if (device < 0 || device >= kMaxRuntimeDevices) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "deviceId %d is out of range; expected [0, %lld)",
+                static_cast<int>(device), static_cast<long long>(kMaxRuntimeDevices));
+  }
+  if (can_access == nullptr) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "canAccessPeer is NULL; expected a pointer to an int32_t");
+  }
+  ACLHOST_RETURN_IF_ERROR(CheckPeerFeature(api));
+  ACLHOST_RETURN_IF_ERROR(CheckIsDevice(api, "deviceId", device));
+  *can_access = 1;
+  return ACL_SUCCESS;
 }
 
-aclError PeerAccessStatus(const char *api, int32_t device, int32_t peer, int32_t *status)
-{
-    if (status == nullptr) {
-        return Fail(ACL_ERROR_INVALID_PARAM, api, "status is NULL; expected a pointer to an int32_t");
+aclError PeerAccessStatus(const char *api, int32_t device, int32_t peer, int32_t *status) {
+  if (status == nullptr) {
+    return Fail(ACL_ERROR_INVALID_PARAM, api, "status is NULL; expected a pointer to an int32_t");
+  }
+  for (const auto &id : {std::make_pair("deviceId", device), std::make_pair("peerDeviceId", peer)}) {
+    if (id.second < 0 || id.second >= kMaxRuntimeDevices) {
+      return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "%s %d is out of range; expected [0, %lld)", id.first,
+                  static_cast<int>(id.second), static_cast<long long>(kMaxRuntimeDevices));
     }
-    for (const auto &id : {std::make_pair("deviceId", device), std::make_pair("peerDeviceId", peer)}) {
-        if (id.second < 0 || id.second >= kMaxRuntimeDevices) {
-            return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "%s %d is out of range; expected [0, %lld)", id.first,
-                        static_cast<int>(id.second), static_cast<long long>(kMaxRuntimeDevices));
-        }
-    }
-    *status = device != peer && PeerAccessTable::Instance().Mutual(device, peer) ? 1 : 0;
-    return ACL_SUCCESS;
+  }
+  *status = device != peer && PeerAccessTable::Instance().Mutual(device, peer) ? 1 : 0;
+  return ACL_SUCCESS;
 }
 
 // The checks of Enable/DisablePeerAccess after the flags; *device is the current device.
-aclError PeerOfCurrentDevice(const char *api, int32_t peer, int32_t *device)
-{
-    aclError ret = DeviceManager::Instance().CurrentDevice(api, device);
-    if (ret == ACL_SUCCESS) {
-        ret = CheckSameDevice(api, *device, peer);
-    }
-    if (ret == ACL_SUCCESS) {
-        ret = CheckIsDevice(api, "peerDeviceId", peer);
-    }
-    if (ret == ACL_SUCCESS) {
-        ret = CheckPeerFeature(api);
-    }
-    return ret;
+aclError PeerOfCurrentDevice(const char *api, int32_t peer, int32_t *device) {
+  ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, device));
+  ACLHOST_RETURN_IF_ERROR(CheckSameDevice(api, *device, peer));
+  ACLHOST_RETURN_IF_ERROR(CheckIsDevice(api, "peerDeviceId", peer));
+  return CheckPeerFeature(api);
 }
 
 }  // namespace
 }  // namespace aclhost
 
-extern "C" aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int32_t peerDeviceId)
-{
-    constexpr const char *api = "aclrtDeviceCanAccessPeer";
-    return aclhost::GuardedCall(api,
-                                [&] { return aclhost::CanAccessPeer(api, canAccessPeer, deviceId, peerDeviceId); });
+extern "C" aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int32_t peerDeviceId) {
+  constexpr const char *api = "aclrtDeviceCanAccessPeer";
+  return aclhost::GuardedCall(api, [&] { return aclhost::CanAccessPeer(api, canAccessPeer, deviceId, peerDeviceId); });
 }
 
-extern "C" aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags)
-{
-    constexpr const char *api = "aclrtDeviceEnablePeerAccess";
-    return aclhost::GuardedCall(api, [&] {
-        if (flags != 0) {
-            return aclhost::Fail(ACL_ERROR_FEATURE_UNSUPPORTED, api,
-                                 "flags is a reserved parameter and must be 0, current value=%u",
-                                 static_cast<unsigned>(flags));
-        }
-        int32_t device = -1;
-        const aclError ret = aclhost::PeerOfCurrentDevice(api, peerDeviceId, &device);
-        if (ret == ACL_SUCCESS) {
-            aclhost::PeerAccessTable::Instance().Enable(device, peerDeviceId);
-        }
-        return ret;
-    });
+extern "C" aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags) {
+  constexpr const char *api = "aclrtDeviceEnablePeerAccess";
+  return aclhost::GuardedCall(api, [&]() -> aclError {
+    if (flags != 0) {
+      return aclhost::Fail(ACL_ERROR_FEATURE_UNSUPPORTED, api,
+                           "flags is a reserved parameter and must be 0, current value=%u",
+                           static_cast<unsigned>(flags));
+    }
+    int32_t device = -1;
+    ACLHOST_RETURN_IF_ERROR(aclhost::PeerOfCurrentDevice(api, peerDeviceId, &device));
+    aclhost::PeerAccessTable::Instance().Enable(device, peerDeviceId);
+    return ACL_SUCCESS;
+  });
 }
 
-extern "C" aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId)
-{
-    constexpr const char *api = "aclrtDeviceDisablePeerAccess";
-    return aclhost::GuardedCall(api, [&] {
-        int32_t device = -1;
-        const aclError ret = aclhost::PeerOfCurrentDevice(api, peerDeviceId, &device);
-        if (ret == ACL_SUCCESS) {
-            aclhost::PeerAccessTable::Instance().Disable(device, peerDeviceId);
-        }
-        return ret;
-    });
+extern "C" aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId) {
+  constexpr const char *api = "aclrtDeviceDisablePeerAccess";
+  return aclhost::GuardedCall(api, [&]() -> aclError {
+    int32_t device = -1;
+    ACLHOST_RETURN_IF_ERROR(aclhost::PeerOfCurrentDevice(api, peerDeviceId, &device));
+    aclhost::PeerAccessTable::Instance().Disable(device, peerDeviceId);
+    return ACL_SUCCESS;
+  });
 }
 
-extern "C" aclError aclrtDevicePeerAccessStatus(int32_t deviceId, int32_t peerDeviceId, int32_t *status)
-{
-    constexpr const char *api = "aclrtDevicePeerAccessStatus";
-    return aclhost::GuardedCall(api,
-                                [&] { return aclhost::PeerAccessStatus(api, deviceId, peerDeviceId, status); });
+extern "C" aclError aclrtDevicePeerAccessStatus(int32_t deviceId, int32_t peerDeviceId, int32_t *status) {
+  constexpr const char *api = "aclrtDevicePeerAccessStatus";
+  return aclhost::GuardedCall(api, [&] { return aclhost::PeerAccessStatus(api, deviceId, peerDeviceId, status); });
 }

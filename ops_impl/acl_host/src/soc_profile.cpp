@@ -17,11 +17,11 @@
 namespace aclhost {
 namespace {
 
-constexpr const char *kSocEnv = "MS_MEMCOPY_SOC";
+constexpr const char *kSocEnv = ACLHOST_ENV_SOC;
 
 const SocProfile kProfiles[] = {
 #define X(name, batch, desc, d2d, null2d, desc_size, extra, streams, peer, device_events) \
-    {name, batch, desc, d2d, null2d, desc_size, extra, streams, peer, device_events},
+  {name, batch, desc, d2d, null2d, desc_size, extra, streams, peer, device_events},
     MS_MEMCOPY_SOC_PROFILES
 #undef X
 };
@@ -29,76 +29,73 @@ const SocProfile kProfiles[] = {
 std::atomic<const SocProfile *> g_resolved{nullptr};
 std::mutex g_resolve_mutex;
 
-const SocProfile *FindProfile(const char *name)
-{
-    for (const SocProfile &profile : kProfiles) {
-        if (std::strcmp(profile.name, name) == 0) {
-            return &profile;
-        }
+const SocProfile *FindProfile(const char *name) {
+  for (const SocProfile &profile : kProfiles) {
+    if (std::strcmp(profile.name, name) == 0) {
+      return &profile;
     }
-    return nullptr;
+  }
+  return nullptr;
 }
 
 // Resolves under the lock; returns NULL (and the rejected name) when MS_MEMCOPY_SOC names no profile.
-const SocProfile *Resolve(std::string *rejected)
-{
-    const SocProfile *known = g_resolved.load(std::memory_order_acquire);
-    if (known != nullptr) {
-        return known;
+const SocProfile *Resolve(std::string *rejected) {
+  const SocProfile *known = g_resolved.load(std::memory_order_acquire);
+  if (known != nullptr) {
+    return known;
+  }
+  std::lock_guard<std::mutex> lock(g_resolve_mutex);
+  known = g_resolved.load(std::memory_order_relaxed);
+  if (known != nullptr) {
+    return known;
+  }
+  const char *env = std::getenv(kSocEnv);
+  const char *name = (env == nullptr || env[0] == '\0') ? MS_MEMCOPY_DEFAULT_SOC : env;
+  const SocProfile *profile = FindProfile(name);
+  if (profile == nullptr) {
+    if (rejected != nullptr) {
+      *rejected = name;
     }
-    std::lock_guard<std::mutex> lock(g_resolve_mutex);
-    known = g_resolved.load(std::memory_order_relaxed);
-    if (known != nullptr) {
-        return known;
-    }
-    const char *env = std::getenv(kSocEnv);
-    const char *name = (env == nullptr || env[0] == '\0') ? MS_MEMCOPY_DEFAULT_SOC : env;
-    const SocProfile *profile = FindProfile(name);
-    if (profile == nullptr) {
-        if (rejected != nullptr) {
-            *rejected = name;
-        }
-        return nullptr;
-    }
-    g_resolved.store(profile, std::memory_order_release);
-    return profile;
+    return nullptr;
+  }
+  g_resolved.store(profile, std::memory_order_release);
+  return profile;
 }
 
 }  // namespace
 
-const SocProfile *RequireSoc(const char *api, aclError *error)
-{
-    std::string rejected;
-    const SocProfile *profile = Resolve(&rejected);
-    if (profile != nullptr) {
-        return profile;
+aclError RequireSoc(const char *api, const SocProfile **soc) {
+  std::string rejected;
+  const SocProfile *profile = Resolve(&rejected);
+  if (profile != nullptr) {
+    if (soc != nullptr) {
+      *soc = profile;
     }
-    std::string names;
-    for (const SocProfile &candidate : kProfiles) {
-        names += names.empty() ? "" : ", ";
-        names += candidate.name;
-    }
-    *error = Fail(ACL_ERROR_INVALID_PARAM, api, "%s=\"%s\" names no SoC profile; expected one of: %s", kSocEnv,
-                  rejected.c_str(), names.c_str());
-    return nullptr;
+    return ACL_SUCCESS;
+  }
+  std::string names;
+  for (const SocProfile &candidate : kProfiles) {
+    names += names.empty() ? "" : ", ";
+    names += candidate.name;
+  }
+  return Fail(ACL_ERROR_INVALID_PARAM, api, "%s=\"%s\" names no SoC profile; expected one of: %s", kSocEnv,
+              rejected.c_str(), names.c_str());
 }
 
 const SocProfile *SocOrNull() { return Resolve(nullptr); }
 
 }  // namespace aclhost
 
-extern "C" const char *aclrtGetSocName(void)
-{
-    return aclhost::GuardedText("aclrtGetSocName", [] {
-        const aclhost::SocProfile *profile = aclhost::SocOrNull();
-        return profile != nullptr ? profile->name : nullptr;
-    });
+extern "C" const char *aclrtGetSocName(void) {
+  return aclhost::GuardedText("aclrtGetSocName", [] {
+    const aclhost::SocProfile *profile = aclhost::SocOrNull();
+    return profile != nullptr ? profile->name : nullptr;
+  });
 }
 
-extern "C" const char *aclhostGetSocProfile(void)
-{
-    return aclhost::GuardedText("aclhostGetSocProfile", [] {
-        const aclhost::SocProfile *profile = aclhost::SocOrNull();
-        return profile != nullptr ? profile->name : nullptr;
-    });
+extern "C" const char *aclhostGetSocProfile(void) {
+  return aclhost::GuardedText("aclhostGetSocProfile", [] {
+    const aclhost::SocProfile *profile = aclhost::SocOrNull();
+    return profile != nullptr ? profile->name : nullptr;
+  });
 }

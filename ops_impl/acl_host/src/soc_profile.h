@@ -9,22 +9,22 @@
 namespace aclhost {
 
 struct SocProfile {
-    const char *name;
-    bool memcpy_batch;          // aclrtMemcpyBatch / BatchAsync / V2
-    bool memcpy_desc;           // aclrtGetMemcpyDescSize / SetMemcpyDesc / MemcpyAsyncWithDesc
-    bool memcpy2d_d2d;          // aclrtMemcpy2dAsync device-to-device
-    bool memcpy2d_null_stream;  // aclrtMemcpy2dAsync takes a NULL (default) stream
-    size_t memcpy_desc_size;    // bytes per descriptor
-    size_t malloc_extra_bytes;  // aclrtMalloc padding after rounding up to 32
-    size_t max_streams;         // streams of one device, its default streams included
-    bool peer_access;           // aclrtDeviceCanAccessPeer / EnablePeerAccess / DisablePeerAccess
-    bool event_device_use_only; // aclrtCreateEventWithFlag(ACL_EVENT_DEVICE_USE_ONLY)
+  const char *name;
+  bool memcpy_batch;           // aclrtMemcpyBatch / BatchAsync / V2
+  bool memcpy_desc;            // aclrtGetMemcpyDescSize / SetMemcpyDesc / MemcpyAsyncWithDesc
+  bool memcpy2d_d2d;           // aclrtMemcpy2dAsync device-to-device
+  bool memcpy2d_null_stream;   // aclrtMemcpy2dAsync takes a NULL (default) stream
+  size_t memcpy_desc_size;     // bytes per descriptor
+  size_t malloc_extra_bytes;   // aclrtMalloc padding after rounding up to 32
+  size_t max_streams;          // streams of one device, its default streams included
+  bool peer_access;            // aclrtDeviceCanAccessPeer / EnablePeerAccess / DisablePeerAccess
+  bool event_device_use_only;  // aclrtCreateEventWithFlag(ACL_EVENT_DEVICE_USE_ONLY)
 };
 
-// The profile named by MS_MEMCOPY_SOC (unset or empty: the table's default), resolved once.
-// An unknown name leaves it unresolved, stores a message listing the valid names and returns NULL with
-// *error = ACL_ERROR_INVALID_PARAM; a later call tries again.
-const SocProfile *RequireSoc(const char *api, aclError *error);
+// The profile named by MS_MEMCOPY_SOC (unset or empty: the table's default), resolved once, into *soc
+// (when soc is not NULL). An unknown name leaves it unresolved, stores a message listing the valid names
+// and returns ACL_ERROR_INVALID_PARAM; a later call tries again.
+aclError RequireSoc(const char *api, const SocProfile **soc = nullptr);
 
 // Same resolution without touching the error message; NULL when MS_MEMCOPY_SOC is invalid.
 const SocProfile *SocOrNull();

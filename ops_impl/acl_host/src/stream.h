@@ -18,74 +18,74 @@ namespace aclhost {
 // than ACL_SUCCESS with *message filled) is recorded on the stream and reported by the next
 // aclrtSynchronizeStream on it.
 class StreamTask {
-public:
-    virtual ~StreamTask() = default;
-    virtual aclError Run(std::string *message) = 0;
-    // Whether a thread that waits for the stream without a timeout may run the task itself when the
-    // worker is idle (copies: yes; host functions: no, they run on the worker thread).
-    virtual bool RunsInWaiter() const { return true; }
+ public:
+  virtual ~StreamTask() = default;
+  virtual aclError Run(std::string *message) = 0;
+  // Whether a thread that waits for the stream without a timeout may run the task itself when the
+  // worker is idle (copies: yes; host functions: no, they run on the worker thread).
+  virtual bool RunsInWaiter() const { return true; }
 };
 
 class Stream {
-public:
-    // `context`: the id of the context the stream belongs to (DeviceManager's context ids).
-    Stream(int32_t device, uint64_t context);
-    ~Stream();  // runs every queued task, then stops the worker
-    Stream(const Stream &) = delete;
-    Stream &operator=(const Stream &) = delete;
+ public:
+  // `context`: the id of the context the stream belongs to (DeviceManager's context ids).
+  Stream(int32_t device, uint64_t context);
+  ~Stream();  // runs every queued task, then stops the worker
+  Stream(const Stream &) = delete;
+  Stream &operator=(const Stream &) = delete;
 
-    int32_t device() const { return device_; }
-    uint64_t context() const { return context_; }
+  int32_t device() const { return device_; }
+  uint64_t context() const { return context_; }
 
-    // Appends a task; the worker thread starts on the first call. The worker is woken unless the stream
-    // is deferred.
-    void Enqueue(std::unique_ptr<StreamTask> task);
+  // Appends a task; the worker thread starts on the first call. The worker is woken unless the stream
+  // is deferred.
+  void Enqueue(std::unique_ptr<StreamTask> task);
 
-    // Deferred launch (aclhostSetStreamDeferred): enqueueing does not wake the worker; the queued tasks
-    // run when a thread waits for the stream (the waiter runs copies itself and wakes the worker for
-    // the rest; a timed wait and the stream's destruction wake it too). Saves a thread wake-up per
-    // task for callers that synchronize right after enqueueing.
-    void SetDeferred(bool deferred);
+  // Deferred launch (aclhostSetStreamDeferred): enqueueing does not wake the worker; the queued tasks
+  // run when a thread waits for the stream (the waiter runs copies itself and wakes the worker for
+  // the rest; a timed wait and the stream's destruction wake it too). Saves a thread wake-up per
+  // task for callers that synchronize right after enqueueing.
+  void SetDeferred(bool deferred);
 
-    // Waits until every task submitted before this call has completed.
-    // timeout_ms: -1 waits forever, 0 only polls, > 0 waits at most that many milliseconds.
-    // On the stream's own worker (a host function) it returns true at once: every task before the
-    // running one has completed, and the later ones cannot start until it returns.
-    // Returns false when the tasks did not complete in time. A wait without a timeout runs the queued
-    // tasks that allow it (StreamTask::RunsInWaiter) itself, in order, while the worker is idle: a
-    // copy then costs no hand-off between threads.
-    bool WaitIdle(int32_t timeout_ms);
+  // Waits until every task submitted before this call has completed.
+  // timeout_ms: -1 waits forever, 0 only polls, > 0 waits at most that many milliseconds.
+  // On the stream's own worker (a host function) it returns true at once: every task before the
+  // running one has completed, and the later ones cannot start until it returns.
+  // Returns false when the tasks did not complete in time. A wait without a timeout runs the queued
+  // tasks that allow it (StreamTask::RunsInWaiter) itself, in order, while the worker is idle: a
+  // copy then costs no hand-off between threads.
+  bool WaitIdle(int32_t timeout_ms);
 
-    // Moves out the first task failure recorded since the last call; false when there is none.
-    bool TakeFailure(aclError *code, std::string *message);
+  // Moves out the first task failure recorded since the last call; false when there is none.
+  bool TakeFailure(aclError *code, std::string *message);
 
-private:
-    // Everything the worker thread touches. The worker holds its own reference, so the last reference
-    // to the Stream may drop anywhere, its own worker included (a host function that destroys its
-    // stream): the destructor then detaches the worker, which runs the queued tasks and ends.
-    struct State {
-        std::mutex mutex;
-        std::condition_variable work_ready;
-        std::condition_variable work_done;
-        std::deque<std::unique_ptr<StreamTask>> queue;
-        uint64_t submitted = 0;
-        uint64_t completed = 0;
-        bool stopping = false;
-        bool busy = false;  // a task is running (on the worker or on a waiting thread)
-        bool deferred = false;
-        aclError failure_code = 0;
-        std::string failure_message;
-        std::thread::id worker_id;
-    };
+ private:
+  // Everything the worker thread touches. The worker holds its own reference, so the last reference
+  // to the Stream may drop anywhere, its own worker included (a host function that destroys its
+  // stream): the destructor then detaches the worker, which runs the queued tasks and ends.
+  struct State {
+    std::mutex mutex;
+    std::condition_variable work_ready;
+    std::condition_variable work_done;
+    std::deque<std::unique_ptr<StreamTask>> queue;
+    uint64_t submitted = 0;
+    uint64_t completed = 0;
+    bool stopping = false;
+    bool busy = false;  // a task is running (on the worker or on a waiting thread)
+    bool deferred = false;
+    aclError failure_code = 0;
+    std::string failure_message;
+    std::thread::id worker_id;
+  };
 
-    static void WorkerLoop(const std::shared_ptr<State> &state);
-    // Runs the front task with the lock released; requires a non-empty queue and !busy.
-    static void RunFront(State &state, std::unique_lock<std::mutex> &lock);
+  static void WorkerLoop(const std::shared_ptr<State> &state);
+  // Runs the front task with the lock released; requires a non-empty queue and !busy.
+  static void RunFront(State &state, std::unique_lock<std::mutex> &lock);
 
-    const int32_t device_;
-    const uint64_t context_;
-    const std::shared_ptr<State> state_;
-    std::thread worker_;  // started under state_->mutex by the first Enqueue
+  const int32_t device_;
+  const uint64_t context_;
+  const std::shared_ptr<State> state_;
+  std::thread worker_;  // started under state_->mutex by the first Enqueue
 };
 
 }  // namespace aclhost

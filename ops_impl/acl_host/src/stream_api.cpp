@@ -39,172 +39,131 @@ using aclhost::GuardedCall;
 using aclhost::Stream;
 using aclhost::StreamTable;
 
-extern "C" aclError aclrtCreateStream(aclrtStream *stream)
-{
-    constexpr const char *api = "aclrtCreateStream";
-    return GuardedCall(api, [&]() -> aclError {
-        if (stream == nullptr) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a pointer to receive the handle");
-        }
-        aclhost::CurrentContextInfo context;
-        const aclError ret = aclhost::DeviceManager::Instance().Current(api, &context);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        aclError soc_error = ACL_SUCCESS;
-        const aclhost::SocProfile *soc = aclhost::RequireSoc(api, &soc_error);
-        if (soc == nullptr) {
-            return soc_error;
-        }
-        const aclrtStream created = StreamTable::Instance().AddUserStream(
-            std::make_shared<Stream>(context.device, context.id), soc->max_streams);
-        if (created == nullptr) {
-            return Fail(ACL_ERROR_RT_NO_STREAM_RESOURCE, api,
-                        "device %d already has %zu streams (its default streams included), the most a %s has",
-                        static_cast<int>(context.device), soc->max_streams, soc->name);
-        }
-        *stream = created;
-        return ACL_SUCCESS;
-    });
+extern "C" aclError aclrtCreateStream(aclrtStream *stream) {
+  constexpr const char *api = "aclrtCreateStream";
+  return GuardedCall(api, [&]() -> aclError {
+    if (stream == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a pointer to receive the handle");
+    }
+    aclhost::CurrentContextInfo context;
+    ACLHOST_RETURN_IF_ERROR(aclhost::DeviceManager::Instance().Current(api, &context));
+    const aclhost::SocProfile *soc = nullptr;
+    ACLHOST_RETURN_IF_ERROR(aclhost::RequireSoc(api, &soc));
+    const aclrtStream created =
+        StreamTable::Instance().AddUserStream(std::make_shared<Stream>(context.device, context.id), soc->max_streams);
+    if (created == nullptr) {
+      return Fail(ACL_ERROR_RT_NO_STREAM_RESOURCE, api,
+                  "device %d already has %zu streams (its default streams included), the most a %s has",
+                  static_cast<int>(context.device), soc->max_streams, soc->name);
+    }
+    *stream = created;
+    return ACL_SUCCESS;
+  });
 }
 
-extern "C" aclError aclrtDestroyStream(aclrtStream stream)
-{
-    constexpr const char *api = "aclrtDestroyStream";
-    return GuardedCall(api, [&]() -> aclError {
-        if (stream == nullptr) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a handle from aclrtCreateStream");
-        }
-        std::shared_ptr<Stream> target;
-        aclError ret = aclhost::LookupStreamHandle(api, stream, &target);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        aclhost::CurrentContextInfo context;
-        ret = aclhost::DeviceManager::Instance().Current(api, &context);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        if (target->context() != context.id) {
-            return Fail(ACL_ERROR_RT_STREAM_CONTEXT, api,
-                        "stream %p belongs to another context (on device %d) than the calling thread's current "
-                        "context (on device %d); make its context current (aclrtSetCurrentContext, aclrtSetDevice) "
-                        "to destroy it",
-                        stream, static_cast<int>(target->device()), static_cast<int>(context.device));
-        }
-        std::shared_ptr<Stream> removed = StreamTable::Instance().RemoveUserStream(stream);
-        if (removed == nullptr) {  // another thread destroyed it meanwhile
-            return Fail(ACL_ERROR_RT_INVALID_HANDLE, api,
-                        "stream %p is not a live stream (never created by aclrtCreateStream, or already destroyed)",
-                        stream);
-        }
-        (void)removed->WaitIdle(-1);
-        return ACL_SUCCESS;  // the last reference joins the worker thread
-    });
+extern "C" aclError aclrtDestroyStream(aclrtStream stream) {
+  constexpr const char *api = "aclrtDestroyStream";
+  return GuardedCall(api, [&]() -> aclError {
+    if (stream == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a handle from aclrtCreateStream");
+    }
+    std::shared_ptr<Stream> target;
+    ACLHOST_RETURN_IF_ERROR(aclhost::LookupStreamHandle(api, stream, &target));
+    aclhost::CurrentContextInfo context;
+    ACLHOST_RETURN_IF_ERROR(aclhost::DeviceManager::Instance().Current(api, &context));
+    if (target->context() != context.id) {
+      return Fail(ACL_ERROR_RT_STREAM_CONTEXT, api,
+                  "stream %p belongs to another context (on device %d) than the calling thread's current "
+                  "context (on device %d); make its context current (aclrtSetCurrentContext, aclrtSetDevice) "
+                  "to destroy it",
+                  stream, static_cast<int>(target->device()), static_cast<int>(context.device));
+    }
+    std::shared_ptr<Stream> removed = StreamTable::Instance().RemoveUserStream(stream);
+    if (removed == nullptr) {  // another thread destroyed it meanwhile
+      return Fail(ACL_ERROR_RT_INVALID_HANDLE, api,
+                  "stream %p is not a live stream (never created by aclrtCreateStream, or already destroyed)", stream);
+    }
+    (void)removed->WaitIdle(-1);
+    return ACL_SUCCESS;  // the last reference joins the worker thread
+  });
 }
 
-extern "C" aclError aclrtSynchronizeStream(aclrtStream stream)
-{
-    constexpr const char *api = "aclrtSynchronizeStream";
-    return GuardedCall(api, [&]() -> aclError {
-        std::shared_ptr<Stream> target;
-        aclError ret = aclhost::LookupStreamHandle(api, stream, &target);
-        if (ret == ACL_SUCCESS) {
-            ret = aclhost::UseCurrentContext(api, &target);
-        }
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        return aclhost::SynchronizeStream(api, *target, -1);
-    });
+extern "C" aclError aclrtSynchronizeStream(aclrtStream stream) {
+  constexpr const char *api = "aclrtSynchronizeStream";
+  return GuardedCall(api, [&]() -> aclError {
+    std::shared_ptr<Stream> target;
+    ACLHOST_RETURN_IF_ERROR(aclhost::LookupStreamHandle(api, stream, &target));
+    ACLHOST_RETURN_IF_ERROR(aclhost::UseCurrentContext(api, &target));
+    return aclhost::SynchronizeStream(api, *target, -1);
+  });
 }
 
-extern "C" aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout)
-{
-    constexpr const char *api = "aclrtSynchronizeStreamWithTimeout";
-    return GuardedCall(api, [&]() -> aclError {
-        const auto invalid_timeout = [&] {
-            return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
-                        "timeout %d is invalid; expected -1 (wait forever) or a positive number of ms",
-                        static_cast<int>(timeout));
-        };
-        if (timeout < -1) {
-            return invalid_timeout();
-        }
-        std::shared_ptr<Stream> target;
-        aclError ret = aclhost::LookupStreamHandle(api, stream, &target);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        if (timeout == 0) {
-            return invalid_timeout();
-        }
-        ret = aclhost::UseCurrentContext(api, &target);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        return aclhost::SynchronizeStream(api, *target, timeout);
-    });
+extern "C" aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout) {
+  constexpr const char *api = "aclrtSynchronizeStreamWithTimeout";
+  return GuardedCall(api, [&]() -> aclError {
+    const auto invalid_timeout = [&] {
+      return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
+                  "timeout %d is invalid; expected -1 (wait forever) or a positive number of ms",
+                  static_cast<int>(timeout));
+    };
+    if (timeout < -1) {
+      return invalid_timeout();
+    }
+    std::shared_ptr<Stream> target;
+    ACLHOST_RETURN_IF_ERROR(aclhost::LookupStreamHandle(api, stream, &target));
+    if (timeout == 0) {
+      return invalid_timeout();
+    }
+    ACLHOST_RETURN_IF_ERROR(aclhost::UseCurrentContext(api, &target));
+    return aclhost::SynchronizeStream(api, *target, timeout);
+  });
 }
 
-extern "C" aclError aclhostSetStreamDeferred(aclrtStream stream, int32_t deferred)
-{
-    constexpr const char *api = "aclhostSetStreamDeferred";
-    return GuardedCall(api, [&]() -> aclError {
-        if (stream == nullptr) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a stream from aclrtCreateStream");
-        }
-        std::shared_ptr<Stream> target;
-        const aclError ret = aclhost::ResolveStream(api, stream, &target);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        target->SetDeferred(deferred != 0);
-        return ACL_SUCCESS;
-    });
+extern "C" aclError aclhostSetStreamDeferred(aclrtStream stream, int32_t deferred) {
+  constexpr const char *api = "aclhostSetStreamDeferred";
+  return GuardedCall(api, [&]() -> aclError {
+    if (stream == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a stream from aclrtCreateStream");
+    }
+    std::shared_ptr<Stream> target;
+    ACLHOST_RETURN_IF_ERROR(aclhost::ResolveStream(api, stream, &target));
+    target->SetDeferred(deferred != 0);
+    return ACL_SUCCESS;
+  });
 }
 
-extern "C" aclError aclhostCompleteStream(aclrtStream stream)
-{
-    constexpr const char *api = "aclhostCompleteStream";
-    return GuardedCall(api, [&]() -> aclError {
-        if (stream == nullptr) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a stream from aclrtCreateStream");
-        }
-        std::shared_ptr<Stream> target;
-        const aclError ret = aclhost::LookupStreamHandle(api, stream, &target);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        return aclhost::CompleteStream(api, *target);
-    });
+extern "C" aclError aclhostCompleteStream(aclrtStream stream) {
+  constexpr const char *api = "aclhostCompleteStream";
+  return GuardedCall(api, [&]() -> aclError {
+    if (stream == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a stream from aclrtCreateStream");
+    }
+    std::shared_ptr<Stream> target;
+    ACLHOST_RETURN_IF_ERROR(aclhost::LookupStreamHandle(api, stream, &target));
+    return aclhost::CompleteStream(api, *target);
+  });
 }
 
-extern "C" aclError aclhostGetHostWaitCount(uint64_t *count)
-{
-    constexpr const char *api = "aclhostGetHostWaitCount";
-    return GuardedCall(api, [&]() -> aclError {
-        if (count == nullptr) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "count is NULL; expected where to store the count");
-        }
-        *count = aclhost::HostWaitCount();
-        return ACL_SUCCESS;
-    });
+extern "C" aclError aclhostGetHostWaitCount(uint64_t *count) {
+  constexpr const char *api = "aclhostGetHostWaitCount";
+  return GuardedCall(api, [&]() -> aclError {
+    if (count == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "count is NULL; expected where to store the count");
+    }
+    *count = aclhost::HostWaitCount();
+    return ACL_SUCCESS;
+  });
 }
 
-extern "C" aclError aclhostLaunchHostFunc(aclrtStream stream, aclhostHostFunc fn, void *userData)
-{
-    constexpr const char *api = "aclhostLaunchHostFunc";
-    return GuardedCall(api, [&]() -> aclError {
-        if (fn == nullptr) {
-            return Fail(ACL_ERROR_INVALID_PARAM, api, "fn is NULL; expected a function to run on the stream");
-        }
-        std::shared_ptr<Stream> target;
-        const aclError ret = aclhost::ResolveStream(api, stream, &target);
-        if (ret != ACL_SUCCESS) {
-            return ret;
-        }
-        target->Enqueue(std::make_unique<aclhost::HostFuncTask>(fn, userData));
-        return ACL_SUCCESS;
-    });
+extern "C" aclError aclhostLaunchHostFunc(aclrtStream stream, aclhostHostFunc fn, void *userData) {
+  constexpr const char *api = "aclhostLaunchHostFunc";
+  return GuardedCall(api, [&]() -> aclError {
+    if (fn == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "fn is NULL; expected a function to run on the stream");
+    }
+    std::shared_ptr<Stream> target;
+    ACLHOST_RETURN_IF_ERROR(aclhost::ResolveStream(api, stream, &target));
+    target->Enqueue(std::make_unique<aclhost::HostFuncTask>(fn, userData));
+    return ACL_SUCCESS;
+  });
 }

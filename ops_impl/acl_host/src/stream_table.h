@@ -18,33 +18,33 @@ namespace aclhost {
 // are never reused, so a destroyed handle always reads as unknown); default streams are listed only so
 // that aclrtFree can wait for them.
 class StreamTable {
-public:
-    static StreamTable &Instance();
+ public:
+  static StreamTable &Instance();
 
-    // NULL when the stream's device already has `limit` streams (its default streams included).
-    aclrtStream AddUserStream(std::shared_ptr<Stream> stream, size_t limit);
-    std::shared_ptr<Stream> FindUserStream(aclrtStream handle) const;  // empty when unknown
-    std::shared_ptr<Stream> RemoveUserStream(aclrtStream handle);       // empty when unknown
+  // NULL when the stream's device already has `limit` streams (its default streams included).
+  aclrtStream AddUserStream(std::shared_ptr<Stream> stream, size_t limit);
+  std::shared_ptr<Stream> FindUserStream(aclrtStream handle) const;  // empty when unknown
+  std::shared_ptr<Stream> RemoveUserStream(aclrtStream handle);      // empty when unknown
 
-    void AddDefaultStream(const std::shared_ptr<Stream> &stream);
-    void RemoveDefaultStream(const Stream *stream);
+  void AddDefaultStream(const std::shared_ptr<Stream> &stream);
+  void RemoveDefaultStream(const Stream *stream);
 
-    std::vector<std::shared_ptr<Stream>> AllStreams() const;
-    // The user streams of one context (aclrtSynchronizeDevice), and their removal (aclrtDestroyContext).
-    std::vector<std::shared_ptr<Stream>> StreamsOfContext(uint64_t context) const;
-    std::vector<std::shared_ptr<Stream>> RemoveStreamsOfContext(uint64_t context);
+  std::vector<std::shared_ptr<Stream>> AllStreams() const;
+  // The user streams of one context (aclrtSynchronizeDevice), and their removal (aclrtDestroyContext).
+  std::vector<std::shared_ptr<Stream>> StreamsOfContext(uint64_t context) const;
+  std::vector<std::shared_ptr<Stream>> RemoveStreamsOfContext(uint64_t context);
 
-private:
-    StreamTable() = default;
+ private:
+  StreamTable() = default;
 
-    mutable std::mutex mutex_;
-    HandleMap<Stream> user_streams_{0x1000};
-    std::vector<std::shared_ptr<Stream>> default_streams_;
-    std::unordered_map<int32_t, size_t> streams_per_device_;  // user and default streams
+  mutable std::mutex mutex_;
+  HandleMap<Stream> user_streams_{0x1000};
+  std::vector<std::shared_ptr<Stream>> default_streams_;
+  std::unordered_map<int32_t, size_t> streams_per_device_;  // user and default streams
 };
 
-// A non-NULL handle must name a live stream (else ACL_ERROR_RT_INVALID_HANDLE, as CANN's handle guard); a NULL handle leaves
-// *out empty so that the caller resolves the default stream later, where CANN checks the context.
+// A non-NULL handle must name a live stream (else ACL_ERROR_RT_INVALID_HANDLE, as CANN's handle guard); a NULL handle
+// leaves *out empty so that the caller resolves the default stream later, where CANN checks the context.
 aclError LookupStreamHandle(const char *api, aclrtStream handle, std::shared_ptr<Stream> *out);
 
 // Fills an empty *out with the current device's default stream (ACL_ERROR_RT_CONTEXT_NULL without one).

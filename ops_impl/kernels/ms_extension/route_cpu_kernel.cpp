@@ -1,46 +1,14 @@
-// The op_def route's graph kernels on the CPU target: one NativeCpuKernelMod per op of the generated
-// table, registered as "Custom_<op>" in MindSpore's CPU kernel factory, each running the kernel core
-// of route_kernel.h (the same body as the aot entries and the Ascend kernel). The module is built
+// The op_def route's graph kernels on the CPU target: one RouteCpuKernel (route_cpu_kernel.h) per op of
+// the generated table, registered as "Custom_<op>" in MindSpore's CPU kernel factory, each running the
+// kernel core of route_kernel.h (the same body as the eager entry and the Ascend kernel). The module is built
 // without -DCUSTOM_ASCEND_OP and linked against the wheel's libmindspore_ops_cpu.
 #ifndef CUSTOM_ASCEND_OP
 #include <memory>
+#include <string>
 #include <vector>
 
-#include "kernel/cpu/cpu_kernel.h"
-#include "route_kernel.h"
+#include "route_cpu_kernel.h"
 #include "route_ops.inc"
-
-namespace msmc {
-namespace route {
-namespace {
-
-using mindspore::kernel::KernelAttr;
-using mindspore::kernel::KernelTensor;
-
-class RouteCpuKernel : public mindspore::kernel::NativeCpuKernelMod {
- public:
-  explicit RouteCpuKernel(const char *name) : core_(name) {}
-
-  std::vector<KernelAttr> GetOpSupport() override { return {KernelAttr().AddSkipCheckAttr(true)}; }
-
-  bool Init(const std::vector<KernelTensor *> &inputs, const std::vector<KernelTensor *> &) override {
-    core_.Init(inputs);
-    return true;
-  }
-
-  bool Launch(const std::vector<KernelTensor *> &inputs, const std::vector<KernelTensor *> &,
-              const std::vector<KernelTensor *> &outputs) override {
-    core_.Launch(inputs, outputs, nullptr);
-    return true;
-  }
-
- private:
-  KernelCore core_;
-};
-
-}  // namespace
-}  // namespace route
-}  // namespace msmc
 
 namespace mindspore::kernel {
 #define MSMC_ROUTE_CPU_KERNEL(NAME, OP_DEF)                                        \

@@ -13,47 +13,47 @@ extern "C" {
 #endif
 
 typedef enum aclrtMemcpyKind {
-    ACL_MEMCPY_HOST_TO_HOST = 0,
-    ACL_MEMCPY_HOST_TO_DEVICE = 1,
-    ACL_MEMCPY_DEVICE_TO_HOST = 2,
-    ACL_MEMCPY_DEVICE_TO_DEVICE = 3,
-    ACL_MEMCPY_DEFAULT = 4,
-    ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE = 5,
-    ACL_MEMCPY_INNER_DEVICE_TO_DEVICE = 6,
-    ACL_MEMCPY_INTER_DEVICE_TO_DEVICE = 7,
+  ACL_MEMCPY_HOST_TO_HOST = 0,
+  ACL_MEMCPY_HOST_TO_DEVICE = 1,
+  ACL_MEMCPY_DEVICE_TO_HOST = 2,
+  ACL_MEMCPY_DEVICE_TO_DEVICE = 3,
+  ACL_MEMCPY_DEFAULT = 4,
+  ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE = 5,
+  ACL_MEMCPY_INNER_DEVICE_TO_DEVICE = 6,
+  ACL_MEMCPY_INTER_DEVICE_TO_DEVICE = 7,
 } aclrtMemcpyKind;
 
 typedef enum aclrtMemMallocPolicy {
-    ACL_MEM_MALLOC_HUGE_FIRST = 0,
-    ACL_MEM_MALLOC_HUGE_ONLY = 1,
-    ACL_MEM_MALLOC_NORMAL_ONLY = 2,
-    ACL_MEM_MALLOC_HUGE_FIRST_P2P = 3,
-    ACL_MEM_MALLOC_HUGE_ONLY_P2P = 4,
-    ACL_MEM_MALLOC_NORMAL_ONLY_P2P = 5,
-    ACL_MEM_MALLOC_HUGE1G_ONLY = 6,
-    ACL_MEM_MALLOC_HUGE1G_ONLY_P2P = 7,
-    ACL_MEM_TYPE_LOW_BAND_WIDTH = 0x0100,
-    ACL_MEM_TYPE_HIGH_BAND_WIDTH = 0x1000,
-    ACL_MEM_ACCESS_USER_SPACE_READONLY = 0x100000,
+  ACL_MEM_MALLOC_HUGE_FIRST = 0,
+  ACL_MEM_MALLOC_HUGE_ONLY = 1,
+  ACL_MEM_MALLOC_NORMAL_ONLY = 2,
+  ACL_MEM_MALLOC_HUGE_FIRST_P2P = 3,
+  ACL_MEM_MALLOC_HUGE_ONLY_P2P = 4,
+  ACL_MEM_MALLOC_NORMAL_ONLY_P2P = 5,
+  ACL_MEM_MALLOC_HUGE1G_ONLY = 6,
+  ACL_MEM_MALLOC_HUGE1G_ONLY_P2P = 7,
+  ACL_MEM_TYPE_LOW_BAND_WIDTH = 0x0100,
+  ACL_MEM_TYPE_HIGH_BAND_WIDTH = 0x1000,
+  ACL_MEM_ACCESS_USER_SPACE_READONLY = 0x100000,
 } aclrtMemMallocPolicy;
 
 typedef enum aclrtMemLocationType {
-    ACL_MEM_LOCATION_TYPE_HOST = 0,
-    ACL_MEM_LOCATION_TYPE_DEVICE = 1,
-    ACL_MEM_LOCATION_TYPE_UNREGISTERED = 2,
-    ACL_MEM_LOCATION_TYPE_MANAGED = 3,
-    ACL_MEM_LOCATION_TYPE_HOST_NUMA = 4,
+  ACL_MEM_LOCATION_TYPE_HOST = 0,
+  ACL_MEM_LOCATION_TYPE_DEVICE = 1,
+  ACL_MEM_LOCATION_TYPE_UNREGISTERED = 2,
+  ACL_MEM_LOCATION_TYPE_MANAGED = 3,
+  ACL_MEM_LOCATION_TYPE_HOST_NUMA = 4,
 } aclrtMemLocationType;
 
 typedef struct aclrtMemLocation {
-    uint32_t id;
-    aclrtMemLocationType type;
+  uint32_t id;
+  aclrtMemLocationType type;
 } aclrtMemLocation;
 
 typedef struct {
-    aclrtMemLocation dstLoc;
-    aclrtMemLocation srcLoc;
-    uint8_t rsv[16];
+  aclrtMemLocation dstLoc;
+  aclrtMemLocation srcLoc;
+  uint8_t rsv[16];
 } aclrtMemcpyBatchAttr;
 
 /* Event creation flags (aclrtCreateEventWithFlag). */
@@ -65,34 +65,34 @@ typedef struct {
 #define ACL_EVENT_IPC 0x00000040U
 
 typedef enum aclrtEventRecordedStatus {
-    ACL_EVENT_RECORDED_STATUS_NOT_READY = 0,
-    ACL_EVENT_RECORDED_STATUS_COMPLETE = 1,
+  ACL_EVENT_RECORDED_STATUS_NOT_READY = 0,
+  ACL_EVENT_RECORDED_STATUS_COMPLETE = 1,
 } aclrtEventRecordedStatus;
 
 typedef enum aclrtRunMode {
-    ACL_DEVICE,
-    ACL_HOST,
+  ACL_DEVICE,
+  ACL_HOST,
 } aclrtRunMode;
 
 typedef enum aclrtMemAttr {
-    ACL_DDR_MEM,
-    ACL_HBM_MEM,
-    ACL_DDR_MEM_HUGE,
-    ACL_DDR_MEM_NORMAL,
-    ACL_HBM_MEM_HUGE,
-    ACL_HBM_MEM_NORMAL,
-    ACL_DDR_MEM_P2P_HUGE,
-    ACL_DDR_MEM_P2P_NORMAL,
-    ACL_HBM_MEM_P2P_HUGE,
-    ACL_HBM_MEM_P2P_NORMAL,
-    ACL_HBM_MEM_HUGE1G,
-    ACL_HBM_MEM_P2P_HUGE1G,
-    ACL_MEM_NORMAL,
-    ACL_MEM_HUGE,
-    ACL_MEM_HUGE1G,
-    ACL_MEM_P2P_NORMAL,
-    ACL_MEM_P2P_HUGE,
-    ACL_MEM_P2P_HUGE1G,
+  ACL_DDR_MEM,
+  ACL_HBM_MEM,
+  ACL_DDR_MEM_HUGE,
+  ACL_DDR_MEM_NORMAL,
+  ACL_HBM_MEM_HUGE,
+  ACL_HBM_MEM_NORMAL,
+  ACL_DDR_MEM_P2P_HUGE,
+  ACL_DDR_MEM_P2P_NORMAL,
+  ACL_HBM_MEM_P2P_HUGE,
+  ACL_HBM_MEM_P2P_NORMAL,
+  ACL_HBM_MEM_HUGE1G,
+  ACL_HBM_MEM_P2P_HUGE1G,
+  ACL_MEM_NORMAL,
+  ACL_MEM_HUGE,
+  ACL_MEM_HUGE1G,
+  ACL_MEM_P2P_NORMAL,
+  ACL_MEM_P2P_HUGE,
+  ACL_MEM_P2P_HUGE1G,
 } aclrtMemAttr;
 
 /* Initialization and devices */
@@ -146,14 +146,12 @@ ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void *dst, size_t destMax, const void *
 ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count,
                                               aclrtMemcpyKind kind, aclrtStream stream);
 ACL_DEPRECATED_MESSAGE("aclrtMemcpyAsyncWithCondition is deprecated, use aclrtMemcpyAsync instead")
-ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsyncWithCondition(void *dst, size_t destMax, const void *src,
-                                                           size_t count, aclrtMemcpyKind kind,
-                                                           aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch,
-                                           size_t width, size_t height, aclrtMemcpyKind kind);
-ACL_FUNC_VISIBILITY aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
-                                                size_t width, size_t height, aclrtMemcpyKind kind,
-                                                aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsyncWithCondition(void *dst, size_t destMax, const void *src, size_t count,
+                                                           aclrtMemcpyKind kind, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                           size_t height, aclrtMemcpyKind kind);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                                size_t height, aclrtMemcpyKind kind, aclrtStream stream);
 
 /* Descriptor ("level-2 pointer") copies */
 ACL_FUNC_VISIBILITY aclError aclrtGetMemcpyDescSize(aclrtMemcpyKind kind, size_t *descSize);
@@ -163,15 +161,14 @@ ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsyncWithDesc(void *desc, aclrtMemcpyKin
 
 /* Batch copies */
 ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatch(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
-                                              size_t numBatches, aclrtMemcpyBatchAttr *attrs,
-                                              size_t *attrsIndexes, size_t numAttrs, size_t *failIndex);
+                                              size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes,
+                                              size_t numAttrs, size_t *failIndex);
 ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatchAsync(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
-                                                   size_t numBatches, aclrtMemcpyBatchAttr *attrs,
-                                                   size_t *attrsIndexes, size_t numAttrs, size_t *failIndex,
-                                                   aclrtStream stream);
+                                                   size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes,
+                                                   size_t numAttrs, size_t *failIndex, aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatchV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
-                                                size_t numBatches, aclrtMemcpyBatchAttr *attrs,
-                                                size_t *attrsIndexes, size_t numAttrs);
+                                                size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes,
+                                                size_t numAttrs);
 ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatchAsyncV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
                                                      size_t numBatches, aclrtMemcpyBatchAttr *attrs,
                                                      size_t *attrsIndexes, size_t numAttrs, aclrtStream stream);

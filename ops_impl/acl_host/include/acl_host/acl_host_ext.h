@@ -12,6 +12,19 @@
 
 #define ACL_HOST_RUNTIME 1
 
+/*
+ * The environment variables the host runtime reads (docs/host_runtime.md), named once for the runtime
+ * and the C++ test programs (Python: ms_memcopy/_runtime_env.py).
+ *   ACLHOST_ENV_SOC            the emulated SoC profile, resolved once (default: configs/soc_profiles.yaml)
+ *   ACLHOST_ENV_DEVICE_COUNT   the device count, 1..1024 (default 8)
+ *   ACLHOST_ENV_STRICT_DEVICE  "1": aclrtMalloc memory the host cannot access
+ *   ACLHOST_ENV_COPY_THREADS   at most this many threads per large copy (1: no copy pool)
+ */
+#define ACLHOST_ENV_SOC "MS_MEMCOPY_SOC"
+#define ACLHOST_ENV_DEVICE_COUNT "MS_MEMCOPY_DEVICE_COUNT"
+#define ACLHOST_ENV_STRICT_DEVICE "MS_MEMCOPY_STRICT_DEVICE"
+#define ACLHOST_ENV_COPY_THREADS "MS_MEMCOPY_COPY_THREADS"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -58,8 +71,8 @@ ACL_FUNC_VISIBILITY aclError aclhostUnregisterDeviceMemoryBatch(void *const *ptr
  * (-1 otherwise).
  * base/size (optional, may be NULL) receive the allocation that holds ptr.
  */
-ACL_FUNC_VISIBILITY aclError aclhostGetMemLocation(const void *ptr, int32_t *type, int32_t *deviceId,
-                                                   void **base, size_t *size);
+ACL_FUNC_VISIBILITY aclError aclhostGetMemLocation(const void *ptr, int32_t *type, int32_t *deviceId, void **base,
+                                                   size_t *size);
 
 /*
  * Deferred launch of a stream's tasks (deferred != 0), for callers that synchronize the stream right

@@ -1,0 +1,16 @@
+"""The environment variables the host ACL runtime reads, named once for Python (C++:
+``ACLHOST_ENV_*`` in acl_host/acl_host_ext.h; docs/host_runtime.md describes them)."""
+
+SOC = "MS_MEMCOPY_SOC"  #: the emulated SoC profile, resolved once per process
+DEVICE_COUNT = "MS_MEMCOPY_DEVICE_COUNT"  #: the device count, 1..1024 (default 8)
+STRICT_DEVICE = "MS_MEMCOPY_STRICT_DEVICE"  #: "1": aclrtMalloc memory the host cannot access
+COPY_THREADS = "MS_MEMCOPY_COPY_THREADS"  #: at most this many threads per large copy (1: no copy pool)
+
+#: The variables that choose the emulated machine: a test or tool that starts a program expecting the
+#: default machine removes them from the program's environment.
+MACHINE = (SOC, DEVICE_COUNT)
+
+
+def without_machine(environ):
+    """A copy of environ without the MACHINE variables."""
+    return {key: value for key, value in environ.items() if key not in MACHINE}
