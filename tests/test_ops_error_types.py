@@ -184,7 +184,7 @@ PREFIXED = [
      "takes one input (offsets), got 2"),
     ("2d-region", "Memcpy2D(extract)",
      lambda b: Memcpy2D("extract", height=1, width=3)(f32(2, 5), int64(0), int64(3)), ValueError,
-     "col = 3: the region"),
+     "col = 3: the region [3, 3 + 3) leaves the 5 columns of the tensor; nothing was copied"),
     ("2d-slice-target", "Memcpy2D(write)",
      lambda b: Memcpy2D("write")(f32(4, 4)[1:], f32(1, 1), int64(0), int64(0)), TypeError,
      "dst is a slice or view of a larger tensor: an in-place write would land in a temporary copy of it and be "
