@@ -5,8 +5,8 @@ import mindspore as ms
 
 from ..host_buffer import HostBuffer
 from .. import op_def_route
-from ._args import check_host_buffer, check_int, check_shape, eager_int64, num_elements
-from ._dtypes import DtypeLike, itemsize, ms_dtype
+from ._args import check_host_buffer, check_int, check_shape, eager_int64
+from ._dtypes import DtypeLike, ms_dtype
 from ._errors import labelled_errors
 from ._primitive import CopyPrimitive
 from ._variadic import OpCell
@@ -20,12 +20,12 @@ MAX_OUTPUTS_PER_LAUNCH = 128
 
 
 def _h2d_outputs(shapes, dtypes):
-    """(shapes, MindSpore dtypes, byte sizes) of the tensors an h2d read returns, checked."""
+    """(shapes, MindSpore dtypes) of the tensors an h2d read returns, checked."""
     if not shapes or dtypes is None or len(shapes) != len(dtypes):
         raise ValueError("h2d needs shapes and dtypes: two lists of the same non-zero length")
     shapes = [check_shape(s, f"shapes[{i}]") for i, s in enumerate(shapes)]
     dtypes = [ms_dtype(d, f"dtypes[{i}]") for i, d in enumerate(dtypes)]
-    return shapes, dtypes, [num_elements(s) * itemsize(d) for s, d in zip(shapes, dtypes)]
+    return shapes, dtypes
 
 
 class MemcpyBatch(OpCell):
@@ -95,7 +95,7 @@ class MemcpyBatch(OpCell):
         if direction == "h2d" and num_tensors is None and isinstance(shapes, (list, tuple)) and dtypes is not None \
                 and len(shapes) > MAX_OUTPUTS_PER_LAUNCH:
             check_host_buffer(host_buffer)
-            shapes, dtypes, _ = _h2d_outputs(shapes, dtypes)
+            shapes, dtypes = _h2d_outputs(shapes, dtypes)
             self._bounds = tuple((start, min(start + MAX_OUTPUTS_PER_LAUNCH, len(shapes)))
                                  for start in range(0, len(shapes), MAX_OUTPUTS_PER_LAUNCH))
             self._parts = tuple(_BatchPrimitive("h2d", host_buffer, shapes=shapes[a:b], dtypes=dtypes[a:b])
@@ -110,7 +110,6 @@ class MemcpyBatch(OpCell):
         if direction == "h2d":
             self.shapes = [s for part in self._parts for s in part.shapes]
             self.dtypes = [d for part in self._parts for d in part.dtypes]
-            self._sizes = [size for part in self._parts for size in part._sizes]
             self.num_tensors = len(self.shapes)
         else:
             self.num_tensors = self.primitive.num_tensors
@@ -175,7 +174,7 @@ class _BatchPrimitive(CopyPrimitive):
         else:
             if num_tensors is not None:
                 raise ValueError("num_tensors is for direction 'd2h'; 'h2d' takes shapes and dtypes")
-            self.shapes, self.dtypes, self._sizes = _h2d_outputs(shapes, dtypes)
+            self.shapes, self.dtypes = _h2d_outputs(shapes, dtypes)
             self.num_tensors = len(self.shapes)
             super().__init__("memcpy_batch_h2d", attrs=attrs, given=(tuple(self.shapes), tuple(self.dtypes)))
 
