@@ -1,12 +1,15 @@
 """Helpers for the primitive tests: call styles, tensors of every dtype with a numpy reference of
-their bytes. The ms_mode and style fixtures are in conftest.py."""
+their bytes, exact error expectations. The ms_mode and style fixtures are in conftest.py."""
+import contextlib
+
 import numpy as np
+import pytest
 import yaml
 
 import mindspore as ms
 from mindspore import nn
 
-from ms_memcopy import _paths, _runtime_env
+from ms_memcopy import _kernels_lib, _paths, _runtime_env
 from ms_memcopy.op_defs import supported_dtypes
 
 DTYPES = supported_dtypes()
@@ -85,3 +88,40 @@ def check_on_profile(run_python, script, profile, timeout=180):
     result = run_python(script.replace("{profile}", profile), env=env, timeout=timeout)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert result.stdout.strip().endswith("OK")
+
+
+@contextlib.contextmanager
+def raises_exactly(error, message):
+    """The block raises `error` itself (not a subclass) reading exactly `message`. An error raised while a
+    graph compiles or runs carries MindSpore's C++ call stack and the graph's traceback after a blank
+    line: that part is not the message."""
+    with pytest.raises(error) as info:
+        yield info
+    assert type(info.value) is error, f"{type(info.value).__name__} instead of {error.__name__}: {info.value}"
+    assert str(info.value).split("\n\n", 1)[0] == message
+
+
+class WithConstants(nn.Cell):
+    """op(*inputs, *constants): the last inputs of op (its int64 inputs) are constants of the graph."""
+
+    def __init__(self, op, *constants):
+        super().__init__()
+        self.op = op
+        self.constants = constants
+
+    def construct(self, *inputs):
+        return self.op(*inputs, *self.constants)
+
+
+def refused_while_compiling(mode, op, inputs, constants, error, message):
+    """op(*inputs, *constants) with the constants held by the graph is refused while the graph compiles,
+    raising exactly error and message, before any kernel of this project launched: in GRAPH_MODE
+    through an nn.Cell, in PYNATIVE_MODE through ms.jit."""
+    net = WithConstants(op, *constants)
+    before = _kernels_lib.launch_counts()
+    with raises_exactly(error, message):
+        if mode == "graph":
+            net(*inputs)
+        else:
+            ms.jit(net.construct)(*inputs)
+    assert _kernels_lib.launch_counts() == before

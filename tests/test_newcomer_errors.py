@@ -9,11 +9,13 @@ from ms_memcopy import HostBuffer
 from ms_memcopy.nn import BlockPool
 from ms_memcopy.ops import MemcpyBatch, MemcpyWithDesc, SwapBlocks
 
+from _ops_support import FnCell, raises_exactly
+
 
 def test_a_missing_input_names_it_and_the_call_form():
     x = ms.Tensor(np.arange(10, dtype=np.float32))
-    with pytest.raises(TypeError, match=r"^ms_memcopy MemcpyWithDesc\(window\): missing input start: call it as "
-                                        r"op\(x, start\), got 1 input\(s\)$"):
+    with raises_exactly(TypeError, "ms_memcopy MemcpyWithDesc(window): missing input start: call it as op(x, start), "
+                                   "got 1 input(s)"):
         MemcpyWithDesc(count=4)(x)
 
 
@@ -22,15 +24,26 @@ def test_a_block_shape_that_is_not_a_tuple():
         BlockPool(num_caches=2, num_blocks=4, num_host_blocks=4, block_shape=4, dtype=ms.float32)
 
 
-def test_a_host_buffer_without_room_for_one_block_per_cache_says_how_big_it_must_be():
-    caches = [ms.Tensor(np.zeros((4, 16), np.float32)) for _ in range(2)]
-    with HostBuffer(64) as buf:
-        buf.numpy()[:] = 7
-        with pytest.raises(ValueError, match=r"host_buffer: its 64 bytes hold no host block: each of the 2 host "
-                                             r"caches needs at least one block of 64 bytes; give a HostBuffer of at "
-                                             r"least 128 bytes"):
-            SwapBlocks("d2h", buf, num_caches=2)(*caches, np.array([[0, 0]]))
-        assert (buf.numpy() == 7).all()
+@pytest.mark.parametrize("mode", ["graph", "pynative"])
+def test_a_host_buffer_without_room_for_one_block_per_cache_says_how_big_it_must_be(mode):
+    """The kernel's check: eagerly, and while a graph compiles (it needs no mapping value)."""
+    caches = [ms.Parameter(ms.Tensor(np.zeros((4, 16), np.float32)), name=f"c{i}") for i in range(2)]
+    ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
+    try:
+        with HostBuffer(64) as buf:
+            buf.numpy()[:] = 7
+            with raises_exactly(ValueError, "ms_memcopy SwapBlocks(d2h): host_buffer: its 64 bytes hold no host block: "
+                                            "each of the 2 host caches needs at least one block of 64 bytes; give a "
+                                            "HostBuffer of at least 128 bytes (num_caches x host blocks x block "
+                                            "bytes)"):
+                op = SwapBlocks("d2h", buf, num_caches=2)
+                if mode == "graph":
+                    FnCell(op)(*caches, ms.Tensor(np.array([[0, 0]], np.int64)))
+                else:
+                    op(*caches, np.array([[0, 0]]))
+            assert (buf.numpy() == 7).all()
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
 
 
 @pytest.mark.parametrize("mode", [ms.GRAPH_MODE, ms.PYNATIVE_MODE])

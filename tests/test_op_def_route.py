@@ -318,25 +318,29 @@ def test_primitives_run_in_order_with_builtin_ops(pynative, monkeypatch):
 
 
 def test_kernel_errors_keep_their_type_and_text_eagerly(pynative, monkeypatch):
-    """An error only the kernel sees (here a HostBuffer closed after the Python checks) reaches
-    Python from an asynchronous PYNATIVE launch as ValueError with the kernel's text, both through
-    the eager KernelInstance and through MindSpore's single-op path (which gradients take)."""
+    """An error of the kernel's check (here a HostBuffer closed after the Python checks) reaches Python
+    as ValueError with the kernel's text, before anything is queued: from the eager KernelInstance's
+    call, and from the infer function of MindSpore's single-op path (which gradients take)."""
     from mindspore.ops.primitive import _run_op
 
     from ms_memcopy import HostBuffer
     from ms_memcopy.ops import MemcpyWithCondition
+
+    from _ops_support import raises_exactly
 
     ms = pynative
     buf = HostBuffer(64)
     op = MemcpyWithCondition("d2h", host_buffer=buf)
     buf.close()
     offset = ms.Tensor(np.array([0], np.int64))
-    closed = "MemcpyWithCondition\\(d2h\\): ValueError: host_buffer: the HostBuffer is closed"
-    with pytest.raises(ValueError, match=closed):
+    closed = "ms_memcopy MemcpyWithCondition(d2h): host_buffer: the HostBuffer is closed"
+    with raises_exactly(ValueError, closed):
         _run_op(op, op.name, (ms.Tensor(np.ones(4, np.float32)), offset, *op._init_values)).asnumpy()
     kernel = op_def_route.load().KernelInstance(op._op_def.name, *op._init_values)
-    with pytest.raises(ValueError, match=closed):
-        kernel(ms.Tensor(np.ones(4, np.float32)), np.zeros(1, np.int64))[0].asnumpy()
+    with raises_exactly(ValueError, closed):
+        kernel(ms.Tensor(np.ones(4, np.float32)), np.zeros(1, np.int64))
+    with raises_exactly(ValueError, closed):
+        kernel.check(ms.Tensor(np.ones(4, np.float32)), np.zeros(1, np.int64))
 
 
 @pytest.mark.slow

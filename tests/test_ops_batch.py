@@ -7,7 +7,8 @@ import mindspore as ms
 from ms_memcopy import HostBuffer
 from ms_memcopy.ops import MemcpyBatch
 
-from _ops_support import DTYPES, FnCell, SHAPES, as_numpy, call, dtype_of, int64, make, raw_bytes
+from _ops_support import (DTYPES, FnCell, SHAPES, as_numpy, call, dtype_of, int64, make, raw_bytes,
+                          raises_exactly, refused_while_compiling)
 
 FILL = 0xAB
 
@@ -134,10 +135,14 @@ def test_h2d_of_more_tensors_than_one_launch_takes(ms_mode, style, monkeypatch):
         assert isinstance(result, tuple) and len(result) == 10
         for out, want in zip(result, expected):
             np.testing.assert_array_equal(out.asnumpy(), want)
-        with pytest.raises(ValueError, match="offsets"):
+        with raises_exactly(ValueError, "ms_memcopy MemcpyBatch(h2d): offsets must hold 10 value(s), got 9"):
             op(int64(*range(9)))
-        with pytest.raises(ValueError, match=r"offsets\[9\]"):
-            op(ms.Tensor(np.r_[offsets.asnumpy()[:9], buf.nbytes].astype(np.int64)))
+        # (the whole read's check: offsets named by their index in the whole, not in a part)
+        n, end = shapes[9][0] * 4, buf.nbytes
+        with raises_exactly(ValueError, f"ms_memcopy MemcpyBatch(h2d): offsets[9] = {end}: tensor 9 ({n} bytes) would "
+                                        f"end at byte {end + n}, past the end of the HostBuffer ({end} bytes); "
+                                        "nothing was copied"):
+            op(ms.Tensor(np.r_[offsets.asnumpy()[:9], end].astype(np.int64)))
 
 
 def test_h2d_of_thousands_of_tensors_eager():
@@ -159,3 +164,24 @@ def test_h2d_of_thousands_of_tensors_in_a_graph():
         result = FnCell(MemcpyBatch("h2d", buf, shapes=shapes, dtypes=[ms.int32] * 5000))(offsets)
         assert len(result) == 5000
         np.testing.assert_array_equal(np.concatenate([t.asnumpy() for t in result]), np.concatenate(expected))
+
+
+@pytest.mark.parametrize("direction", ["d2h", "h2d"])
+def test_constant_offsets_refused_while_compiling(ms_mode, direction):
+    """Constant offsets outside the HostBuffer, or d2h destinations that overlap, fail the graph's
+    compilation with the kernel's check: no kernel launches and no byte of the HostBuffer changes."""
+    with HostBuffer(64) as buf:
+        buf.numpy()[:] = FILL
+        pair = (ms.Tensor(np.ones(4, np.float32)), ms.Tensor(np.ones(4, np.float32)))
+        if direction == "d2h":
+            op, inputs = MemcpyBatch("d2h", buf, num_tensors=2), pair
+            refused_while_compiling(ms_mode, op, inputs, (int64(8, 20),), ValueError,
+                                    "ms_memcopy MemcpyBatch(d2h): offsets: items 0 and 1 write overlapping bytes "
+                                    "(copies within a batch run in no order, so the result would be undefined); "
+                                    "nothing was copied")
+        else:
+            op, inputs = MemcpyBatch("h2d", buf, shapes=[(4,), (4,)], dtypes=[ms.float32] * 2), ()
+        refused_while_compiling(ms_mode, op, inputs, (int64(0, 50),), ValueError,
+                                f"ms_memcopy MemcpyBatch({direction}): offsets[1] = 50: tensor 1 (16 bytes) would end "
+                                "at byte 66, past the end of the HostBuffer (64 bytes); nothing was copied")
+        np.testing.assert_array_equal(buf.numpy(), np.full(64, FILL, np.uint8))

@@ -13,7 +13,9 @@ from ms_memcopy import HostBuffer
 from ms_memcopy.ops import CopyBlocks, Memcpy2D, SwapBlocks
 from ms_memcopy.ops._dtypes import itemsize
 
-from _ops_support import DTYPES, PROFILES, as_numpy, check_on_profile, int64, make, raw_bytes, widen
+from ms_memcopy import _kernels_lib
+
+from _ops_support import DTYPES, PROFILES, as_numpy, check_on_profile, int64, make, raw_bytes, raises_exactly, widen
 
 
 def parameters(*tensors):
@@ -134,16 +136,18 @@ def test_write_bad_input_writes_nothing(ms_mode):
     before = param.asnumpy().copy()
     write = Memcpy2D("write")
     src = ms.Tensor(np.ones((2, 3), np.float32))
-    with pytest.raises(ValueError, match=r"row = 3: the region \[3, 3 \+ 2\) leaves the 4 rows"):
+    prefix = "ms_memcopy Memcpy2D(write): "
+    with raises_exactly(ValueError, prefix + "row = 3: the region [3, 3 + 2) leaves the 4 rows of the tensor; nothing "
+                                             "was copied"):
         run("eager", write, [param], src, int64(3), int64(0))
-    # The aot route checks shapes when the graph compiles, the op_def route's kernel when it launches.
-    with pytest.raises(ValueError, match=r"does not fit|the region \[0, 0 \+ 5\) leaves the 4 rows"):
+    # Shapes and dtypes: while the graph compiles (eagerly: before anything is queued).
+    with raises_exactly(ValueError, prefix + "src (5 x 1) does not fit in dst (4 x 6)"):
         run("cell", write, [param], ms.Tensor(np.ones((5, 1), np.float32)), int64(0), int64(0))
-    # (the op_def route's kernel reports it at launch, as ValueError)
-    with pytest.raises((TypeError, ValueError), match="src:? has dtype int32 but dst has float32"):
+    with raises_exactly(TypeError, prefix + "src has dtype int32 but dst has float32"):
         run("cell", write, [param], ms.Tensor(np.ones((1, 1), np.int32)), int64(0), int64(0))
     # A row held in a graph input is checked by the kernel before any byte moves.
-    with pytest.raises((ValueError, RuntimeError), match=r"row = 9: the region"):
+    with raises_exactly(ValueError, prefix + "row = 9: the region [9, 9 + 2) leaves the 4 rows of the tensor; nothing "
+                                             "was copied"):
         run("cell", write, [param], src, int64(9), int64(0))
     np.testing.assert_array_equal(param.asnumpy(), before)
 
@@ -506,25 +510,32 @@ def test_block_ops_cost_does_not_grow_with_the_caches(route):
 
 # ---- bad input: ValueError / TypeError naming the argument, nothing written -----------------------
 
+NOTHING = "; nothing was copied"
+# (kind, mapping, error, the message after "ms_memcopy <label>: ")
 BAD_MAPPINGS = [
-    ("d2h", [[0, 0], [6, 1]], ValueError, r"block_mapping\[1\]\[0\] = 6: device block out of range \[0, 6\)"),
-    ("d2h", [[0, 4]], ValueError, r"block_mapping\[0\]\[1\] = 4: host block out of range \[0, 4\)"),
-    ("d2h", [[-1, 0]], ValueError, r"block_mapping\[0\]\[0\] = -1: device block out of range"),
-    ("d2h", [[0, 1], [2, 3], [4, 1]], ValueError, r"host block 1 is written twice \(pairs 0 and 2\)"),
-    ("h2d", [[4, 0]], ValueError, r"block_mapping\[0\]\[0\] = 4: host block out of range \[0, 4\)"),
-    ("h2d", [[0, 2], [1, 2]], ValueError, r"device block 2 is written twice \(pairs 0 and 1\)"),
-    ("copy", [[0, 6]], ValueError, r"block_mapping\[0\]\[1\] = 6: device block out of range"),
-    ("copy", [[0, 1], [2, 1]], ValueError, r"device block 1 is written twice"),
-    ("copy", [[0, 1], [1, 2]], ValueError, r"block 1 is read by pair 1 and written by pair 0"),
-    ("copy", [[3, 3]], ValueError, r"block 3 is read by pair 0 and written by pair 0"),
-    ("d2h", [[0, 1, 2]], ValueError, r"block_mapping must have shape \[n, 2\], got \[1, 3\]"),
-    ("d2h", [0, 1], ValueError, r"block_mapping must have shape \[n, 2\], got \[2\]"),
-    ("d2h", [[0, 1.5]], TypeError, r"block_mapping must be a list of \(source block, destination block\) pairs"),
-    ("d2h", np.array([0, 1], np.int64), ValueError, r"block_mapping must have shape \[n, 2\], got \[2\]"),
-    ("d2h", np.array([[0.0, 1.0]]), TypeError, r"block_mapping must hold integers"),
-    ("d2h", ms.Tensor(np.array([[0, 1]], np.int32)), TypeError, r"block_mapping must be an int64 tensor, got int32"),
-    ("h2d", "0,1", TypeError, r"block_mapping must be an int64 Tensor, a numpy array or a list of pairs"),
+    ("d2h", [[0, 0], [6, 1]], ValueError, "block_mapping[1][0] = 6: device block out of range [0, 6)" + NOTHING),
+    ("d2h", [[0, 4]], ValueError, "block_mapping[0][1] = 4: host block out of range [0, 4)" + NOTHING),
+    ("d2h", [[-1, 0]], ValueError, "block_mapping[0][0] = -1: device block out of range [0, 6)" + NOTHING),
+    ("d2h", [[0, 1], [2, 3], [4, 1]], ValueError,
+     "block_mapping: host block 1 is written twice (pairs 0 and 2)" + NOTHING),
+    ("h2d", [[4, 0]], ValueError, "block_mapping[0][0] = 4: host block out of range [0, 4)" + NOTHING),
+    ("h2d", [[0, 2], [1, 2]], ValueError, "block_mapping: device block 2 is written twice (pairs 0 and 1)" + NOTHING),
+    ("copy", [[0, 6]], ValueError, "block_mapping[0][1] = 6: device block out of range [0, 6)" + NOTHING),
+    ("copy", [[0, 1], [2, 1]], ValueError, "block_mapping: device block 1 is written twice (pairs 0 and 1)" + NOTHING),
+    ("copy", [[0, 1], [1, 2]], ValueError,
+     "block_mapping: block 1 is read by pair 1 and written by pair 0 (copies run in no order)" + NOTHING),
+    ("copy", [[3, 3]], ValueError,
+     "block_mapping: block 3 is read by pair 0 and written by pair 0 (copies run in no order)" + NOTHING),
+    ("d2h", [[0, 1, 2]], ValueError, "block_mapping must have shape [n, 2], got [1, 3]"),
+    ("d2h", [0, 1], ValueError, "block_mapping must have shape [n, 2], got [2]"),
+    ("d2h", [[0, 1.5]], TypeError, "block_mapping must be a list of (source block, destination block) pairs of ints"),
+    ("d2h", np.array([0, 1], np.int64), ValueError, "block_mapping must have shape [n, 2], got [2]"),
+    ("d2h", np.array([[0.0, 1.0]]), TypeError, "block_mapping must hold integers, got a numpy array of float64"),
+    ("d2h", ms.Tensor(np.array([[0, 1]], np.int32)), TypeError, "block_mapping must be an int64 tensor, got int32"),
+    ("h2d", "0,1", TypeError, "block_mapping must be an int64 Tensor, a numpy array or a list of pairs, not str"),
 ]
+
+LABELS = {"d2h": "SwapBlocks(d2h)", "h2d": "SwapBlocks(h2d)", "copy": "CopyBlocks"}
 
 
 def block_op(kind, buf, num_caches=2):
@@ -532,13 +543,14 @@ def block_op(kind, buf, num_caches=2):
 
 
 def refused_with_nothing_written(kind, call, error, message):
-    """call(op, caches) raises error matching message, and neither the caches nor the HostBuffer change."""
+    """call(op, caches) raises exactly error and "ms_memcopy <label>: <message>", and neither the caches
+    nor the HostBuffer change."""
     tensors, values = make_caches("float32")
     caches = parameters(*tensors)
     buf, _ = host_buffer_for("float32")
     with buf:
         buf.numpy(np.uint8)[:] = 7
-        with pytest.raises(error, match=message):
+        with raises_exactly(error, f"ms_memcopy {LABELS[kind]}: {message}"):
             call(block_op(kind, buf), caches)
         assert (buf.numpy(np.uint8) == 7).all()
         for c, v in zip(caches, values):
@@ -565,32 +577,63 @@ def _first_graph_case_per_kind():
 
 @pytest.mark.parametrize("kind,mapping,error,message", _first_graph_case_per_kind())
 def test_bad_mapping_in_a_graph_is_caught_by_the_kernel(route, kind, mapping, error, message):
-    """A mapping held in a graph input reaches the kernel, which checks it whole before any copy
-    (MindSpore reports the kernel's ValueError as a RuntimeError carrying its text)."""
+    """A mapping held in a graph input reaches the kernel, which checks it whole before any copy and
+    raises the same error as an eager call."""
     ms.set_context(mode=ms.GRAPH_MODE)
     refused_with_nothing_written(kind, lambda op, caches: InPlace(op, caches)(ms.Tensor(np.array(mapping, np.int64))),
-                                 (ValueError, RuntimeError), "ValueError: (block_mapping: )?" + message)
+                                 error, message)
     ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+class InPlaceConstant(nn.Cell):
+    """op(*params, mapping) with the mapping a constant of the graph."""
+
+    def __init__(self, op, params, mapping):
+        super().__init__()
+        self.op = op
+        self.params = ms.ParameterTuple(params)
+        self.mapping = mapping
+
+    def construct(self):
+        return self.op(*self.params, self.mapping)
+
+
+@pytest.mark.parametrize("kind,mapping,error,message", _first_graph_case_per_kind())
+def test_constant_bad_mapping_refused_while_compiling(route, ms_mode, kind, mapping, error, message):
+    """A constant bad mapping fails the graph's compilation (GRAPH_MODE, ms.jit) with the kernel's check:
+    no kernel launches, nothing is written."""
+    def compile_and_run(op, caches):
+        net = InPlaceConstant(op, caches, ms.Tensor(np.array(mapping, np.int64)))
+        before = _kernels_lib.launch_counts()
+        try:
+            return net() if ms_mode == "graph" else ms.jit(net.construct)()
+        finally:
+            assert _kernels_lib.launch_counts() == before
+
+    refused_with_nothing_written(kind, compile_and_run, error, message)
 
 
 @pytest.mark.parametrize("kind", ["d2h", "h2d", "copy"])
 def test_caches_must_match(route, ms_mode, kind):
+    """Caches of another shape: the kernel's check (ValueError, naming shape and dtype); of another dtype:
+    the dtype group (TypeError, from the infer function in a graph, from Python eagerly)."""
     buf, _ = host_buffer_for("float32")
     mapping = ms.Tensor(np.array([[0, 1]], np.int64))
     a = ms.Tensor(np.zeros((6, 3, 5), np.float32))
-    # In a graph the aot route checks while compiling; the op_def route's kernel checks shapes at launch
-    # (ValueError, naming shape and dtype together) and its infer function dtypes (same_dtype: TypeError).
+    style = "cell" if ms_mode == "graph" else "eager"
+    prefix = f"ms_memcopy {LABELS[kind]}: "
     with buf:
-        with pytest.raises(ValueError, match=r"caches\[1\]:? has shape \[6, 5, 3\] (and dtype float32 )?"
-                                             r"but caches\[0\] has \[6, 3, 5\]"):
-            run("cell", block_op(kind, buf), parameters(a, ms.Tensor(np.zeros((6, 5, 3), np.float32))), mapping)
-        with pytest.raises(TypeError, match=r"caches\[1\]:? has (dtype float16|shape \[6, 3, 5\] and dtype float16) "
-                                              r"but caches\[0\] has (float32|\[6, 3, 5\] and float32)"):
-            run("cell", block_op(kind, buf), parameters(a, ms.Tensor(np.zeros((6, 3, 5), np.float16))), mapping)
-        with pytest.raises(TypeError, match=r"built for num_caches=2 and takes 2 caches plus block_mapping, got 2"):
+        with raises_exactly(ValueError, prefix + "caches[1] has shape [6, 5, 3] and dtype float32 but caches[0] has "
+                                                 "[6, 3, 5] and float32; all caches of one call have the same shape "
+                                                 "and dtype"):
+            run(style, block_op(kind, buf), parameters(a, ms.Tensor(np.zeros((6, 5, 3), np.float32))), mapping)
+        with raises_exactly(TypeError, prefix + "caches[1] has dtype float16 but caches[0] has float32"):
+            run(style, block_op(kind, buf), parameters(a, ms.Tensor(np.zeros((6, 3, 5), np.float16))), mapping)
+        with raises_exactly(TypeError, prefix + "built for num_caches=2 and takes 2 caches plus block_mapping, got 2 "
+                                                "arguments"):
             block_op(kind, buf)(a, mapping)
-        with pytest.raises(ValueError, match=r"caches\[0\]: a block of shape \[6, 0\] holds no bytes"):
-            run("cell", block_op(kind, buf, num_caches=1), parameters(ms.Tensor(np.zeros((6, 0), np.float32))),
+        with raises_exactly(ValueError, prefix + "caches[0]: a block of shape [6, 0] holds no bytes"):
+            run(style, block_op(kind, buf, num_caches=1), parameters(ms.Tensor(np.zeros((6, 0), np.float32))),
                 mapping)
         assert not buf.numpy(np.uint8).any()
 

@@ -8,7 +8,8 @@ import mindspore as ms
 from ms_memcopy import HostBuffer
 from ms_memcopy.ops import MemcpyWithCondition
 
-from _ops_support import DTYPES, SHAPES, as_numpy, call, dtype_of, int64, make, raw_bytes, widen
+from _ops_support import (DTYPES, SHAPES, as_numpy, call, dtype_of, int64, make, raw_bytes, refused_while_compiling,
+                          widen)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -52,3 +53,24 @@ def test_condition_empty_tensor(ms_mode):
         np.testing.assert_array_equal(buf.numpy(), np.ones(8, np.uint8))
         y = MemcpyWithCondition("h2d", host_buffer=buf, shape=(2, 0), dtype=ms.int32)(int64(8))
         assert tuple(y.shape) == (2, 0)
+
+
+FILL = 0x5A
+
+
+@pytest.mark.parametrize("direction", ["d2h", "h2d"])
+def test_constant_offset_outside_refused_while_compiling(ms_mode, direction):
+    """A bad constant offset fails the graph's compilation with the kernel's check; nothing launches and
+    no byte of the HostBuffer changes."""
+    with HostBuffer(64) as buf:
+        buf.numpy()[:] = FILL
+        if direction == "d2h":
+            op, inputs = MemcpyWithCondition("d2h", host_buffer=buf), (ms.Tensor(np.ones(10, np.float32)),)
+            message = ("ms_memcopy MemcpyWithCondition(d2h): offset = 30: x (40 bytes) would end at byte 70, past "
+                       "the end of the HostBuffer (64 bytes); nothing was copied")
+        else:
+            op, inputs = MemcpyWithCondition("h2d", host_buffer=buf, shape=(10,), dtype=ms.float32), ()
+            message = ("ms_memcopy MemcpyWithCondition(h2d): offset = 30: the output (40 bytes) would end at byte "
+                       "70, past the end of the HostBuffer (64 bytes); nothing was copied")
+        refused_while_compiling(ms_mode, op, inputs, (int64(30),), ValueError, message)
+        np.testing.assert_array_equal(buf.numpy(), np.full(64, FILL, np.uint8))

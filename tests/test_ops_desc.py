@@ -2,9 +2,11 @@
 import numpy as np
 import pytest
 
+import mindspore as ms
+
 from ms_memcopy.ops import MemcpyWithDesc
 
-from _ops_support import DTYPES, SHAPES, as_numpy, call, dtype_of, int64, make, widen
+from _ops_support import DTYPES, SHAPES, as_numpy, call, dtype_of, int64, make, refused_while_compiling, widen
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -34,3 +36,13 @@ def test_desc_window_bfloat16(ms_mode):
     t, v = make("bfloat16", (4, 9), seed=5)
     y = MemcpyWithDesc(count=11)(t, int64(13))
     np.testing.assert_array_equal(as_numpy(y), v.reshape(-1)[13:24])
+
+
+def test_constant_start_outside_refused_while_compiling(ms_mode):
+    """A constant start that puts the window outside x fails the graph's compilation with the kernel's
+    check, before any kernel launches."""
+    x = ms.Tensor(np.arange(10, dtype=np.int32))
+    refused_while_compiling(ms_mode, MemcpyWithDesc(count=3), (x,), (int64(8),), ValueError,
+                            "ms_memcopy MemcpyWithDesc(window): start = 8: the region [8, 8 + 3) leaves the 10 "
+                            "elements of the tensor; nothing was copied")
+    np.testing.assert_array_equal(x.asnumpy(), np.arange(10))

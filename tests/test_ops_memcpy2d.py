@@ -7,7 +7,7 @@ import mindspore as ms
 from ms_memcopy import HostBuffer
 from ms_memcopy.ops import Memcpy2D
 
-from _ops_support import DTYPES, as_numpy, call, dtype_of, int64, make, raw_bytes, widen
+from _ops_support import DTYPES, as_numpy, call, dtype_of, int64, make, raw_bytes, refused_while_compiling, widen
 
 
 def matrix(values):
@@ -97,3 +97,44 @@ def test_width_above_one_call_is_split(ms_mode):
     x = np.random.default_rng(1).integers(0, 100, (3, 5000010), dtype=np.int8)
     y = Memcpy2D("extract", height=2, width=5000003)(ms.Tensor(x), int64(1), int64(4))
     np.testing.assert_array_equal(y.asnumpy(), x[1:3, 4:5000007])
+
+
+REGION_ROWS = "row = 3: the region [3, 3 + 2) leaves the 4 rows of the tensor; nothing was copied"
+
+
+@pytest.mark.parametrize("mode", ["extract", "insert", "write", "d2h", "h2d"])
+def test_constant_region_refused_while_compiling(ms_mode, mode):
+    """A constant corner that puts the region outside the tensor, or a constant offset that puts the
+    pitched rows outside the HostBuffer, fails the graph's compilation with the kernel's check: no
+    kernel launches and no byte changes."""
+    x = ms.Tensor(np.arange(20, dtype=np.float32).reshape(4, 5))
+    dst = ms.Parameter(ms.Tensor(np.zeros((4, 5), np.float32)), name="dst")
+    src = ms.Tensor(np.ones((2, 1), np.float32))
+    with HostBuffer(128) as buf:
+        buf.numpy()[:] = 0x5A
+        if mode in ("d2h", "h2d"):
+            span = "the pitched rows of x" if mode == "d2h" else "the pitched rows of the output"
+            message = (f"ms_memcopy Memcpy2D({mode}): offset = 40: {span} (92 bytes) would end at byte 132, past the "
+                       "end of the HostBuffer (128 bytes); nothing was copied")
+            op = Memcpy2D("d2h", host_buffer=buf, pitch=24) if mode == "d2h" else \
+                Memcpy2D("h2d", host_buffer=buf, pitch=24, shape=(4, 5), dtype=ms.float32)
+            refused_while_compiling(ms_mode, op, (x,) if mode == "d2h" else (), (int64(40),), ValueError, message)
+        else:
+            op = Memcpy2D("extract", height=2, width=1) if mode == "extract" else Memcpy2D(mode)
+            inputs = (x,) if mode == "extract" else (x if mode == "insert" else dst, src)
+            refused_while_compiling(ms_mode, op, inputs, (int64(3), int64(0)), ValueError,
+                                    f"ms_memcopy Memcpy2D({mode}): {REGION_ROWS}")
+        np.testing.assert_array_equal(buf.numpy(), np.full(128, 0x5A, np.uint8))
+    np.testing.assert_array_equal(dst.asnumpy(), np.zeros((4, 5), np.float32))
+    np.testing.assert_array_equal(x.asnumpy(), np.arange(20, dtype=np.float32).reshape(4, 5))
+
+
+def test_region_larger_than_the_tensor_refused_while_compiling_whatever_the_corner(ms_mode):
+    """The shapes alone show the region cannot fit: the graph fails to compile though the corner is a
+    graph input."""
+    x = ms.Tensor(np.zeros((4, 5), np.float32))
+    refused_while_compiling(ms_mode, Memcpy2D("extract", height=5, width=1), (x, int64(0), int64(0)), (), ValueError,
+                            "ms_memcopy Memcpy2D(extract): height 5 exceeds the 4 rows of x")
+    refused_while_compiling(ms_mode, Memcpy2D("insert"), (x, ms.Tensor(np.ones((1, 6), np.float32)), int64(0),
+                                                          int64(0)), (),
+                            ValueError, "ms_memcopy Memcpy2D(insert): src (1 x 6) does not fit in dst (4 x 5)")

@@ -12,13 +12,18 @@ passed as host values and the kernel state kept per primitive instance (:class:`
 so no single-op graph is compiled per value. Only a call recorded for a gradient (PYNATIVE under
 ms.grad) goes through MindSpore's single-op path, which records the op's bprop.
 
-Validation happens in three places, each as early as the values are known:
-- at compile time the op's infer function: dtypes (TypeError), in-place inputs that are not
-  Parameters (TypeError), jit_level O2;
-- ``__call__`` (an eager call): argument types and dtypes, the offset and mapping values, and that
-  in-place targets are whole tensors, not slices;
-- the kernel: everything again at launch, before any byte moves (in graphs this is where offsets held
-  in graph inputs are checked), raising ValueError.
+Validation has one place per kind of mistake, each error raised before anything runs:
+- the kernel's check (ops_impl/kernels/bodies/<family>.cpp, the ``check`` of each op body): values,
+  shapes and regions (offsets within the HostBuffer, regions within tensors, the pitch, block
+  mappings, overlapping destinations), raising ValueError. The same check runs in the op's infer
+  function while a graph compiles (on the shapes and the int64 inputs that are constants: a graph
+  with a bad constant fails to compile), in an eager call before anything is queued, and in the
+  kernel at launch (where it also sees the values a graph holds in its inputs);
+- the op's infer function: dtypes (TypeError), in-place inputs that are not Parameters (TypeError),
+  jit_level O2;
+- Python, in an eager call, for what the kernel cannot see: argument types before conversion (and
+  dtypes, before the int64 values are converted), a block mapping given as numpy or a list, an
+  in-place target that is a slice or view, a closed HostBuffer, the number of inputs.
 
 Every error of these checks reads "ms_memcopy <primitive>(<mode>): <argument> ...", the prefix the
 kernels give theirs (the op's label, :func:`._errors.labelled_errors`).

@@ -1,19 +1,14 @@
-"""The primitives' argument checks: ints, shapes, HostBuffers, int64 inputs, eager tensors, the dtype
-group of an op and in-place targets, each raising TypeError or ValueError naming the argument."""
+"""The primitives' argument checks: ints, shapes, HostBuffers, eager tensors and their dtypes, the dtype
+group of an op and in-place targets, each raising TypeError or ValueError naming the argument (what the
+kernel cannot see; the kernel checks values, shapes and regions itself, see :mod:`ms_memcopy.ops`)."""
 import numbers
 
 import numpy as np
 import mindspore as ms
 
 from ..host_buffer import HostBuffer
-from ._dtypes import dtype_name
+from ._dtypes import check_supported, dtype_name
 from ._host_values import host_values
-
-
-def static_shape(shape):
-    """The shape as a tuple of ints, or None when a dimension (or the rank) is unknown."""
-    shape = tuple(int(d) for d in shape)
-    return None if any(d < 0 for d in shape) else shape
 
 
 def num_elements(shape):
@@ -68,19 +63,6 @@ def check_host_buffer(host_buffer, argument="host_buffer"):
     return host_buffer
 
 
-def check_int64_input(arg, argument, length=None):
-    """Checks an offset input's dtype and length at infer time; returns its value (numpy) when constant."""
-    if dtype_name(arg["dtype"]) != "int64":
-        raise TypeError(f"{argument} must be an int64 tensor, got {dtype_name(arg['dtype'])}")
-    shape = static_shape(arg["shape"])
-    if shape is not None and length is not None and num_elements(shape) != length:
-        raise ValueError(f"{argument} must hold {length} value(s), got shape {shape}")
-    value = arg.get("value")
-    if value is None:
-        return None
-    return np.asarray(value.asnumpy() if hasattr(value, "asnumpy") else value, dtype=np.int64).reshape(-1)
-
-
 def eager_int64(value, argument):
     """The values of an int64 tensor given to an eager call (numpy, flattened)."""
     if not isinstance(value, ms.Tensor):
@@ -105,6 +87,19 @@ def check_tensors(definition, inputs):
             in_place = name.split("[")[0] == definition.rw_write
             what = "a Tensor or Parameter (written in place)" if in_place else "a Tensor"
             raise TypeError(f"{name} must be {what}, not {type(value).__name__}")
+
+
+def check_dtypes(definition, inputs):
+    """TypeError naming the first tensor of an eager call of a dtype its op does not take: an int64 input
+    (offsets, row, block_mapping: its values reach the kernel converted to int64) of another dtype, any
+    other of a dtype configs/dtypes.yaml does not support. A graph's infer function checks the same."""
+    by_name = {t.name: t for t in definition.inputs}
+    for name, tensor in zip(flat_input_names(definition, len(inputs)), inputs):
+        if by_name[name.split("[")[0]].host_values:
+            if dtype_name(tensor.dtype) != "int64":
+                raise TypeError(f"{name} must be an int64 tensor, got {dtype_name(tensor.dtype)}")
+        else:
+            check_supported({"dtype": tensor.dtype}, name)
 
 
 def check_same_dtype(definition, args):

@@ -7,7 +7,7 @@ from mindspore.ops.primitive import _run_op
 from .. import _kernels_lib, op_def_route, route_codegen
 from .._framework import recording_gradients
 from ..op_defs import op_def
-from ._args import check_same_dtype, check_tensors
+from ._args import check_dtypes, check_same_dtype, check_tensors
 from ._bprop import register_op_def_bprop
 from ._errors import check_jit_level, labelled_errors, labelled_init
 from ._host_values import host_values, reading_host_values_once
@@ -23,9 +23,10 @@ class CopyPrimitive(ops.Custom):
     rings, events, pinned slots) is reused across calls.
 
     Subclasses give the attribute values, for an op whose outputs the caller describes
-    (``shape: given`` in configs/ops/<family>.yaml) ``given=(shapes, dtypes)``, the bprop, and two checks:
-    ``_check_infer(args)`` on the abstract arguments (shapes, dtypes, constant values) and
-    ``_check_eager(inputs)`` on the tensors of an eager call; an eager call runs both. A bprop must
+    (``shape: given`` in configs/ops/<family>.yaml) ``given=(shapes, dtypes)``, the bprop, and may
+    override ``_check_eager(inputs)``, the check of what the kernel cannot see in an eager call (a
+    closed HostBuffer, the number of inputs, an in-place target that is a slice or view). Values,
+    shapes and regions are the kernel's check, in graphs too (:mod:`ms_memcopy.ops`). A bprop must
     depend only on its arguments: the first one built for each op is registered.
     """
 
@@ -69,13 +70,6 @@ class CopyPrimitive(ops.Custom):
         if definition.side_effect_mem:
             self.add_prim_attr("side_effect_mem", True)
 
-    def __infer__(self, *args):
-        check_jit_level(self._label)
-        with labelled_errors(self._label):
-            check_same_dtype(self._op_def, args)
-            self._check_infer(args)
-        return super().__infer__(*args)
-
     def __call__(self, *args):
         with labelled_errors(self._label), reading_host_values_once():
             return self._checked_call(args)
@@ -85,10 +79,10 @@ class CopyPrimitive(ops.Custom):
         # (OpCell passes a variadic input's tensors as one tuple)
         flat = [t for group in args for t in (group if isinstance(group, tuple) else (group,))]
         check_tensors(self._op_def, flat)  # wrong types and dtypes are TypeErrors before any value check
+        check_dtypes(self._op_def, flat)
         check_same_dtype(self._op_def, [{"dtype": t.dtype} for t in flat])
         check_jit_level(self._label)
         self._check_eager(flat)
-        self._check_infer([{"shape": tuple(t.shape), "dtype": t.dtype, "value": None} for t in flat])
         if recording_gradients():
             # MindSpore records the op for autograd only on its own single-op path (a graph per value).
             return _run_op(self, self.name, (*args, *self._init_values))
@@ -111,11 +105,8 @@ class CopyPrimitive(ops.Custom):
         outputs = self._kernel(*values)
         return tuple(outputs) if self._op_def.outputs[0].variadic else outputs[0]
 
-    def _check_infer(self, args):
-        raise NotImplementedError
-
     def _check_eager(self, inputs):
-        raise NotImplementedError
+        """What the kernel cannot see, on the objects of an eager call (nothing by default)."""
 
 
 def _dense(tensors):
@@ -128,16 +119,10 @@ def _dense(tensors):
 
 
 class GradientOp(CopyPrimitive):
-    """A device-to-device kernel without checks or gradient of its own, for use inside bprops.
+    """A device-to-device kernel without Python checks or gradient of its own, for use inside bprops.
 
     Only for ops without attributes whose output shape comes from the C++ infer hook.
     """
 
     def __init__(self, op_name):
         super().__init__(op_name, attrs={})
-
-    def _check_infer(self, args):
-        pass
-
-    def _check_eager(self, inputs):
-        pass

@@ -4,12 +4,12 @@ from typing import Optional, Sequence
 import mindspore as ms
 
 from ..host_buffer import HostBuffer
-from ._args import check_host_buffer, check_int, check_int64_input, check_shape, eager_int64, num_elements, static_shape
-from ._dtypes import DtypeLike, check_supported, itemsize, ms_dtype
+from .. import op_def_route
+from ._args import check_host_buffer, check_int, check_shape, eager_int64
+from ._dtypes import DtypeLike, ms_dtype
 from ._errors import labelled_errors
 from ._primitive import CopyPrimitive
 from ._variadic import OpCell
-from ._checks import check_batch_ranges
 
 _DIRECTIONS = ("d2h", "h2d")
 
@@ -20,12 +20,12 @@ MAX_OUTPUTS_PER_LAUNCH = 128
 
 
 def _h2d_outputs(shapes, dtypes):
-    """(shapes, MindSpore dtypes, byte sizes) of the tensors an h2d read returns, checked."""
+    """(shapes, MindSpore dtypes) of the tensors an h2d read returns, checked."""
     if not shapes or dtypes is None or len(shapes) != len(dtypes):
         raise ValueError("h2d needs shapes and dtypes: two lists of the same non-zero length")
     shapes = [check_shape(s, f"shapes[{i}]") for i, s in enumerate(shapes)]
     dtypes = [ms_dtype(d, f"dtypes[{i}]") for i, d in enumerate(dtypes)]
-    return shapes, dtypes, [num_elements(s) * itemsize(d) for s, d in zip(shapes, dtypes)]
+    return shapes, dtypes
 
 
 class MemcpyBatch(OpCell):
@@ -95,7 +95,7 @@ class MemcpyBatch(OpCell):
         if direction == "h2d" and num_tensors is None and isinstance(shapes, (list, tuple)) and dtypes is not None \
                 and len(shapes) > MAX_OUTPUTS_PER_LAUNCH:
             check_host_buffer(host_buffer)
-            shapes, dtypes, _ = _h2d_outputs(shapes, dtypes)
+            shapes, dtypes = _h2d_outputs(shapes, dtypes)
             self._bounds = tuple((start, min(start + MAX_OUTPUTS_PER_LAUNCH, len(shapes)))
                                  for start in range(0, len(shapes), MAX_OUTPUTS_PER_LAUNCH))
             self._parts = tuple(_BatchPrimitive("h2d", host_buffer, shapes=shapes[a:b], dtypes=dtypes[a:b])
@@ -110,7 +110,6 @@ class MemcpyBatch(OpCell):
         if direction == "h2d":
             self.shapes = [s for part in self._parts for s in part.shapes]
             self.dtypes = [d for part in self._parts for d in part.dtypes]
-            self._sizes = [size for part in self._parts for size in part._sizes]
             self.num_tensors = len(self.shapes)
         else:
             self.num_tensors = self.primitive.num_tensors
@@ -138,11 +137,20 @@ class MemcpyBatch(OpCell):
             if len(args) != 1:
                 raise ValueError(f"takes one input (offsets), got {len(args)}")
             offsets = eager_int64(args[0], "offsets")
-            check_batch_ranges(offsets, self._sizes, self.host_buffer.nbytes, check_overlap=False)
+            self._check_whole_read(offsets)
         outs = ()
         for part, (start, stop) in zip(self._parts, self._bounds):
             outs = outs + part(ms.Tensor(offsets[start:stop]))
         return outs
+
+    def _check_whole_read(self, offsets):
+        """The kernel's check of the whole split read (every offset named by its index in the whole),
+        through a kernel instance of all k outputs that checks and never launches."""
+        if self.__dict__.get("_whole_read") is None:
+            self.__dict__["_whole_read"] = op_def_route.load().KernelInstance(
+                "memcpy_batch_h2d", self.host_buffer.buffer_id,
+                *op_def_route.given_values("memcpy_batch_h2d", self.shapes, self.dtypes))
+        self._whole_read.check(offsets)
 
 
 class _BatchPrimitive(CopyPrimitive):
@@ -166,49 +174,15 @@ class _BatchPrimitive(CopyPrimitive):
         else:
             if num_tensors is not None:
                 raise ValueError("num_tensors is for direction 'd2h'; 'h2d' takes shapes and dtypes")
-            self.shapes, self.dtypes, self._sizes = _h2d_outputs(shapes, dtypes)
+            self.shapes, self.dtypes = _h2d_outputs(shapes, dtypes)
             self.num_tensors = len(self.shapes)
             super().__init__("memcpy_batch_h2d", attrs=attrs, given=(tuple(self.shapes), tuple(self.dtypes)))
 
     def _check_input_count(self, count):
-        k = self.num_tensors
-        if self.direction == "h2d":
-            if count != 1:
-                raise ValueError(f"takes one input (offsets), got {count}")
-        elif count != k + 1:
-            raise ValueError(f"built for num_tensors={k}: it takes {k} tensor(s) plus offsets, "
-                             f"got {count - 1} tensor(s) plus offsets")
-
-    def _tensor_sizes(self, shapes_and_dtypes):
-        sizes = []
-        for shape, dtype in shapes_and_dtypes:
-            shape = static_shape(shape)
-            if shape is None:
-                return None
-            sizes.append(num_elements(shape) * itemsize(dtype))
-        return sizes
-
-    def _check_infer(self, args):
-        check_host_buffer(self.host_buffer)
-        k = self.num_tensors
-        self._check_input_count(len(args))
-        if self.direction == "d2h":
-            for i, arg in enumerate(args[:-1]):
-                check_supported(arg, f"tensors[{i}]")
-            offsets = check_int64_input(args[-1], "offsets", k)
-            sizes = self._tensor_sizes((a["shape"], a["dtype"]) for a in args[:-1])
-        else:
-            offsets = check_int64_input(args[0], "offsets", k)
-            sizes = self._sizes
-        if offsets is not None and sizes is not None:
-            check_batch_ranges(offsets, sizes, self.host_buffer.nbytes, check_overlap=self.direction == "d2h")
+        # (d2h: the op's length check, "tensors: holds ... but the primitive was built for num_tensors=k")
+        if self.direction == "h2d" and count != 1:
+            raise ValueError(f"takes one input (offsets), got {count}")
 
     def _check_eager(self, inputs):
         check_host_buffer(self.host_buffer)
         self._check_input_count(len(inputs))
-        offsets = eager_int64(inputs[-1], "offsets")
-        if self.direction == "d2h":
-            sizes = [t.nbytes for t in inputs[:-1]]
-        else:
-            sizes = self._sizes
-        check_batch_ranges(offsets, sizes, self.host_buffer.nbytes, check_overlap=self.direction == "d2h")

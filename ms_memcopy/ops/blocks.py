@@ -11,13 +11,12 @@ import numpy as np
 import mindspore as ms
 
 from ..host_buffer import HostBuffer
-from ._args import check_host_buffer, check_in_place_target, check_int, num_elements, static_shape
-from ._dtypes import check_supported, dtype_name, itemsize
+from ._args import check_host_buffer, check_in_place_target, check_int
+from ._dtypes import dtype_name
 from ._errors import labelled_errors
 from ._host_values import reading_host_values_once, remember_host_values
 from ._primitive import CopyPrimitive
 from ._variadic import OpCell
-from ._checks import check_block_mapping
 
 _DIRECTIONS = ("d2h", "h2d")
 
@@ -49,37 +48,11 @@ def _mapping_values(mapping):
     return values.astype(np.int64, copy=False)
 
 
-def _block_geometry(shapes_and_dtypes):
-    """(num_blocks, block_bytes) of caches given as (shape, dtype) pairs, or None where a shape is
-    unknown; TypeError/ValueError naming the cache that differs from caches[0]."""
-    (first_shape, first_dtype), *rest = shapes_and_dtypes
-    for l, (shape, dtype) in enumerate(rest, start=1):
-        if dtype_name(dtype) != dtype_name(first_dtype):
-            raise TypeError(f"caches[{l}] has dtype {dtype_name(dtype)} but caches[0] has {dtype_name(first_dtype)}; "
-                            f"all caches of one call have the same shape and dtype")
-        if static_shape(shape) is not None and static_shape(first_shape) is not None and \
-                tuple(shape) != tuple(first_shape):
-            raise ValueError(f"caches[{l}] has shape {list(shape)} but caches[0] has {list(first_shape)}; "
-                             f"all caches of one call have the same shape and dtype")
-    if tuple(first_shape) == (-2,):  # rank unknown until run time: the kernel checks
-        return None
-    if len(first_shape) < 1:
-        raise ValueError("caches[0] must have shape [num_blocks, *block_shape], got a scalar")
-    shape = static_shape(first_shape)
-    if shape is None:
-        return None
-    block_bytes = num_elements(shape[1:]) * itemsize(first_dtype)
-    if block_bytes == 0:
-        raise ValueError(f"caches[0]: a block of shape {list(shape)} holds no bytes")
-    return shape[0], block_bytes
-
-
 class _BlockPrimitive(CopyPrimitive):
     """The common part: L caches plus block_mapping in, one int64 out; checks in every mode."""
 
     def __init__(self, op_name, num_caches, attrs):
         self.num_caches = check_int(num_caches, "num_caches", minimum=1)
-        self._eager_mapping = None
         super().__init__(op_name, attrs={**attrs, "num_caches": self.num_caches})
 
     def __call__(self, caches, block_mapping):
@@ -90,46 +63,20 @@ class _BlockPrimitive(CopyPrimitive):
                 self._check_count(len(flat))
                 values = _mapping_values(flat[-1])
             mapping = flat[-1] if isinstance(flat[-1], ms.Tensor) else ms.Tensor(values)
-            remember_host_values(mapping, values)  # checked and launched from these values
-            self._eager_mapping = values
-            try:
-                return super().__call__(caches, mapping)
-            finally:
-                self._eager_mapping = None
+            remember_host_values(mapping, values)  # launched from these values
+            return super().__call__(caches, mapping)
 
     def _check_count(self, count):
         if count != self.num_caches + 1:
             raise TypeError(f"built for num_caches={self.num_caches} and takes "
                             f"{self.num_caches} caches plus block_mapping, got {count} arguments")
 
-    def _check_infer(self, args):
-        self._check_count(len(args))
-        for l, cache in enumerate(args[:-1]):
-            check_supported(cache, f"caches[{l}]")
-        geometry = _block_geometry([(a["shape"], a["dtype"]) for a in args[:-1]])
-        mapping = args[-1]
-        if dtype_name(mapping["dtype"]) != "int64":
-            raise TypeError(f"block_mapping must be an int64 tensor, got {dtype_name(mapping['dtype'])}")
-        shape = tuple(mapping["shape"])
-        if shape != (-2,) and (len(shape) != 2 or shape[1] not in (2, -1)):  # (-2,): rank unknown
-            raise ValueError(f"block_mapping must have shape [n, 2], got {list(shape)}")
-        value = mapping.get("value")
-        if value is not None and geometry is not None:
-            values = np.asarray(value.asnumpy() if hasattr(value, "asnumpy") else value, np.int64).reshape(-1, 2)
-            self._check_mapping(geometry, values)
-
     def _check_eager(self, inputs):
-        caches = inputs[:-1]
-        for l, cache in enumerate(caches):
+        for l, cache in enumerate(inputs[:-1]):
             if self._op_def.rw_write:
                 check_in_place_target(cache, f"caches[{l}]")
             elif not isinstance(cache, ms.Tensor):
                 raise TypeError(f"caches[{l}] must be a Tensor, not {type(cache).__name__}")
-        geometry = _block_geometry([(c.shape, c.dtype) for c in caches])
-        self._check_mapping(geometry, self._eager_mapping)
-
-    def _check_mapping(self, geometry, values):
-        raise NotImplementedError
 
 
 class SwapBlocks(OpCell):
@@ -226,27 +173,9 @@ class _SwapBlocksPrimitive(_BlockPrimitive):
         """H: the blocks of each host cache for blocks of block_bytes bytes."""
         return self.host_buffer.nbytes // (self.num_caches * block_bytes)
 
-    def _check_host_room(self, block_bytes):
-        if self.host_blocks(block_bytes) == 0:
-            raise ValueError(f"host_buffer: its {self.host_buffer.nbytes} bytes hold no host block: each of the "
-                             f"{self.num_caches} host caches needs at least one block of {block_bytes} bytes; "
-                             f"give a HostBuffer of at least {self.num_caches * block_bytes} bytes "
-                             f"(num_caches x host blocks x block bytes)")
-
-    def _check_infer(self, args):
-        check_host_buffer(self.host_buffer)
-        super()._check_infer(args)
-
     def _check_eager(self, inputs):
         check_host_buffer(self.host_buffer)
         super()._check_eager(inputs)
-
-    def _check_mapping(self, geometry, values):
-        num_blocks, block_bytes = geometry
-        self._check_host_room(block_bytes)
-        device, host = ("device", num_blocks), ("host", self.host_blocks(block_bytes))
-        source, destination = (device, host) if self.direction == "d2h" else (host, device)
-        check_block_mapping(values, source, destination, same_cache=False)
 
 
 class CopyBlocks(OpCell):
@@ -309,7 +238,3 @@ class _CopyBlocksPrimitive(_BlockPrimitive):
 
     def __init__(self, *, num_caches: int):
         super().__init__("copy_blocks", num_caches, {})
-
-    def _check_mapping(self, geometry, values):
-        side = ("device", geometry[0])
-        check_block_mapping(values, side, side, same_cache=True)

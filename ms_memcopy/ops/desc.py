@@ -3,10 +3,8 @@ from typing import Optional
 
 from mindspore import ops
 
-from ._args import check_int, check_int64_input, eager_int64, num_elements, static_shape
-from ._dtypes import check_supported
+from ._args import check_int
 from ._primitive import CopyPrimitive, GradientOp
-from ._checks import check_region
 
 
 class MemcpyWithDesc(CopyPrimitive):
@@ -66,23 +64,3 @@ class MemcpyWithDesc(CopyPrimitive):
         flat = ops.zeros_like(x).reshape(1, -1)
         dx = self._grad_insert(flat, dout.reshape(1, -1), ops.zeros_like(start), start)
         return dx.reshape(x.shape), ops.zeros_like(start)
-
-    def _check_infer(self, args):
-        check_supported(args[0], "x")
-        if self.count is None:
-            return
-        start = check_int64_input(args[1], "start", 1)
-        shape = static_shape(args[0]["shape"])
-        if shape is not None:
-            self._check_window(num_elements(shape), start)
-
-    def _check_eager(self, inputs):
-        if self.count is not None:
-            x, start = inputs
-            self._check_window(num_elements(tuple(x.shape)), eager_int64(start, "start"))
-
-    def _check_window(self, numel, start):
-        if self.count > numel:
-            raise ValueError(f"count {self.count} exceeds the {numel} elements of x")
-        if start is not None:
-            check_region(start[0], self.count, numel, "start", "elements")

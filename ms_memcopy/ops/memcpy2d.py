@@ -8,11 +8,9 @@ from typing import Optional, Sequence
 from mindspore import ops
 
 from ..host_buffer import HostBuffer
-from ._args import (check_host_buffer, check_in_place_target, check_int, check_int64_input, check_shape, eager_int64,
-                    matrix_view, static_shape)
-from ._dtypes import DtypeLike, check_supported, itemsize, ms_dtype
+from ._args import check_host_buffer, check_in_place_target, check_int, check_shape, matrix_view
+from ._dtypes import DtypeLike, itemsize, ms_dtype
 from ._primitive import CopyPrimitive, GradientOp
-from ._checks import check_host_range, check_region, pitched_span
 
 _MODES = ("extract", "insert", "write", "d2h", "h2d")
 
@@ -156,83 +154,8 @@ class Memcpy2D(CopyPrimitive):
         if row_bytes > self.pitch:
             raise ValueError(f"pitch {self.pitch} is smaller than a row ({row_bytes} bytes)")
 
-    def _check_infer(self, args):
-        if self.mode == "extract":
-            x, row, col = args
-            check_supported(x, "x")
-            r, c = check_int64_input(row, "row", 1), check_int64_input(col, "col", 1)
-            shape = static_shape(x["shape"])
-            if shape is not None:
-                self._check_extract(matrix_view(shape), r, c)
-        elif self.mode in ("insert", "write"):
-            dst, src, row, col = args
-            check_supported(dst, "dst")  # (and src has dst's dtype: its dtype_group in configs/ops/memcpy2d.yaml)
-            r, c = check_int64_input(row, "row", 1), check_int64_input(col, "col", 1)
-            ds, ss = static_shape(dst["shape"]), static_shape(src["shape"])
-            if ds is not None and ss is not None:
-                self._check_insert(matrix_view(ds), matrix_view(ss), r, c)
-        elif self.mode == "d2h":
-            x, offset = args
-            check_host_buffer(self.host_buffer)
-            check_supported(x, "x")
-            off = check_int64_input(offset, "offset", 1)
-            shape = static_shape(x["shape"])
-            if shape is not None:
-                self._check_d2h(shape, x["dtype"], off)
-        else:
-            (offset,) = args
-            check_host_buffer(self.host_buffer)
-            self._check_h2d(check_int64_input(offset, "offset", 1))
-
     def _check_eager(self, inputs):
-        if self.mode == "extract":
-            x, row, col = inputs
-            self._check_extract(matrix_view(x.shape), eager_int64(row, "row"), eager_int64(col, "col"))
-        elif self.mode in ("insert", "write"):
-            dst, src, row, col = inputs
-            if self.mode == "write":
-                check_in_place_target(dst, "dst")
-            self._check_insert(matrix_view(dst.shape), matrix_view(src.shape), eager_int64(row, "row"),
-                               eager_int64(col, "col"))
-        elif self.mode == "d2h":
-            x, offset = inputs
+        if self.mode == "write":
+            check_in_place_target(inputs[0], "dst")
+        elif self.mode in ("d2h", "h2d"):
             check_host_buffer(self.host_buffer)
-            self._check_d2h(x.shape, x.dtype, eager_int64(offset, "offset"))
-        else:
-            check_host_buffer(self.host_buffer)
-            self._check_h2d(eager_int64(inputs[0], "offset"))
-
-    def _check_extract(self, matrix, row, col):
-        rows, cols = matrix
-        if self.height > rows:
-            raise ValueError(f"height {self.height} exceeds the {rows} rows of x")
-        if self.width > cols:
-            raise ValueError(f"width {self.width} exceeds the {cols} columns of x")
-        if row is not None:
-            check_region(row[0], self.height, rows, "row", "rows")
-        if col is not None:
-            check_region(col[0], self.width, cols, "col", "columns")
-
-    @staticmethod
-    def _check_insert(dst_matrix, src_matrix, row, col):
-        (rows, cols), (h, w) = dst_matrix, src_matrix
-        if h > rows or w > cols:
-            raise ValueError(f"src ({h} x {w}) does not fit in dst ({rows} x {cols})")
-        if row is not None:
-            check_region(row[0], h, rows, "row", "rows")
-        if col is not None:
-            check_region(col[0], w, cols, "col", "columns")
-
-    def _check_d2h(self, shape, dtype, offset):
-        rows, cols = matrix_view(tuple(shape))
-        row_bytes = cols * itemsize(dtype)
-        self._check_pitch(row_bytes)
-        if offset is not None:
-            check_host_range(offset[0], pitched_span(rows, row_bytes, self.pitch), self.host_buffer.nbytes,
-                             "offset", "the pitched rows of x")
-
-    def _check_h2d(self, offset):
-        rows, cols = matrix_view(self.shape)
-        if offset is not None:
-            span = pitched_span(rows, cols * itemsize(self.dtype), self.pitch)
-            check_host_range(offset[0], span, self.host_buffer.nbytes, "offset", "the pitched rows of the output")

@@ -1,12 +1,13 @@
-// What the op bodies (bodies/<family>.cpp) share: the 2-D view of a tensor, reading int64 inputs,
-// writing int64 results, and the range checks whose messages every family uses. Defined in
-// op_bodies.cpp; internal to the kernels library.
+// What the op bodies (bodies/<family>.cpp) share: the 2-D view of a tensor, reading int64 inputs
+// (in a check and at launch), writing int64 results, and the range checks whose messages every family
+// uses. Defined in op_bodies.cpp; internal to the kernels library.
 #ifndef MS_MEMCOPY_KERNELS_BODY_HELPERS_H_
 #define MS_MEMCOPY_KERNELS_BODY_HELPERS_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "op_bodies.h"
 
@@ -23,8 +24,15 @@ struct Matrix {
 
 Matrix AsMatrix(const TensorArg &t, const char *argument);
 
-// Copies an int64 input to the host (it is device memory on every target) and checks its length.
-const int64_t *ReadInt64(KernelState &s, const TensorArg &t, const char *argument, size_t expected);
+// An int64 input as a check reads it: checks its dtype and number of values and returns its host
+// values, or nullptr when they are unknown (a graph input at compile time: data without host_values).
+// Never reads device memory.
+const int64_t *KnownInt64(const TensorArg &t, const char *argument, size_t expected);
+
+// The launch side of an int64 input: t with its values on the host. The entries pass host values;
+// device memory (as the C++ tests pass it) is read back into *storage first. A tensor of another dtype
+// is returned unchanged, for the check to refuse.
+TensorArg ValuesOnHost(const TensorArg &t, std::vector<int64_t> *storage);
 
 // Writes host_results into an int64 output tensor, without waiting for the stream.
 void WriteResults(KernelState &s, const TensorArg &out, aclrtStream stream);

@@ -108,10 +108,20 @@ class HostBufferTable {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = entries_.find(id);
     if (it == entries_.end() || it->second.closing) {
-      throw InputError(argument, "the HostBuffer is closed (id " + std::to_string(id) + ")");
+      throw InputError(argument, "the HostBuffer is closed");
     }
     ++it->second.leases;
     return Leased{it->second.data, it->second.nbytes, it->second.pinned};
+  }
+
+  // The size of an open buffer, for a check that plans without copying (no lease is taken).
+  size_t Bytes(int64_t id, const char *argument) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end() || it->second.closing) {
+      throw InputError(argument, "the HostBuffer is closed");
+    }
+    return it->second.nbytes;
   }
 
   // The end of a launch's lease: fences what the launch queued on stream (all of it, even when the
@@ -185,6 +195,8 @@ HostBufferLease::HostBufferLease(int64_t id, const char *argument, aclrtStream s
 }
 
 HostBufferLease::~HostBufferLease() { Table().Release(id_, stream_); }
+
+size_t HostBufferBytes(int64_t id, const char *argument) { return Table().Bytes(id, argument); }
 
 
 }  // namespace msmc

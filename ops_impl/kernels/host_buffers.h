@@ -51,6 +51,11 @@ class HostBufferLease {
   bool pinned_;
 };
 
+// The bytes of HostBuffer id, for the op bodies' checks (they plan without copying, so they take no
+// lease); throws InputError naming `argument` when id is unknown or the buffer is closed, as
+// HostBufferLease does.
+size_t HostBufferBytes(int64_t id, const char *argument);
+
 }  // namespace msmc
 
 #endif  // MS_MEMCOPY_KERNELS_HOST_BUFFERS_H_

@@ -17,7 +17,8 @@ constexpr size_t kNoFailIndex = SIZE_MAX;
 
 // An input mistake found before any byte moved. what() reads "ValueError: <argument>: <reason>",
 // or "ValueError: <statement>" for a statement that starts with the argument's name itself
-// ("offsets[1] = 60: ...", "offsets[0] is negative (-1)").
+// ("offsets[1] = 60: ...", "offsets[0] is negative (-1)"). The entry layer drops the "ValueError: "
+// (route::Rethrow): users read "ms_memcopy <label>: <argument>: <reason>" as a ValueError.
 class InputError : public std::invalid_argument {
  public:
   InputError(const std::string &argument, const std::string &reason);

@@ -57,26 +57,30 @@ Matrix AsMatrix(const TensorArg &t, const char *argument) {
   return Matrix{rows, cols, itemsize};
 }
 
-// Copies an int64 input to the host (it is device memory on every target) and checks its length.
-const int64_t *ReadInt64(KernelState &s, const TensorArg &t, const char *argument, size_t expected) {
+const int64_t *KnownInt64(const TensorArg &t, const char *argument, size_t expected) {
   if (std::strcmp(t.dtype, "int64") != 0) {
-    throw InputError(argument, std::string("must be an int64 tensor, got ") + t.dtype);
+    throw InputError(std::string(argument) + " must be an int64 tensor, got " + t.dtype);
   }
   const size_t n = NumElements(t, argument);
   if (n != expected) {
     throw InputError(std::string(argument) + " must hold " + std::to_string(expected) + " value(s), got " +
                      std::to_string(n));
   }
-  if (t.host_values) {
-    return static_cast<const int64_t *>(t.data);
+  return t.host_values ? static_cast<const int64_t *>(t.data) : nullptr;
+}
+
+TensorArg ValuesOnHost(const TensorArg &t, std::vector<int64_t> *storage) {
+  if (t.host_values || t.data == nullptr || std::strcmp(t.dtype, "int64") != 0) {
+    return t;
   }
-  s.host_values.resize(n);
+  const size_t n = NumElements(t, "int64 input");
+  storage->resize(n);
   if (n > 0) {
-    CheckAcl(aclrtMemcpy(s.host_values.data(), n * sizeof(int64_t), t.data, n * sizeof(int64_t),
+    CheckAcl(aclrtMemcpy(storage->data(), n * sizeof(int64_t), t.data, n * sizeof(int64_t),
                          ACL_MEMCPY_DEVICE_TO_HOST),
              "aclrtMemcpy");
   }
-  return s.host_values.data();
+  return TensorArg{storage->data(), t.shape, t.ndim, t.dtype, true};
 }
 
 // Writes host_results into an int64 output tensor, without waiting for the stream.

@@ -1,7 +1,11 @@
 // The body of each primitive's kernel, shared by every entry of the CustomOpBuilder module
-// (ms_extension/: eager PyboostRunner functions, CPU and Ascend KernelMods). A body validates its inputs
-// (InputError before any byte moves), plans the copy and launches it on `stream` through
-// copy_launch.h. It never waits for the stream: what queued work reads from the kernel's own memory
+// (ms_extension/: eager PyboostRunner functions, CPU and Ascend KernelMods). A body is a check and a
+// launch. The check validates the inputs and plans the copy (InputError, before anything runs) from
+// shapes, dtypes, attributes, the host values of int64 inputs and the HostBuffer registry: it makes no
+// ACL call and reads no tensor data, so the infer functions run it while a graph compiles (tensor data
+// nullptr, the int64 inputs known when they are constants) and the eager entry before it queues
+// anything. The launch (`run`) checks again, now with every value known, and queues the copy on
+// `stream` through copy_launch.h. It never waits for the stream: what queued work reads from the kernel's own memory
 // (staged results, descriptors) sits in slots guarded by events (event_slots.h), and the ACL calls
 // consume the batch plans before they return. The CPU target's entries then run the queued work to
 // completion (MindSpore reuses tensor memory as soon as a CPU kernel returns); on Ascend the stream
@@ -47,10 +51,10 @@ struct KernelState {
   BatchCopier batch;
   DescCopier desc;
   std::vector<BatchItem> items;
-  std::vector<int64_t> host_values;   // int64 inputs read back to the host for planning
   std::vector<int64_t> host_results;  // int64 outputs computed on the host (from shapes)
   ResultStaging results;              // ... and written to the device through pinned slots
-  std::vector<size_t> nbytes;
+  std::vector<size_t> nbytes;        // a batch plan: the bytes of each item
+  std::vector<size_t> host_offsets;  // ... and where it lies in the HostBuffer (empty: offsets unknown)
   std::vector<std::pair<int64_t, size_t>> destinations;  // (block, pair index) of a block mapping, sorted
 };
 
@@ -109,6 +113,10 @@ MSMC_KERNELS_API void CopyBlocks(KernelState &s, const TensorArg *caches, size_t
 struct OpBody {
   const char *op;     // the op's name in configs/ops/<family>.yaml
   const char *label;  // the primitive and mode, for messages ("Memcpy2D(extract)")
+  // Validation and plan, without ACL calls or tensor data (see the top of this file); throws
+  // InputError. Values it cannot know yet (an int64 input without host values) are skipped.
+  void (*check)(KernelState &s, const TensorArg *args, size_t count);
+  // The check with every value known, then the launch on `stream`.
   void (*run)(KernelState &s, const TensorArg *args, size_t count, aclrtStream stream);
 };
 

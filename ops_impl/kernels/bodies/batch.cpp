@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "body_helpers.h"
 #include "host_buffers.h"
@@ -15,35 +16,83 @@ namespace msmc {
 
 using namespace bodies;  // NOLINT(build/namespaces)
 
+namespace {
+
+// InputError when two items of s's plan write overlapping bytes of the HostBuffer (d2h: the copies
+// of a batch run in no order).
+void CheckOverlap(KernelState &s) {
+  s.destinations.clear();
+  for (size_t i = 0; i < s.nbytes.size(); ++i) {
+    if (s.nbytes[i] > 0) {
+      s.destinations.emplace_back(static_cast<int64_t>(s.host_offsets[i]), i);
+    }
+  }
+  std::sort(s.destinations.begin(), s.destinations.end());
+  for (size_t k = 1; k < s.destinations.size(); ++k) {
+    const size_t prev = s.destinations[k - 1].second;
+    const size_t cur = s.destinations[k].second;
+    if (s.host_offsets[cur] < s.host_offsets[prev] + s.nbytes[prev]) {
+      throw InputError("offsets", "items " + std::to_string(std::min(prev, cur)) + " and " +
+                                      std::to_string(std::max(prev, cur)) +
+                                      " write overlapping bytes (copies within a batch run in no order, "
+                                      "so the result would be undefined); nothing was copied");
+    }
+  }
+}
+
+// The check of both directions: s.nbytes[i] = bytes of tensors[i] and, when the offsets are known,
+// s.host_offsets[i] = where it lies in a HostBuffer of `capacity` bytes.
+void CheckBatch(KernelState &s, const TensorArg *tensors, size_t k, const TensorArg &offsets, size_t capacity,
+                bool d2h) {
+  if (d2h) {
+    const size_t given = NumElements(offsets, "offsets");
+    if (given != k) {
+      throw InputError("tensors", "got " + std::to_string(k) + " tensor(s) for " + std::to_string(given) +
+                                      " offsets: MemcpyBatch(d2h) takes one tensor per offset");
+    }
+  }
+  const int64_t *offs = KnownInt64(offsets, "offsets", k);
+  s.nbytes.resize(k);
+  for (size_t i = 0; i < k; ++i) {
+    s.nbytes[i] = NumBytes(tensors[i], d2h ? "tensors" : "outputs");
+  }
+  s.host_offsets.clear();
+  if (offs == nullptr) {
+    return;
+  }
+  s.host_offsets.resize(k);
+  for (size_t i = 0; i < k; ++i) {
+    s.host_offsets[i] = CheckItemRange(offs[i], s.nbytes[i], capacity, i);
+  }
+  if (d2h) {
+    CheckOverlap(s);
+  }
+}
+
+}  // namespace
+
 void BatchD2H(KernelState &s, const TensorArg *tensors, size_t k, const TensorArg &offsets, const TensorArg &out,
               aclrtStream stream) {
   HostBufferLease buffer(s.buffer_id, "host_buffer", stream);
-  const size_t given = NumElements(offsets, "offsets");
-  if (given != k) {
-    throw InputError("tensors", "got " + std::to_string(k) + " tensor(s) for " + std::to_string(given) +
-                                    " offsets: MemcpyBatch(d2h) takes one tensor per offset");
-  }
-  const int64_t *offs = ReadInt64(s, offsets, "offsets", k);
+  std::vector<int64_t> values;
+  CheckBatch(s, tensors, k, ValuesOnHost(offsets, &values), buffer.nbytes(), true);
   s.items.resize(k);
   s.host_results.resize(k);
   for (size_t i = 0; i < k; ++i) {
-    const size_t n = NumBytes(tensors[i], "tensors");
-    const size_t begin = CheckItemRange(offs[i], n, buffer.nbytes(), i);
-    s.items[i] = BatchItem{buffer.data() + begin, tensors[i].data, n};
-    s.host_results[i] = static_cast<int64_t>(n);
+    s.items[i] = BatchItem{buffer.data() + s.host_offsets[i], tensors[i].data, s.nbytes[i]};
+    s.host_results[i] = static_cast<int64_t>(s.nbytes[i]);
   }
-  s.batch.Run(s.items.data(), k, ACL_MEMCPY_DEVICE_TO_HOST, s.device, "offsets", stream);
+  s.batch.Run(s.items.data(), k, ACL_MEMCPY_DEVICE_TO_HOST, s.device, nullptr, stream);
   WriteResults(s, out, stream);
 }
 
 void BatchH2D(KernelState &s, const TensorArg &offsets, const TensorArg *outputs, size_t k, aclrtStream stream) {
   HostBufferLease buffer(s.buffer_id, "host_buffer", stream);
-  const int64_t *offs = ReadInt64(s, offsets, "offsets", k);
+  std::vector<int64_t> values;
+  CheckBatch(s, outputs, k, ValuesOnHost(offsets, &values), buffer.nbytes(), false);
   s.items.resize(k);
   for (size_t i = 0; i < k; ++i) {
-    const size_t n = NumBytes(outputs[i], "outputs");
-    const size_t begin = CheckItemRange(offs[i], n, buffer.nbytes(), i);
-    s.items[i] = BatchItem{outputs[i].data, buffer.data() + begin, n};
+    s.items[i] = BatchItem{outputs[i].data, buffer.data() + s.host_offsets[i], s.nbytes[i]};
   }
   s.batch.Run(s.items.data(), k, ACL_MEMCPY_HOST_TO_DEVICE, s.device, nullptr, stream);
 }
@@ -52,8 +101,14 @@ namespace {
 
 const OpBody kBodies[] = {
     {"memcpy_batch_d2h", "MemcpyBatch(d2h)",
+     [](KernelState &s, const TensorArg *a, size_t n) {
+       CheckBatch(s, a, n - 2, a[n - 2], HostBufferBytes(s.buffer_id, "host_buffer"), true);
+     },
      [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { BatchD2H(s, a, n - 2, a[n - 2], a[n - 1], st); }},
     {"memcpy_batch_h2d", "MemcpyBatch(h2d)",
+     [](KernelState &s, const TensorArg *a, size_t n) {
+       CheckBatch(s, a + 1, n - 1, a[0], HostBufferBytes(s.buffer_id, "host_buffer"), false);
+     },
      [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { BatchH2D(s, a[0], a + 1, n - 1, st); }},
 };
 

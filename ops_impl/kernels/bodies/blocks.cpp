@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "body_helpers.h"
 #include "host_buffers.h"
@@ -45,9 +46,9 @@ BlockCaches CheckCaches(const TensorArg *caches, size_t count) {
     const TensorArg &c = caches[l];
     const bool same_shape = c.ndim == first.ndim && std::equal(c.shape, c.shape + c.ndim, first.shape);
     if (!same_shape || std::strcmp(c.dtype, first.dtype) != 0) {
-      throw InputError(CacheName(l), "has shape " + ShapeText(c) + " and dtype " + c.dtype + " but caches[0] has " +
-                                         ShapeText(first) + " and " + first.dtype +
-                                         "; all caches of one call have the same shape and dtype");
+      throw InputError(CacheName(l) + " has shape " + ShapeText(c) + " and dtype " + c.dtype + " but caches[0] has " +
+                       ShapeText(first) + " and " + first.dtype +
+                       "; all caches of one call have the same shape and dtype");
     }
   }
   NumBytes(first, "caches[0]");  // the whole cache's size does not overflow, so no block offset does
@@ -59,22 +60,23 @@ BlockCaches CheckCaches(const TensorArg *caches, size_t count) {
   return BlockCaches{num_blocks, block_bytes};
 }
 
-// block_mapping ([n, 2] int64) on the host: its n pairs, read from wherever the entry layer put them
-// (host values from the entry layer, or device memory read back, as the C++ tests pass it).
+// block_mapping ([n, 2] int64) on the host: its n pairs (host values from the entry layer, or device
+// memory read back at launch, as the C++ tests pass it).
 struct BlockMapping {
   const int64_t *pairs;  // 2 * n values
   size_t n;
 };
 
-BlockMapping ReadMapping(KernelState &s, const TensorArg &mapping) {
+// The mapping's pairs when its values are known (else pairs is nullptr), after checking its dtype and shape.
+BlockMapping KnownMapping(const TensorArg &mapping) {
   if (std::strcmp(mapping.dtype, "int64") != 0) {
-    throw InputError("block_mapping", std::string("must be an int64 tensor, got ") + mapping.dtype);
+    throw InputError(std::string("block_mapping must be an int64 tensor, got ") + mapping.dtype);
   }
   if (mapping.ndim != 2 || mapping.shape[1] != 2) {
-    throw InputError("block_mapping", "must have shape [n, 2], got " + ShapeText(mapping));
+    throw InputError("block_mapping must have shape [n, 2], got " + ShapeText(mapping));
   }
   const size_t n = static_cast<size_t>(mapping.shape[0]);
-  return BlockMapping{ReadInt64(s, mapping, "block_mapping", CheckedMul(size_t{2}, n, "block_mapping")), n};
+  return BlockMapping{KnownInt64(mapping, "block_mapping", CheckedMul(size_t{2}, n, "block_mapping")), n};
 }
 
 struct BlockSide {
@@ -152,9 +154,44 @@ void PlanBlocks(KernelState &s, size_t num_caches, const BlockMapping &mapping, 
   }
 }
 
-// The host caches of a SwapBlocks call: L equal parts of the HostBuffer, each of H blocks.
-size_t HostBlocks(const HostBufferLease &buffer, size_t num_caches, size_t block_bytes) {
-  return buffer.nbytes() / CheckedMul(num_caches, block_bytes, "caches");
+// The host caches of a SwapBlocks call: L equal parts of a HostBuffer of `capacity` bytes, each of H
+// blocks; InputError when H is 0.
+size_t HostBlocks(size_t capacity, size_t num_caches, size_t block_bytes) {
+  const size_t cache_block_bytes = CheckedMul(num_caches, block_bytes, "caches");
+  const size_t host_blocks = capacity / cache_block_bytes;
+  if (host_blocks == 0) {
+    throw InputError("host_buffer", "its " + std::to_string(capacity) + " bytes hold no host block: each of the " +
+                                        std::to_string(num_caches) + " host caches needs at least one block of " +
+                                        std::to_string(block_bytes) + " bytes; give a HostBuffer of at least " +
+                                        std::to_string(cache_block_bytes) +
+                                        " bytes (num_caches x host blocks x block bytes)");
+  }
+  return host_blocks;
+}
+
+// The check of a block call: the caches, the mapping, and every pair when the mapping's values are
+// known (capacity: the HostBuffer's bytes for SwapBlocks; 0 for CopyBlocks, which has none).
+struct BlockPlan {
+  BlockCaches caches;
+  size_t host_blocks;
+  BlockMapping mapping;
+};
+
+BlockPlan CheckBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
+                      const size_t *capacity, bool to_host) {
+  const BlockCaches c = CheckCaches(caches, num_caches);
+  const size_t host_blocks = capacity != nullptr ? HostBlocks(*capacity, num_caches, c.block_bytes) : 0;
+  const BlockMapping mapping = KnownMapping(block_mapping);
+  if (mapping.pairs != nullptr) {
+    const BlockSide device_side{"device", c.num_blocks};
+    if (capacity == nullptr) {
+      CheckMapping(s, mapping, device_side, device_side, true);
+    } else {
+      const BlockSide host_side{"host", host_blocks};
+      CheckMapping(s, mapping, to_host ? device_side : host_side, to_host ? host_side : device_side, false);
+    }
+  }
+  return BlockPlan{c, host_blocks, mapping};
 }
 
 void FinishBlocks(KernelState &s, size_t num_caches, size_t n, size_t block_bytes, const TensorArg &out,
@@ -167,18 +204,20 @@ void FinishBlocks(KernelState &s, size_t num_caches, size_t n, size_t block_byte
 void SwapBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
                 const TensorArg &out, bool to_host, aclrtStream stream) {
   HostBufferLease buffer(s.buffer_id, "host_buffer", stream);
-  const BlockCaches c = CheckCaches(caches, num_caches);
-  const size_t host_blocks = HostBlocks(buffer, num_caches, c.block_bytes);
-  const BlockMapping mapping = ReadMapping(s, block_mapping);
-  const BlockSide device_side{"device", c.num_blocks};
-  const BlockSide host_side{"host", host_blocks};
+  std::vector<int64_t> values;
+  const size_t capacity = buffer.nbytes();
+  const BlockPlan p = CheckBlocks(s, caches, num_caches, ValuesOnHost(block_mapping, &values), &capacity, to_host);
   const BlockBase device{caches, nullptr, 0};
-  const BlockBase host{nullptr, buffer.data(), host_blocks * c.block_bytes};
-  CheckMapping(s, mapping, to_host ? device_side : host_side, to_host ? host_side : device_side, false);
-  PlanBlocks(s, num_caches, mapping, c.block_bytes, to_host ? device : host, to_host ? host : device);
+  const BlockBase host{nullptr, buffer.data(), p.host_blocks * p.caches.block_bytes};
+  PlanBlocks(s, num_caches, p.mapping, p.caches.block_bytes, to_host ? device : host, to_host ? host : device);
   s.batch.Run(s.items.data(), s.items.size(), to_host ? ACL_MEMCPY_DEVICE_TO_HOST : ACL_MEMCPY_HOST_TO_DEVICE,
               s.device, nullptr, stream);
-  FinishBlocks(s, num_caches, mapping.n, c.block_bytes, out, stream);
+  FinishBlocks(s, num_caches, p.mapping.n, p.caches.block_bytes, out, stream);
+}
+
+void CheckSwapBlocks(KernelState &s, const TensorArg *a, size_t n, bool to_host) {
+  const size_t capacity = HostBufferBytes(s.buffer_id, "host_buffer");
+  CheckBlocks(s, a, n - 2, a[n - 2], &capacity, to_host);
 }
 
 }  // namespace
@@ -195,27 +234,29 @@ void SwapBlocksH2D(KernelState &s, const TensorArg *caches, size_t num_caches, c
 
 void CopyBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
                 const TensorArg &out, aclrtStream stream) {
-  const BlockCaches c = CheckCaches(caches, num_caches);
-  const BlockMapping mapping = ReadMapping(s, block_mapping);
-  CheckMapping(s, mapping, BlockSide{"device", c.num_blocks}, BlockSide{"device", c.num_blocks}, true);
+  std::vector<int64_t> values;
+  const BlockPlan p = CheckBlocks(s, caches, num_caches, ValuesOnHost(block_mapping, &values), nullptr, false);
   const BlockBase device{caches, nullptr, 0};
-  PlanBlocks(s, num_caches, mapping, c.block_bytes, device, device);
+  PlanBlocks(s, num_caches, p.mapping, p.caches.block_bytes, device, device);
   s.desc.CopyItems(s.items.data(), s.items.size(), stream);
-  FinishBlocks(s, num_caches, mapping.n, c.block_bytes, out, stream);
+  FinishBlocks(s, num_caches, p.mapping.n, p.caches.block_bytes, out, stream);
 }
 
 namespace {
 
 const OpBody kBodies[] = {
     {"swap_blocks_d2h", "SwapBlocks(d2h)",
+     [](KernelState &s, const TensorArg *a, size_t n) { CheckSwapBlocks(s, a, n, true); },
      [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) {
        SwapBlocksD2H(s, a, n - 2, a[n - 2], a[n - 1], st);
      }},
     {"swap_blocks_h2d", "SwapBlocks(h2d)",
+     [](KernelState &s, const TensorArg *a, size_t n) { CheckSwapBlocks(s, a, n, false); },
      [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) {
        SwapBlocksH2D(s, a, n - 2, a[n - 2], a[n - 1], st);
      }},
     {"copy_blocks", "CopyBlocks",
+     [](KernelState &s, const TensorArg *a, size_t n) { CheckBlocks(s, a, n - 2, a[n - 2], nullptr, false); },
      [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { CopyBlocks(s, a, n - 2, a[n - 2], a[n - 1], st); }},
 };
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "body_helpers.h"
 #include "host_buffers.h"
@@ -15,6 +16,29 @@ namespace msmc {
 
 using namespace bodies;  // NOLINT(build/namespaces)
 
+namespace {
+
+// The checks: the bytes copied and, when the offset is known, where they lie in a HostBuffer of
+// `capacity` bytes (else SIZE_MAX).
+struct HostSpan {
+  size_t nbytes;
+  size_t begin;
+};
+
+HostSpan CheckCondD2H(const TensorArg &x, const TensorArg &offset, size_t capacity) {
+  const size_t n = NumBytes(x, "x");
+  const int64_t *off = KnownInt64(offset, "offset", 1);
+  return HostSpan{n, off == nullptr ? SIZE_MAX : CheckHostRange(off[0], n, capacity, "offset", "x")};
+}
+
+HostSpan CheckCondH2D(const TensorArg &offset, const TensorArg &y, size_t capacity) {
+  const size_t n = NumBytes(y, "output");
+  const int64_t *off = KnownInt64(offset, "offset", 1);
+  return HostSpan{n, off == nullptr ? SIZE_MAX : CheckHostRange(off[0], n, capacity, "offset", "the output")};
+}
+
+}  // namespace
+
 void CondD2D(KernelState &, const TensorArg &x, const TensorArg &y, aclrtStream stream) {
   CheckSameBytes(x, y, "x");
   const size_t n = NumBytes(x, "x");
@@ -23,29 +47,36 @@ void CondD2D(KernelState &, const TensorArg &x, const TensorArg &y, aclrtStream 
 
 void CondD2H(KernelState &s, const TensorArg &x, const TensorArg &offset, const TensorArg &out, aclrtStream stream) {
   HostBufferLease buffer(s.buffer_id, "host_buffer", stream);
-  const size_t n = NumBytes(x, "x");
-  const size_t begin = CheckHostRange(ReadInt64(s, offset, "offset", 1)[0], n, buffer.nbytes(), "offset", "x");
-  CopyWithCondition(buffer.data() + begin, buffer.nbytes() - begin, x.data, n, ACL_MEMCPY_DEVICE_TO_HOST, stream);
-  s.host_results.assign(1, static_cast<int64_t>(n));
+  std::vector<int64_t> values;
+  const HostSpan span = CheckCondD2H(x, ValuesOnHost(offset, &values), buffer.nbytes());
+  CopyWithCondition(buffer.data() + span.begin, buffer.nbytes() - span.begin, x.data, span.nbytes,
+                    ACL_MEMCPY_DEVICE_TO_HOST, stream);
+  s.host_results.assign(1, static_cast<int64_t>(span.nbytes));
   WriteResults(s, out, stream);
 }
 
 void CondH2D(KernelState &s, const TensorArg &offset, const TensorArg &y, aclrtStream stream) {
   HostBufferLease buffer(s.buffer_id, "host_buffer", stream);
-  const size_t n = NumBytes(y, "output");
-  const size_t begin =
-      CheckHostRange(ReadInt64(s, offset, "offset", 1)[0], n, buffer.nbytes(), "offset", "the output");
-  CopyWithCondition(y.data, n, buffer.data() + begin, n, ACL_MEMCPY_HOST_TO_DEVICE, stream);
+  std::vector<int64_t> values;
+  const HostSpan span = CheckCondH2D(ValuesOnHost(offset, &values), y, buffer.nbytes());
+  CopyWithCondition(y.data, span.nbytes, buffer.data() + span.begin, span.nbytes, ACL_MEMCPY_HOST_TO_DEVICE, stream);
 }
 
 namespace {
 
 const OpBody kBodies[] = {
     {"memcpy_cond_d2d", "MemcpyWithCondition(d2d)",
+     [](KernelState &, const TensorArg *a, size_t) { CheckSameBytes(a[0], a[1], "x"); },
      [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { CondD2D(s, a[0], a[1], st); }},
     {"memcpy_cond_d2h", "MemcpyWithCondition(d2h)",
+     [](KernelState &s, const TensorArg *a, size_t) {
+       CheckCondD2H(a[0], a[1], HostBufferBytes(s.buffer_id, "host_buffer"));
+     },
      [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { CondD2H(s, a[0], a[1], a[2], st); }},
     {"memcpy_cond_h2d", "MemcpyWithCondition(h2d)",
+     [](KernelState &s, const TensorArg *a, size_t) {
+       CheckCondH2D(a[0], a[1], HostBufferBytes(s.buffer_id, "host_buffer"));
+     },
      [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { CondH2D(s, a[0], a[1], st); }},
 };
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "body_helpers.h"
 #include "host_buffers.h"
@@ -15,28 +16,47 @@ namespace msmc {
 
 using namespace bodies;  // NOLINT(build/namespaces)
 
+namespace {
+
+// The check of the window: its first element when start is known (else SIZE_MAX).
+size_t CheckWindow(KernelState &s, const TensorArg &x, const TensorArg &start, const TensorArg &y) {
+  const size_t itemsize = ItemSize(x.dtype, "x");
+  const size_t count = static_cast<size_t>(s.count);
+  const size_t numel = NumElements(x, "x");
+  if (count > numel) {  // whatever the start
+    throw InputError("count " + std::to_string(count) + " exceeds the " + std::to_string(numel) + " elements of x");
+  }
+  const int64_t *first = KnownInt64(start, "start", 1);
+  const size_t begin = first == nullptr ? SIZE_MAX : CheckRegion(first[0], count, numel, "start", "elements");
+  if (NumBytes(y, "output") != CheckedMul(count, itemsize, "count")) {
+    throw InputError("output", "does not hold count elements");
+  }
+  return begin;
+}
+
+}  // namespace
+
 void DescCopy(KernelState &s, const TensorArg &x, const TensorArg &y, aclrtStream stream) {
   CheckSameBytes(x, y, "x");
   s.desc.Copy(y.data, x.data, NumBytes(x, "x"), stream);
 }
 
 void DescWindow(KernelState &s, const TensorArg &x, const TensorArg &start, const TensorArg &y, aclrtStream stream) {
+  std::vector<int64_t> values;
+  const size_t first = CheckWindow(s, x, ValuesOnHost(start, &values), y);
   const size_t itemsize = ItemSize(x.dtype, "x");
-  const size_t count = static_cast<size_t>(s.count);
-  const size_t first = CheckRegion(ReadInt64(s, start, "start", 1)[0], count, NumElements(x, "x"), "start",
-                                   "elements");
-  if (NumBytes(y, "output") != count * itemsize) {
-    throw InputError("output", "does not hold count elements");
-  }
-  s.desc.Copy(y.data, static_cast<const char *>(x.data) + first * itemsize, count * itemsize, stream);
+  s.desc.Copy(y.data, static_cast<const char *>(x.data) + first * itemsize, static_cast<size_t>(s.count) * itemsize,
+              stream);
 }
 
 namespace {
 
 const OpBody kBodies[] = {
     {"memcpy_desc_copy", "MemcpyWithDesc",
+     [](KernelState &, const TensorArg *a, size_t) { CheckSameBytes(a[0], a[1], "x"); },
      [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { DescCopy(s, a[0], a[1], st); }},
     {"memcpy_desc_window", "MemcpyWithDesc(window)",
+     [](KernelState &s, const TensorArg *a, size_t) { CheckWindow(s, a[0], a[1], a[2]); },
      [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { DescWindow(s, a[0], a[1], a[2], st); }},
 };
 

@@ -20,9 +20,10 @@ namespace {
 struct DtypeEntry {
   TypeId type;
   const char *name;
+  const char *type_name;  // MindSpore's name of the type (str(mindspore.float32) is "Float32")
 };
 
-#define MSMC_DTYPE_ENTRY(name, type_id, itemsize, supported) {mindspore::kNumberType##type_id, #name},
+#define MSMC_DTYPE_ENTRY(name, type_id, itemsize, supported) {mindspore::kNumberType##type_id, #name, #type_id},
 constexpr DtypeEntry kDtypes[] = {MSMC_DTYPES(MSMC_DTYPE_ENTRY)};
 #undef MSMC_DTYPE_ENTRY
 
@@ -211,6 +212,15 @@ const char *DtypeName(TypeId type) {
   return e != nullptr ? e->name : nullptr;
 }
 
+std::optional<TypeId> DtypeOfTypeName(const std::string &type_name) {
+  for (const DtypeEntry &e : kDtypes) {
+    if (type_name == e.type_name) {
+      return e.type;
+    }
+  }
+  return std::nullopt;
+}
+
 std::string DescribeDtype(TypeId type) {
   const char *name = DtypeName(type);
   return name != nullptr ? std::string(name) : "type id " + std::to_string(static_cast<int>(type));
@@ -245,14 +255,16 @@ TensorArg ToTensorArg(void *data, const Shape &shape, TypeId type, std::vector<s
 }
 
 void Rethrow(const char *label) {
+  static const std::string kValueError = "ValueError: ";
   const std::string prefix = std::string("ms_memcopy ") + label + ": ";
   try {
     throw;
   } catch (const std::invalid_argument &e) {
-    if (std::string(e.what()).rfind(prefix, 0) == 0) {
+    const std::string what = e.what();
+    if (what.rfind(prefix, 0) == 0) {
       throw;
     }
-    throw std::invalid_argument(prefix + e.what());
+    throw std::invalid_argument(prefix + (what.rfind(kValueError, 0) == 0 ? what.substr(kValueError.size()) : what));
   } catch (const std::exception &e) {
     if (std::string(e.what()).rfind(prefix, 0) == 0) {
       throw;
@@ -273,6 +285,42 @@ void LaunchBody(const OpBody &body, KernelState &state, const std::vector<Tensor
     (void)device_stream;  // the CPU backend has none
     RunOnHostTarget(body, state, args.data(), args.size());
 #endif
+  } catch (...) {
+    Rethrow(body.label);
+  }
+}
+
+void CheckArgs::AddTensor(Shape shape, TypeId type) {
+  shapes_.push_back(std::move(shape));
+  values_.emplace_back(std::nullopt);
+  types_.push_back(type);
+}
+
+void CheckArgs::AddValues(Shape shape, std::optional<std::vector<int64_t>> values) {
+  shapes_.push_back(std::move(shape));
+  values_.push_back(std::move(values));
+  types_.push_back(mindspore::kNumberTypeInt64);
+}
+
+const std::vector<TensorArg> &CheckArgs::args() {
+  args_.clear();
+  unnamed_.clear();
+  unnamed_.reserve(shapes_.size());  // c_str() pointers must stay valid
+  for (size_t i = 0; i < shapes_.size(); ++i) {
+    TensorArg arg = ToTensorArg(nullptr, shapes_[i], types_[i], &unnamed_);
+    if (values_[i].has_value()) {
+      arg.data = values_[i]->data();
+      arg.host_values = true;
+    }
+    args_.push_back(arg);
+  }
+  return args_;
+}
+
+void CheckBody(const OpBody &body, KernelState &state, CheckArgs &args) {
+  try {
+    const std::vector<TensorArg> &tensors = args.args();
+    body.check(state, tensors.data(), tensors.size());
   } catch (...) {
     Rethrow(body.label);
   }

@@ -133,6 +133,9 @@ void CheckVariadicLength(const RouteOp &op, const ArgReader &reader);
 
 // The MindSpore dtype name op_bodies.h understands, or nullptr for a type it has no name for.
 const char *DtypeName(TypeId type);
+// The type id of a dtype of configs/dtypes.yaml given by MindSpore's name of its type ("Float32", the
+// str() of mindspore.float32), or nullopt.
+std::optional<TypeId> DtypeOfTypeName(const std::string &type_name);
 // The name of any type id, for messages ("type id 43" when DtypeName has none).
 std::string DescribeDtype(TypeId type);
 // True for the dtypes configs/dtypes.yaml supports (those every op accepts and a new output may have).
@@ -149,13 +152,14 @@ TensorArg ToTensorArg(void *data, const Shape &shape, TypeId type, std::vector<s
 // ---- errors ---------------------------------------------------------------------------------------------
 
 // "ms_memcopy <label>: <what>", with the exception kind kept: std::invalid_argument (ValueError in
-// Python) for bad input, std::runtime_error otherwise. Text already carrying the prefix is rethrown
-// unchanged.
+// Python) for bad input, std::runtime_error otherwise. The kernels' "ValueError: " before an input
+// mistake is dropped (the exception's type says it), so a mistake reads the same from every entry.
+// Text already carrying the prefix is rethrown unchanged.
 [[noreturn]] void Rethrow(const char *label);
 // Throws std::invalid_argument reading "ValueError: <argument>: <reason>" (the InputError form).
 [[noreturn]] void ThrowInput(const std::string &argument, const std::string &reason);
 
-// ---- launches -------------------------------------------------------------------------------------------
+// ---- checks and launches -------------------------------------------------------------------------------------------
 
 // Runs body on one launch's tensors (inputs, then outputs) following the backend's protocol: on CPU
 // the tensors are declared device memory on the calling thread's stream, whose queued work runs before
@@ -163,6 +167,27 @@ TensorArg ToTensorArg(void *data, const Shape &shape, TypeId type, std::vector<s
 // `device_stream` and the launch returns without waiting. Errors are rethrown through
 // Rethrow(body.label).
 void LaunchBody(const OpBody &body, KernelState &state, const std::vector<TensorArg> &args, void *device_stream);
+
+// The tensors of one call of op as its body's check reads them (op_bodies.h): every tensor with data
+// nullptr, an int64 input with its host values when they are known. Holds the shapes and values the
+// TensorArgs point to.
+class CheckArgs {
+ public:
+  void AddTensor(Shape shape, TypeId type);
+  void AddValues(Shape shape, std::optional<std::vector<int64_t>> values);
+  const std::vector<TensorArg> &args();
+
+ private:
+  std::vector<Shape> shapes_;
+  std::vector<std::optional<std::vector<int64_t>>> values_;
+  std::vector<TypeId> types_;
+  std::vector<std::string> unnamed_;
+  std::vector<TensorArg> args_;
+};
+
+// Runs body's check on args (inputs in op order, then outputs) with the attributes in state; errors
+// are rethrown through Rethrow(body.label).
+void CheckBody(const OpBody &body, KernelState &state, CheckArgs &args);
 
 }  // namespace route
 }  // namespace msmc

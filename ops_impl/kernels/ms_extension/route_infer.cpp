@@ -1,8 +1,11 @@
 // The infer functions of the op_def route: one OpFuncImpl per op of the generated table, exported
 // under the name the generated op_def registration (gen_custom_ops_def.cc) refers to,
 // gCustom_<op>FuncImpl. Each evaluates the op's output rules from configs/ops/*.yaml (route_common.h)
-// on MindSpore's InferInfo of the op_def arguments, and names the op's host-value inputs as
-// value-dependent, so that kernels get their values on the host.
+// on MindSpore's InferInfo of the op_def arguments, names the op's host-value inputs as
+// value-dependent, so that kernels get their values on the host, and runs the op body's check
+// (op_bodies.h) on the shapes and the constant values, so that a graph with a bad constant offset,
+// region or mapping is refused while it compiles, with the kernel's text.
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <string>
@@ -136,6 +139,64 @@ void CheckWrittenArgsAreParameters(const RouteOp &op, const char *label, const I
   }
 }
 
+bool Known(const Shape &shape) {
+  return std::all_of(shape.begin(), shape.end(), [](int64_t d) { return d >= 0; });
+}
+
+// The op body's check (op_bodies.h) on what is known while the graph compiles: the attributes, the
+// shapes and dtypes, and the values of the int64 inputs that are constants (a graph input's values
+// are left to the kernel, which checks again at launch). Skipped while a shape is not known. Its
+// errors are ValueErrors, raised as the infer function's own.
+void CheckConstants(const RouteOp &op, const OpBody &body, const InferInfoPtrList &in, const OutputSpec &spec) {
+  KernelState state;
+  CheckArgs args;
+  for (int a = 0; a < op.nargs; ++a) {
+    const RouteArg &arg = op.args[a];
+    if (arg.kind == ArgKind::kInt) {
+      const std::optional<int64_t> value = in[a]->GetScalarValue<int64_t>();
+      if (!value.has_value()) {
+        return;
+      }
+      SetAttr(state, arg.name, *value);
+    } else if (arg.kind == ArgKind::kTensor || arg.kind == ArgKind::kHostValues) {
+      if (in[a]->IsDynamicRank() || !Known(in[a]->GetShape())) {
+        return;
+      }
+      if (arg.kind == ArgKind::kTensor) {
+        args.AddTensor(in[a]->GetShape(), in[a]->GetType());
+        continue;
+      }
+      std::optional<std::vector<int64_t>> values;
+      const auto array = in[a]->GetArrayValue<int64_t>();
+      if (array.has_value() && !array->HasUnknownValue()) {
+        values = array->ToVector();
+      }
+      args.AddValues(in[a]->GetShape(), std::move(values));
+    } else if (arg.kind == ArgKind::kTensors) {
+      if (in[a]->IsDynamicSequence()) {
+        return;
+      }
+      for (const auto &element : in[a]->GetSequenceElements()) {
+        if (element->IsDynamicRank() || !Known(element->GetShape())) {
+          return;
+        }
+        args.AddTensor(element->GetShape(), element->GetType());
+      }
+    }
+  }
+  for (size_t o = 0; o < spec.shapes.size(); ++o) {
+    if (!Known(spec.shapes[o])) {
+      return;
+    }
+    args.AddTensor(spec.shapes[o], spec.dtypes[o]);
+  }
+  try {
+    CheckBody(body, state, args);
+  } catch (const std::invalid_argument &e) {
+    MS_EXCEPTION(mindspore::ValueError) << e.what();
+  }
+}
+
 class RouteInfer : public OpFuncImpl {
  public:
   explicit RouteInfer(const char *name) : name_(name) {}
@@ -160,7 +221,10 @@ class RouteInfer : public OpFuncImpl {
   }
 
   ShapeArray InferShape(const PrimitivePtr &, const InferInfoPtrList &in) const override {
-    return Eval(in).shapes;
+    OutputSpec spec = Eval(in);
+    const RouteOp &op = FindRouteOp(name_);
+    CheckConstants(op, BodyOf(op), in, spec);
+    return spec.shapes;
   }
 
   TypeIdList InferType(const PrimitivePtr &, const InferInfoPtrList &in) const override { return Eval(in).dtypes; }

@@ -45,6 +45,8 @@ struct HostValues {
 // One op_def argument as the caller gave it.
 struct ArgValue {
   Tensors tensors;                    // kTensor: one; kTensors: all
+  std::vector<Shape> shapes;          // ... their shapes and dtypes, read from the Python objects (a
+  std::vector<TypeId> dtypes;         // tensor still being computed has them before its data)
   HostValues host;                    // kHostValues
   std::optional<int64_t> int_value;   // kInt, kGivenDtype
   std::vector<int64_t> ints;          // kInts and the other given tuples
@@ -150,6 +152,15 @@ HostValues ToHostValues(const py::handle &obj, const char *argument) {
   return h;
 }
 
+// A tensor argument with its shape and dtype. A PYNATIVE result may still be a stub whose C++ tensor
+// has no dtype yet; its Python object knows both.
+void AddTensor(const py::handle &obj, ArgValue *v) {
+  v->tensors.push_back(py::cast<ms::Tensor>(obj));
+  v->shapes.push_back(py::cast<Shape>(obj.attr("shape")));
+  const std::optional<TypeId> dtype = DtypeOfTypeName(py::str(obj.attr("dtype")).cast<std::string>());
+  v->dtypes.push_back(dtype.value_or(mindspore::kTypeUnknown));
+}
+
 // Converts args[0..] onto the op_def arguments first..first+args.size() of op.
 void Convert(const RouteOp &op, const py::args &args, int first, std::vector<ArgValue> *values) {
   for (size_t i = 0; i < args.size(); ++i) {
@@ -160,14 +171,14 @@ void Convert(const RouteOp &op, const py::args &args, int first, std::vector<Arg
     try {
       switch (arg.kind) {
         case ArgKind::kTensor:
-          v.tensors.push_back(py::cast<ms::Tensor>(obj));
+          AddTensor(obj, &v);
           break;
         case ArgKind::kHostValues:
           v.host = ToHostValues(obj, arg.name);
           break;
         case ArgKind::kTensors:
           for (const py::handle &item : obj) {
-            v.tensors.push_back(py::cast<ms::Tensor>(item));
+            AddTensor(item, &v);
           }
           break;
         case ArgKind::kInt:
@@ -190,11 +201,15 @@ ArgReader ReaderOf(const std::vector<ArgValue> &values) {
   ArgReader r;
   r.shape = [&values](int i) {
     const ArgValue &v = values[static_cast<size_t>(i)];
-    return v.tensors.empty() ? v.host.shape : v.tensors.at(0).shape();
+    return v.shapes.empty() ? v.host.shape : v.shapes.at(0);
   };
   r.dtype = [&values](int i) {
     const ArgValue &v = values[static_cast<size_t>(i)];
-    return v.tensors.empty() ? mindspore::kNumberTypeInt64 : v.tensors.at(0).data_type();
+    if (v.dtypes.empty()) {
+      return mindspore::kNumberTypeInt64;
+    }
+    // (a dtype without a name here: the tensor's own, read in the frontend task)
+    return v.dtypes.at(0) != mindspore::kTypeUnknown ? v.dtypes.at(0) : v.tensors.at(0).data_type();
   };
   r.int_value = [&values](int i) { return values[static_cast<size_t>(i)].int_value; };
   r.ints = [&values](int i) -> std::optional<std::vector<int64_t>> { return values[static_cast<size_t>(i)].ints; };
@@ -274,24 +289,16 @@ class KernelInstance {
       for (int a = inputs; a < op_.nargs; ++a) {
         if (op_.args[a].kind == ArgKind::kInt) {
           SetAttr(*state_, op_.args[a].name, *init_[static_cast<size_t>(a)].int_value);
+          SetAttr(check_state_, op_.args[a].name, *init_[static_cast<size_t>(a)].int_value);
         }
       }
     });
   }
 
-  py::object Call(const py::args &args) {
-    const int inputs = InputCount(op_);
-    if (args.size() != static_cast<size_t>(inputs)) {
-      throw py::type_error(std::string("ms_memcopy ") + body_.label + ": takes " + std::to_string(inputs) +
-                           " inputs, got " + std::to_string(args.size()));
-    }
-    std::vector<ArgValue> values = init_;
-    WithLabel([&] {
-      Convert(op_, args, 0, &values);
-      CheckVariadicLength(op_, ReaderOf(values));  // here: an error in the frontend task loses its text
-    });
-    return Dispatch(op_, body_, state_, std::move(values));
-  }
+  py::object Call(const py::args &args) { return Dispatch(op_, body_, state_, Checked(args)); }
+
+  // The checks of a call, without the launch.
+  void CheckOnly(const py::args &args) { (void)Checked(args); }
 
   const char *op_name() const { return op_.name; }
 
@@ -310,9 +317,50 @@ class KernelInstance {
     }
   }
 
+  // The call's inputs converted and checked: their number, the variadic input's length and the body's
+  // check. Here, not in the frontend task, where an error loses its text.
+  std::vector<ArgValue> Checked(const py::args &args) {
+    const int inputs = InputCount(op_);
+    if (args.size() != static_cast<size_t>(inputs)) {
+      throw py::type_error(std::string("ms_memcopy ") + body_.label + ": takes " + std::to_string(inputs) +
+                           " inputs, got " + std::to_string(args.size()));
+    }
+    std::vector<ArgValue> values = init_;
+    WithLabel([&] {
+      Convert(op_, args, 0, &values);
+      CheckVariadicLength(op_, ReaderOf(values));
+      Check(values);
+    });
+    return values;
+  }
+
+  // The body's check on the call's shapes and host values (the launch checks again).
+  void Check(const std::vector<ArgValue> &values) {
+    CheckArgs args;
+    for (int a = 0; a < InputCount(op_); ++a) {
+      const ArgValue &v = values[static_cast<size_t>(a)];
+      if (op_.args[a].kind == ArgKind::kHostValues) {
+        args.AddValues(v.host.shape, v.host.values);
+        continue;
+      }
+      for (size_t i = 0; i < v.shapes.size(); ++i) {
+        if (v.dtypes[i] == mindspore::kTypeUnknown) {
+          return;  // a dtype the kernels have no name for: the launch refuses it
+        }
+        args.AddTensor(v.shapes[i], v.dtypes[i]);
+      }
+    }
+    const OutputSpec spec = EvalOutputs(op_, ReaderOf(values));
+    for (size_t o = 0; o < spec.shapes.size(); ++o) {
+      args.AddTensor(spec.shapes[o], spec.dtypes[o]);
+    }
+    CheckBody(body_, check_state_, args);
+  }
+
   const RouteOp &op_;
   const OpBody &body_;
   std::shared_ptr<KernelState> state_;  // shared with the launches still queued
+  KernelState check_state_;             // the checks' own (a check runs while launches may)
   std::vector<ArgValue> init_;
 };
 
@@ -360,6 +408,7 @@ PYBIND11_MODULE(MS_EXTENSION_NAME, m) {
                                           "launches reuse. KernelInstance(op, *init)(*inputs).")
       .def(py::init<const std::string &, const py::args &>())
       .def("__call__", &msmc::route::KernelInstance::Call)
+      .def("check", &msmc::route::KernelInstance::CheckOnly, "The checks of a call, without the launch.")
       .def_property_readonly("op", &msmc::route::KernelInstance::op_name);
   MSMC_ROUTE_OPS(MSMC_ROUTE_FUNCTION)
 }
