@@ -168,7 +168,10 @@ class BlockPool(nn.Cell):
     ``fork(blocks)`` copies blocks into newly allocated device blocks. Each returns the new block
     numbers in the order of its argument. The copies run eagerly, in one SwapBlocks or CopyBlocks
     call, in place; bad block numbers raise ValueError before any copy, and a pool without enough
-    free blocks raises OutOfBlocks with nothing allocated or moved.
+    free blocks raises OutOfBlocks with nothing allocated or moved. A :class:`TransferQueue` over the
+    pool makes the same moves without waiting for them; meanwhile the pool refuses (TransferPending)
+    to read, move, free or hand out the blocks of its jobs in flight (``check_readable`` and
+    ``check_writable`` check a block table before a model step).
 
     Args:
         num_caches (int): L, the device caches (>= 1).
@@ -427,7 +430,8 @@ class TransferQueue:
     cache as BlockPool's methods of the same names make. The new block numbers are allocated at once:
     ``destination(job)``. ``finished()`` returns the jobs completed since its last call without waiting
     (submission order); ``wait(job)`` blocks until one has finished and returns its destination blocks.
-    A job is reported once, by whichever of the two sees it finished first.
+    A job is reported once, by whichever of the two sees it finished first. ``pending`` lists the jobs
+    not reported yet, ``wait_all()`` waits for them all.
 
     Ordering: the copies run on the queue's stream, never the model's: on the CPU target a stream of
     the host ACL runtime (its own thread), the launch queued in MindSpore's queue after the ops before
