@@ -50,7 +50,8 @@ using Tensors = std::vector<ms::Tensor>;
 // the launch's tensors alive and declared as device memory.
 class AsyncLaunch {
  public:
-  AsyncLaunch(aclrtStream stream, aclrtEvent event, const char *label) : stream_(stream), event_(event), label_(label) {}
+  AsyncLaunch(aclrtStream stream, aclrtEvent event, const char *label)
+      : stream_(stream), event_(event), label_(label) {}
   AsyncLaunch(const AsyncLaunch &) = delete;
   AsyncLaunch &operator=(const AsyncLaunch &) = delete;
   ~AsyncLaunch() {
