@@ -14,7 +14,15 @@ interruption; the report gives the blocks and bytes moved, the swap bandwidth in
 replayed three ways: SwapBlocks, MindSpore's swap_cache (what vLLM's MindSpore port calls) and one built-in
 copy per block, side by side.
 
-    python examples/paged_kv_cache.py [--cache-mib 256] [--sequences 6] [--layers 4]
+With --overlap the same sequences are decoded a second time by a scheduler that overlaps the swaps with
+decoding (ms_memcopy.nn.TransferQueue, the copies on a stream of their own): it swaps the next preempted
+sequence in while the others decode, and a swap-out does not stop the others decoding (the sequence that
+needed the blocks waits a round). Every job submitted in one round of decode steps is waited for at the start
+of the next, so the schedule is the same on every rank. Its outputs must equal each sequence decoded alone;
+the report adds the decode step time with a transfer in flight against without one, and the total time of
+both schedulers.
+
+    python examples/paged_kv_cache.py [--cache-mib 256] [--sequences 6] [--layers 4] [--overlap]
 """
 import argparse
 import os
@@ -29,7 +37,7 @@ import mindspore as ms
 from mindspore import nn, ops
 
 from ms_memcopy import runtime
-from ms_memcopy.nn import BlockPool
+from ms_memcopy.nn import BlockPool, TransferQueue
 from ms_memcopy.ops import Memcpy2D, SwapBlocks
 
 MiB = 1 << 20
@@ -281,6 +289,180 @@ class Engine:
         return preemptions
 
 
+class OverlapEngine(Engine):
+    """Engine's scheduler with the swaps and forks overlapping decoding, through a TransferQueue.
+
+    A round decodes every running sequence once. Swap-ins of the preempted sequences (oldest first, as
+    many as the free blocks allow) are submitted at the start of a round and the sequences decode from the
+    next one; a swap-out is submitted when a sequence needs blocks that are not free, and the blocks return
+    at the start of the next round (the sequence waits that round, the others decode). A fork's child
+    joins in the next round too. Every job submitted in a round is waited for at the start of the next
+    (wait() returns at once when it has finished): the decisions never depend on timing, so every rank of
+    a tensor-parallel run makes the same ones (finished() is polled before each step only to learn early
+    which jobs need no wait)."""
+
+    def __init__(self, prefill, step, pool, block_size, max_blocks):
+        super().__init__(prefill, step, pool, block_size, max_blocks)
+        self.queue = TransferQueue(pool)
+        self.reported = set()     # jobs finished() has reported
+        self.submitted = {"swap_out": 0, "swap_in": 0, "fork": 0}
+
+    def warm_up(self):
+        blocks = self.pool.allocate(1)
+        host = self.queue.wait(self.queue.submit("swap_out", blocks))
+        blocks = self.queue.wait(self.queue.submit("swap_in", host))
+        child = self.queue.wait(self.queue.submit("fork", blocks))
+        self.pool.free(blocks + child)
+
+    def submit(self, kind, blocks):
+        self.submitted[kind] += 1
+        return self.queue.submit(kind, blocks)
+
+    def finish(self, job):
+        if job not in self.reported:
+            self.queue.wait(job)
+        self.reported.discard(job)
+
+    def step(self, seq):
+        self.pool.check_writable(seq.blocks)  # the pool refuses blocks of a job in flight: never a race
+        self.reported.update(self.queue.finished())
+        super().step(seq)
+
+    def measure_steps(self, seq, rounds, seed=0):
+        """Decode step seconds with a transfer in flight and without, alternating: seq (prefilled, one
+        block free for it) decodes the same token again and again; just before every other step a swap-out
+        of ballast blocks (all the other free device blocks, at most the free host blocks) is submitted, so
+        it is in flight when the step begins; whether it outlasted the step is counted too. The ballast is
+        swapped back in (waited for) before the next step without a transfer. Returns step_ratio's figures,
+        the steps the swap-out outlasted, and the ballast's bytes."""
+        ballast = self.pool.allocate(min(self.pool.num_free_blocks - 1, self.pool.num_free_host_blocks))
+        pos, outputs = seq.done, len(seq.outputs)
+        with_t, without, outlasted = [], [], 0
+        nbytes = len(ballast) * self.pool.num_caches * self.pool.block_bytes
+        try:
+            for r in range(2 * rounds):
+                job = self.queue.submit("swap_out", ballast) if r % 2 else None
+                host = self.queue.destination(job) if r % 2 else None
+                seq.done = pos
+                start = time.perf_counter()
+                Engine.step(self, seq)
+                seconds = time.perf_counter() - start
+                del seq.outputs[outputs:]
+                if job is None:
+                    without.append(seconds)
+                    continue
+                with_t.append(seconds)
+                if job not in self.queue.finished():
+                    outlasted += 1
+                    self.queue.wait(job)
+                ballast = self.queue.wait(self.queue.submit("swap_in", host))
+        finally:
+            self.queue.wait_all()
+            self.pool.free(ballast)
+        return step_ratio(with_t, without, seed) + [outlasted, nbytes]
+
+    def settle(self, incoming, blocks):
+        """Waits for the forks of this round that read blocks (before they are swapped out or freed)."""
+        for job, _, reads in incoming:
+            if job not in self.reported and set(reads) & set(blocks):
+                self.queue.wait(job)
+                self.reported.add(job)
+
+    def preempt(self, running, swapped, incoming):
+        """Submits the swap-out of the most recently admitted sequence; returns it and the blocks it frees."""
+        victim = running.pop()
+        self.settle(incoming, victim.blocks)
+        job = self.submit("swap_out", victim.blocks)
+        victim.host_blocks, freed, victim.blocks = self.queue.destination(job), len(victim.blocks), []
+        incoming.append((job, None, []))
+        swapped.insert(0, victim)
+        return victim, freed
+
+    def run(self, sequences, forks=()):
+        waiting, running, swapped = list(sequences), [], []
+        pending = list(forks)
+        preemptions = 0
+        incoming = []   # (job, the sequence it brings in or None, device blocks it reads): this round's jobs
+        reserved = 0    # blocks last round's swap-outs freed for a sequence or a fork that waited for them
+        while waiting or running or swapped or incoming:
+            for job, arriving, _ in incoming:  # submitted last round: finished meanwhile, as a rule
+                self.finish(job)
+                if arriving is not None:
+                    running.append(arriving)
+            incoming = []
+            while swapped and self.pool.num_free_blocks - reserved >= len(swapped[0].host_blocks) + 1:
+                seq = swapped.pop(0)
+                job = self.submit("swap_in", seq.host_blocks)
+                seq.blocks, seq.host_blocks = self.queue.destination(job), []
+                incoming.append((job, seq, []))
+            while (waiting and not swapped and not incoming
+                   and self.pool.num_free_blocks - reserved >= self.blocks_needed(waiting[0]) + 1):
+                seq = waiting.pop(0)
+                self.prefill(seq)
+                running.append(seq)
+            if not running and not incoming:
+                raise RuntimeError("the block pool cannot hold even one sequence")
+            releasing = 0   # device blocks this round's swap-outs give back at the start of the next
+            reserved = 0
+            for seq in list(running):
+                if seq not in running:
+                    continue  # preempted earlier in this round
+                while running and self.blocks_needed(seq) > self.pool.num_free_blocks + releasing:
+                    victim, freed = self.preempt(running, swapped, incoming)
+                    releasing += freed
+                    preemptions += 1
+                    if victim is seq:
+                        break
+                if seq not in running:
+                    continue
+                if self.blocks_needed(seq) > self.pool.num_free_blocks:
+                    reserved += self.blocks_needed(seq)
+                    continue  # its blocks come with this round's swap-outs: it decodes in the next one
+                self.step(seq)
+                for fork in list(pending):
+                    if fork.parent != seq.name or seq.done < fork.at:
+                        continue
+                    while self.pool.num_free_blocks + releasing < len(seq.blocks) and running[-1] is not seq:
+                        releasing += self.preempt(running, swapped, incoming)[1]
+                        preemptions += 1
+                    if self.pool.num_free_blocks < len(seq.blocks):
+                        reserved += len(seq.blocks)  # the fork waits for this round's swap-outs
+                    else:
+                        pending.remove(fork)
+                        done = seq.done - len(seq.prompt)
+                        child = Sequence(f"{seq.name}.fork", seq.prompt,
+                                         np.concatenate([seq.inputs[:done], fork.inputs]), done=seq.done,
+                                         outputs=list(seq.outputs))
+                        job = self.submit("fork", seq.blocks)
+                        child.blocks = self.queue.destination(job)
+                        fork.child = child
+                        incoming.append((job, child, list(seq.blocks)))
+                if seq.finished:
+                    running.remove(seq)
+                    self.settle(incoming, seq.blocks)
+                    self.pool.free(seq.blocks)
+                    seq.blocks = []
+        if pending:
+            raise RuntimeError(f"forks never had room: {[f.parent for f in pending]}")
+        return preemptions
+
+
+def step_ratio(with_t, without, seed=0, resamples=2000):
+    """(median step seconds with a transfer in flight, n, without, n, ratio of the medians, 5th and 95th
+    percentile of the ratio over bootstrap resamples); NaN where a side has fewer than 3 steps."""
+    with_t, without = np.array(with_t), np.array(without)
+    if len(with_t) < 3 or len(without) < 3:
+        return [float(np.median(with_t)) if len(with_t) else np.nan, len(with_t),
+                float(np.median(without)) if len(without) else np.nan, len(without), np.nan, np.nan, np.nan]
+    rng = np.random.default_rng(seed)
+    ratios = [np.median(rng.choice(with_t, len(with_t))) / np.median(rng.choice(without, len(without)))
+              for _ in range(resamples)]
+    lo, hi = np.percentile(ratios, [5, 95])
+    ratio = float(np.median(with_t) / np.median(without))
+    return [float(np.median(with_t)), len(with_t), float(np.median(without)), len(without), ratio, float(lo),
+            float(hi)]
+
+
 # ---- the same swaps, replayed three ways ------------------------------------------------------------
 
 def median_seconds(run, wait, repeats):
@@ -407,6 +589,11 @@ def parse_args(argv):
                         help="for fault tests: this rank's first swap-out gets a block number past the pool")
     parser.add_argument("--per-block-swaps", type=int, default=2,
                         help="swaps per direction replayed as one built-in copy per block (it is slow)")
+    parser.add_argument("--step-rounds", type=int, default=20,
+                        help="--overlap: decode steps timed with a transfer in flight, and as many without")
+    parser.add_argument("--overlap", action="store_true",
+                        help="decode the sequences again with the scheduler that overlaps swaps with decoding "
+                             "(TransferQueue) and compare step and total times with the synchronous one")
     args = parser.parse_args(argv)
     if args.heads % args.head_groups:
         parser.error("heads must be a multiple of head-groups")
@@ -468,10 +655,16 @@ def run(args, rank, ranks):
     try:
         engine = Engine(prefill, step, pool, args.block_size, max_blocks)
         engine.fail_on_swap_out = args.fail_on_rank == rank
+        if args.overlap:  # both schedulers are timed: the graphs are compiled before either
+            Engine(prefill, step, pool, args.block_size, max_blocks).run(
+                [Sequence("warm-up", sequences[0].prompt, sequences[0].inputs[:2])])
         engine.warm_up()
+        sync_began = time.perf_counter()
         preemptions = engine.run(sequences, [fork])
+        sync_seconds = time.perf_counter() - sync_began
         finished = [*sequences, fork.child]
         outputs = np.concatenate([np.concatenate(seq.outputs) for seq in finished])
+        overlap = run_overlapped(args, prefill, step, pool, max_blocks, finished, fork) if args.overlap else None
 
         host_view = pool.host_buffer.numpy(np.float32).reshape(num_caches, demand, args.block_size, -1)
         host_caches = [ms.Tensor.from_numpy(host_view[i]) for i in range(num_caches)]
@@ -492,6 +685,11 @@ def run(args, rank, ranks):
                   for k in (0, 1)]
     mapping, seconds, nbytes = engine.copies[0] if engine.copies else (np.zeros((0, 2)), 0.0, 0)
     stats += [len(mapping), seconds, nbytes, len(engine.swaps)]
+    if overlap is None:
+        stats += [0.0] + [np.nan] * 15
+    else:
+        stats += [1.0, overlap["diff"], sync_seconds + overlap["sync_seconds"], overlap["seconds"], *overlap["steps"],
+                  overlap["swap_in"], overlap["swap_out"], overlap["preemptions"]]
     stats += [float(os.environ.get("DEVICE_ID", "0")), float(runtime.get_device()), time.perf_counter() - began]
     table = np.array(gather(stats, ranks))  # a copy of its own: rank 0 fills in the reference below
 
@@ -499,21 +697,26 @@ def run(args, rank, ranks):
     # tensor parallelism rank 0 builds it whole, without collectives, beside its share). It runs after the
     # last collective: the other ranks are done and do not wait for it in one (the CPU collective's wait
     # times out when rank 0 takes long, as it can on 2 busy cores). Column 0 is the reference's max |diff|.
-    decoded = sum(len(seq.outputs) for seq in finished)
+    # The overlapped run's sequences whose inputs differ from the synchronous run's (a fork made at another
+    # token) are decoded alone too; the others were compared with the synchronous run's outputs.
+    checked = finished + (overlap["unmatched"] if overlap is not None else [])
+    decoded = sum(len(seq.outputs) for seq in checked)
     if ranks == 1:
-        table[0, 0], decoded = decode_alone(prefill, step, pool, finished, args, max_blocks)
+        table[0, 0], decoded = decode_alone(prefill, step, pool, checked, args, max_blocks)
     elif rank == 0:
         ref_pool, ref_prefill, ref_step = build(args, 0, 1, width, num_blocks, demand, max_blocks, "ref")
         try:
-            table[0, 0], decoded = decode_alone(ref_prefill, ref_step, ref_pool, finished, args, max_blocks)
+            table[0, 0], decoded = decode_alone(ref_prefill, ref_step, ref_pool, checked, args, max_blocks)
         finally:
             ref_pool.close()
     table[rank, -1] = time.perf_counter() - began
     same_outputs = bool((table[:, 1] == table[0, 1]).all())
     ok = table[0, 0] == 0.0 and same_outputs and (table[:, 2] > 0).all() and (table[:, 3] == 1).all()
+    if args.overlap:
+        ok = ok and (table[:, 27] == 0.0).all()
     if rank == 0:
         report(args, table, ranks, num_caches, num_blocks, block_bytes, rank_block_bytes, prompt, fork, demand,
-               decoded, len(finished), same_outputs, ok)
+               decoded, len(checked), same_outputs, ok)
     return 0 if ok else 1
 
 
@@ -562,8 +765,82 @@ def report(args, table, ranks, num_caches, num_blocks, block_bytes, rank_block_b
     print(f"  outputs vs. {against}: max |diff| = {table[0, 0]:g} over {decoded} "
           f"tokens of {sequences} sequences" + ("" if ranks == 1 else
                                                  f"; every rank's outputs identical: {same_outputs}"))
+    if args.overlap:
+        print_overlap(table)
     print(f"  time: {table[:, -1].max():.0f} s")
     print("  result: " + ("PASS" if ok else "FAIL"))
+
+
+def run_overlapped(args, prefill, step, pool, max_blocks, finished, fork):
+    """The same sequences decoded again on the same pool, in the order overlapped, overlapped, synchronous
+    (with the synchronous run before, the schedulers' total times are sums over an ABBA order, which evens
+    out a load that drifts); the first overlapped run also times the decode steps (measure_steps). Returns
+    the figures and the sequences whose inputs match none of the runs checked before (a fork made at
+    another token), which are decoded alone."""
+    refs = {}
+    unmatched, diff = [], 0.0
+
+    def check(decoded):
+        nonlocal diff
+        for seq in decoded:
+            ref = next((r for r in refs.get(seq.name, []) if np.array_equal(r.inputs, seq.inputs)), None)
+            if ref is None:
+                unmatched.append(seq)
+                refs.setdefault(seq.name, []).append(seq)
+            else:
+                diff = max(diff, float(np.abs(np.concatenate(seq.outputs) - np.concatenate(ref.outputs)).max()))
+
+    def fresh():
+        return ([Sequence(seq.name, seq.prompt, seq.inputs) for seq in finished if not seq.name.endswith(".fork")],
+                Fork(fork.parent, fork.at, fork.inputs))
+
+    for seq in finished:
+        refs.setdefault(seq.name, []).append(seq)
+    seconds, figures = 0.0, {}
+    for first in (True, False):
+        sequences, again = fresh()
+        engine = OverlapEngine(prefill, step, pool, args.block_size, max_blocks)
+        try:
+            engine.warm_up()
+            began = time.perf_counter()
+            preemptions = engine.run(sequences, [again])
+            seconds += time.perf_counter() - began
+            if first:
+                probe = Sequence("probe", sequences[0].prompt, sequences[0].inputs)
+                engine.prefill(probe)
+                figures = {"steps": engine.measure_steps(probe, args.step_rounds), "preemptions": preemptions,
+                           "swap_in": engine.submitted["swap_in"], "swap_out": engine.submitted["swap_out"]}
+                pool.free(probe.blocks)
+        finally:
+            engine.queue.close()
+        check([*sequences, again.child])
+    sequences, again = fresh()
+    began = time.perf_counter()
+    Engine(prefill, step, pool, args.block_size, max_blocks).run(sequences, [again])
+    sync_seconds = time.perf_counter() - began
+    check([*sequences, again.child])
+    return {"diff": diff, "seconds": seconds, "sync_seconds": sync_seconds, "unmatched": unmatched, **figures}
+
+
+def print_overlap(table):
+    """The --overlap lines of the report (rank 0's step times; every rank's outputs were checked)."""
+    diff, sync_s, overlap_s = table[:, 27].max(), table[0, 28], table[0, 29]
+    with_s, n_with, without_s, n_without, ratio, lo, hi, outlasted, ballast = table[0, 30:39]
+    swap_in, swap_out, preemptions = table[0, 39:42]
+    print(f"  overlapped scheduler (TransferQueue, copies on their own stream): {int(preemptions)} preemptions, "
+          f"{int(swap_out)} swap-outs and {int(swap_in)} swap-ins submitted while the others decode; outputs vs. "
+          f"the synchronous runs: max |diff| = {diff:g}")
+    if np.isnan(ratio):
+        print(f"  decode step: too few steps to compare ({int(n_with)} with a transfer in flight, "
+              f"{int(n_without)} without)")
+    else:
+        verdict = "met" if hi <= 1.15 else ("not met" if lo > 1.15 else "unsure")
+        print(f"  decode step with a transfer in flight (a swap-out of {ballast / MiB:.0f} MiB submitted just before "
+              f"it, still running when {int(outlasted)} of the {int(n_with)} steps ended): median "
+              f"{with_s * 1e3:.1f} ms; without: {without_s * 1e3:.1f} ms over {int(n_without)} steps; ratio "
+              f"{ratio:.2f}x (90% bootstrap interval {lo:.2f}x-{hi:.2f}x); goal <= 1.15x: {verdict}")
+    print(f"  total time of the decoding, two runs each (synchronous, overlapped, overlapped, synchronous): "
+          f"overlapped scheduler {overlap_s:.1f} s, synchronous scheduler {sync_s:.1f} s ({overlap_s / sync_s:.2f}x)")
 
 
 def main(argv=None):

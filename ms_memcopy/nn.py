@@ -11,6 +11,16 @@ SwapBlocks and CopyBlocks (in place, one batch call per 4096 block copies).
     table = pool.swap_in(host_table)        # resume: new device blocks, host blocks freed
     child = pool.fork(table)                # copies of the blocks in new device blocks
 
+TransferQueue: the same moves without waiting for them, on a stream of their own (not the model's);
+the pool keeps the blocks of a job in flight from being read or reused until it has finished.
+
+    queue = TransferQueue(pool)
+    job = queue.submit("swap_out", table)   # returns at once; the device blocks are free once it finishes
+    host_table = queue.destination(job)     # the new block numbers, known at once
+    ...                                     # the model decodes meanwhile
+    done = queue.finished()                 # the jobs completed since the last call, without waiting
+    queue.wait(job)                         # or block until one has finished
+
 BlockSlots / SwapOutBlocks / SwapInBlocks: fixed-size blocks as separate tensors (KV-cache offload,
 activation offload) kept in numbered slots of a HostBuffer instead of byte offsets.
 
@@ -23,19 +33,22 @@ activation offload) kept in numbered slots of a HostBuffer instead of byte offse
 A slot outside the buffer, or the same slot twice in one swap-out, is MemcpyBatch's bad-offset error
 (the byte offset is slot * block bytes).
 """
-from typing import Sequence
+import threading
+from typing import List, Sequence
 
 import numpy as np
 import mindspore as ms
 from mindspore import nn, ops
 
-from .host_buffer import HostBuffer
+from . import runtime
+from .host_buffer import HostBuffer, _ensure_current_context
 from .ops import CopyBlocks, MemcpyBatch, SwapBlocks
 from .ops._args import check_host_buffer, check_int, check_shape, num_elements
 from .ops._dtypes import DtypeLike, itemsize, ms_dtype
 
 
-__all__ = ["BlockPool", "OutOfBlocks", "BlockSlots", "SwapOutBlocks", "SwapInBlocks"]
+__all__ = ["BlockPool", "OutOfBlocks", "TransferQueue", "TransferPending", "BlockSlots", "SwapOutBlocks",
+           "SwapInBlocks"]
 
 
 class OutOfBlocks(RuntimeError):
@@ -56,6 +69,36 @@ class OutOfBlocks(RuntimeError):
         ... except OutOfBlocks as error:
         ...     print(error)
         3 device block(s) asked for, 2 of 2 free
+        >>> pool.close()
+    """
+
+
+class TransferPending(RuntimeError):
+    """Blocks of a TransferQueue job still in flight were to be read, written, moved or freed (nothing was done).
+
+    The blocks a swap-in or fork writes cannot be read, and the blocks a swap-out or swap-in gives up
+    cannot be handed out again, until the job has finished: ``wait(job)`` on the queue, or poll
+    ``finished()`` until it lists the job.
+
+    Args:
+        message (str): the blocks, the job and what to do.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import mindspore as ms
+        >>> from ms_memcopy.nn import BlockPool, TransferPending, TransferQueue
+        >>> pool = BlockPool(num_caches=1, num_blocks=2, num_host_blocks=2, block_shape=(4,), dtype=ms.int8)
+        >>> queue = TransferQueue(pool)
+        >>> job = queue.submit("swap_in", pool.swap_out(pool.allocate(1)))
+        >>> try:
+        ...     pool.check_readable(queue.destination(job))
+        ... except TransferPending as error:
+        ...     print(str(error).split(":")[0], "->", "wait(0)" in str(error))
+        blocks -> True
+        >>> print(queue.wait(job))
+        [0]
         >>> pool.close()
     """
 
@@ -93,8 +136,22 @@ class _BlockNumbers:
     def free(self, blocks, argument="blocks"):
         blocks = self.check_allocated(blocks, argument)
         self._allocated.difference_update(blocks)
-        self._free.extend(sorted(blocks, reverse=True))
+        self._free_now(blocks)
+
+    def _free_now(self, blocks):
+        self._free.extend(blocks)
         self._free.sort(reverse=True)
+
+    # A job in flight gives blocks up: they leave the allocated set at once, and join the free list when
+    # the job has finished (or go back to the allocated set when it failed).
+    def give_up(self, blocks):
+        self._allocated.difference_update(blocks)
+
+    def given_up(self, blocks, moved):
+        if moved:
+            self._free_now(blocks)
+        else:
+            self._allocated.update(blocks)
 
 
 class BlockPool(nn.Cell):
@@ -112,7 +169,10 @@ class BlockPool(nn.Cell):
     ``fork(blocks)`` copies blocks into newly allocated device blocks. Each returns the new block
     numbers in the order of its argument. The copies run eagerly, in one SwapBlocks or CopyBlocks
     call, in place; bad block numbers raise ValueError before any copy, and a pool without enough
-    free blocks raises OutOfBlocks with nothing allocated or moved.
+    free blocks raises OutOfBlocks with nothing allocated or moved. A :class:`TransferQueue` over the
+    pool makes the same moves without waiting for them; meanwhile the pool refuses (TransferPending)
+    to read, move, free or hand out the blocks of its jobs in flight (``check_readable`` and
+    ``check_writable`` check a block table before a model step).
 
     Args:
         num_caches (int): L, the device caches (>= 1).
@@ -175,6 +235,10 @@ class BlockPool(nn.Cell):
         self._swap_out = SwapBlocks("d2h", self.host_buffer, num_caches=self.num_caches)
         self._swap_in = SwapBlocks("h2d", self.host_buffer, num_caches=self.num_caches)
         self._copy = CopyBlocks(num_caches=self.num_caches)
+        # The blocks of TransferQueue jobs in flight, per side: block -> (job, kind, role), role
+        # "source" or "destination"; and the queues to close with the pool.
+        self._pending = {"device": {}, "host": {}}
+        self._queues = []
 
     @property
     def num_blocks(self):
@@ -197,12 +261,61 @@ class BlockPool(nn.Cell):
         return self._device.allocate(n)
 
     def free(self, blocks):
-        """Gives device blocks back (ValueError for a block that is not allocated)."""
+        """Gives device blocks back (ValueError for a block that is not allocated, TransferPending for one
+        a TransferQueue job in flight reads or writes)."""
+        self._check_pending("device", blocks, "blocks", "freeing")
         self._device.free(blocks)
 
     def free_host(self, host_blocks):
         """Gives host blocks back, e.g. of a swapped-out sequence that was dropped."""
+        self._check_pending("host", host_blocks, "host_blocks", "freeing")
         self._host.free(host_blocks, "host_blocks")
+
+    def check_readable(self, blocks):
+        """Checks that the model may read these device blocks now: allocated (ValueError) and not written
+        by a TransferQueue job in flight (TransferPending naming the job: ``wait(job)`` first). Returns the
+        block numbers as a list of ints. A scheduler calls it on a sequence's block table before a step.
+
+        Examples:
+            >>> import mindspore as ms
+            >>> from ms_memcopy.nn import BlockPool
+            >>> pool = BlockPool(num_caches=1, num_blocks=4, num_host_blocks=0, block_shape=(2,), dtype=ms.int8)
+            >>> print(pool.check_readable(pool.allocate(2)))
+            [0, 1]
+            >>> pool.close()
+        """
+        self._check_pending("device", blocks, "blocks", "reading")
+        return self._device.check_allocated(_as_list(blocks, "blocks"), "blocks")
+
+    def check_writable(self, blocks):
+        """As :meth:`check_readable`, for blocks the model writes: not read or written by a job in flight
+        (a fork's source blocks are read until the fork has finished)."""
+        self._check_pending("device", blocks, "blocks", "writing")
+        return self._device.check_allocated(_as_list(blocks, "blocks"), "blocks")
+
+    def _check_pending(self, side, blocks, argument, action):
+        """TransferPending when a job in flight holds one of blocks: for "reading", a block it writes;
+        for any other action, a block it reads or writes."""
+        pending = self._pending[side]
+        if not pending:
+            return
+        held = {}
+        for b in _as_list(blocks, argument):
+            entry = pending.get(b) if isinstance(b, int) else None
+            if entry is not None and (action != "reading" or entry[2] == "destination"):
+                held.setdefault(entry, []).append(b)
+        if not held:
+            return
+        (job, kind, role), numbers = next(iter(held.items()))
+        if role == "destination":
+            what = f"written by {kind} job {job}"
+        elif kind == "fork":
+            what = f"read by fork job {job}"
+        else:
+            what = f"being moved out by {kind} job {job} (free again once it finishes)"
+        raise TransferPending(f"{argument}: {side} block(s) {numbers} are {what}, still in flight: call "
+                              f"wait({job}) on the TransferQueue (or poll finished() until it lists job {job}) "
+                              f"before {action} them")
 
     def allocate_host(self, n):
         """n free host block numbers (OutOfBlocks when fewer are free), for swaps a graph makes itself
@@ -238,6 +351,7 @@ class BlockPool(nn.Cell):
 
     def swap_out(self, blocks):
         """Moves device blocks to new host blocks (returned, in order) and frees the device blocks."""
+        self._check_pending("device", blocks, "blocks", "moving")
         blocks = self._device.check_allocated(blocks, "blocks")
         host_blocks = self._host.allocate(len(blocks))
         self._move(self._swap_out, blocks, host_blocks, self._host, host_blocks)
@@ -246,6 +360,7 @@ class BlockPool(nn.Cell):
 
     def swap_in(self, host_blocks):
         """Moves host blocks into new device blocks (returned, in order) and frees the host blocks."""
+        self._check_pending("host", host_blocks, "host_blocks", "moving")
         host_blocks = self._host.check_allocated(host_blocks, "host_blocks")
         blocks = self._device.allocate(len(host_blocks))
         self._move(self._swap_in, host_blocks, blocks, self._device, blocks)
@@ -254,6 +369,7 @@ class BlockPool(nn.Cell):
 
     def fork(self, blocks):
         """Copies device blocks into new device blocks (returned, in order): a sequence's fork."""
+        self._check_pending("device", blocks, "blocks", "reading")
         blocks = self._device.check_allocated(blocks, "blocks")
         new_blocks = self._device.allocate(len(blocks))
         self._move(self._copy, blocks, new_blocks, self._device, new_blocks)
@@ -270,8 +386,325 @@ class BlockPool(nn.Cell):
             raise
 
     def close(self):
-        """Releases the host pool (the device caches go with the Cell)."""
-        self.host_buffer.close()
+        """Waits for the jobs of its TransferQueues still in flight, then releases the host pool (the
+        device caches go with the Cell)."""
+        queues, self._queues = self._queues, []
+        try:
+            for queue in queues:
+                queue.close()
+        finally:
+            self.host_buffer.close()
+
+
+def _as_list(blocks, argument):
+    """blocks as a list (TypeError naming argument for something that is not a sequence of block numbers)."""
+    if isinstance(blocks, (str, bytes)) or not hasattr(blocks, "__iter__"):
+        raise TypeError(f"{argument} must be a sequence of block numbers, not {type(blocks).__name__}")
+    return [int(b) if isinstance(b, np.integer) else b for b in blocks]
+
+
+class _Target:
+    """Where a TransferQueue's primitive launches (CPU target): the queue's stream and the job's event;
+    the launch (an AsyncLaunch) is filled in by the call (None when the call ran synchronously)."""
+
+    __slots__ = ("stream", "event", "launch")
+
+    def __init__(self, stream, event):
+        self.stream, self.event, self.launch = stream, event, None
+
+
+class _Job:
+    __slots__ = ("kind", "sources", "destinations", "target", "done_event")
+
+    def __init__(self, kind, sources, destinations):
+        self.kind, self.sources, self.destinations = kind, sources, destinations
+        self.target = None      # CPU target: _Target
+        self.done_event = None  # Ascend: the mindspore.runtime.Event recorded after the copy
+
+
+class TransferQueue:
+    """Swap-outs, swap-ins and forks of a BlockPool that run on a stream of their own while the model computes.
+
+    ``submit(kind, blocks)`` starts one move and returns its job id (an int) at once: ``"swap_out"``
+    (device blocks to new host blocks), ``"swap_in"`` (host blocks to new device blocks) or ``"fork"``
+    (device blocks copied into new device blocks), each one SwapBlocks or CopyBlocks call over every
+    cache as BlockPool's methods of the same names make. The new block numbers are allocated at once:
+    ``destination(job)``. ``finished()`` returns the jobs completed since its last call without waiting
+    (submission order); ``wait(job)`` blocks until one has finished and returns its destination blocks.
+    A job is reported once, by whichever of the two sees it finished first. ``pending`` lists the jobs
+    not reported yet, ``wait_all()`` waits for them all.
+
+    Ordering: the copies run on the queue's stream, never the model's: on the CPU target a stream of
+    the host ACL runtime (its own thread), the launch queued in MindSpore's queue after the ops before
+    it; on Ascend a ``mindspore.runtime.Stream`` that waits for an event recorded on the model's stream
+    (so the copy reads what was written before the submit), whose own event the model's stream waits
+    for when the job is reported. Until a job has finished, the pool refuses (TransferPending, naming
+    the job) to read or move the blocks it writes (``check_readable``, ``swap_out``, ``fork``, a later
+    submit), and to hand out again, free or move the blocks it gives up or reads: a swap-out's device
+    blocks become free, and a swap-in's host blocks, only when it has finished.
+    ``close()`` (and ``BlockPool.close()``, and a ``HostBuffer.close()`` of the pool's buffer) waits for
+    the jobs in flight: nothing is lost. The queue is used from Python (PYNATIVE_MODE or GRAPH_MODE
+    around compiled steps), not inside a graph.
+
+    Args:
+        pool (BlockPool): the pool whose blocks the queue moves.
+
+    Raises:
+        TypeError: pool not a BlockPool; (submit) blocks not a sequence of ints, a job not an int.
+        ValueError: (submit) kind not one of "swap_out", "swap_in", "fork"; a block not allocated or
+            given twice (nothing moved); (wait, destination) a job that is not in flight or unreported;
+            a closed queue.
+        OutOfBlocks: (submit) fewer free blocks than the move needs (nothing allocated or moved).
+        TransferPending: (submit) blocks a job in flight holds.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy.nn import BlockPool, TransferQueue
+        >>> pool = BlockPool(num_caches=1, num_blocks=4, num_host_blocks=4, block_shape=(2,), dtype=ms.float32)
+        >>> (cache,) = pool.caches
+        >>> _ = cache.set_data(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)))
+        >>> queue = TransferQueue(pool)
+        >>> table = pool.allocate(2)
+        >>> job = queue.submit("swap_out", table)
+        >>> print(job, queue.destination(job), pool.num_free_blocks)  # blocks 0, 1 are free once it finishes
+        0 [0, 1] 2
+        >>> print(queue.wait(job), pool.num_free_blocks)
+        [0, 1] 4
+        >>> job = queue.submit("swap_in", [1, 0])
+        >>> while job not in queue.finished():
+        ...     pass  # the model would decode here
+        >>> print(cache.asnumpy()[:2].tolist())
+        [[2.0, 3.0], [0.0, 1.0]]
+        >>> queue.close()
+        >>> pool.close()
+    """
+
+    KINDS = ("swap_out", "swap_in", "fork")
+
+    def __init__(self, pool: BlockPool):
+        if not isinstance(pool, BlockPool):
+            raise TypeError(f"pool must be a BlockPool, not {type(pool).__name__}")
+        if pool.host_buffer.closed:
+            raise ValueError("pool: the BlockPool is closed")
+        self.pool = pool
+        self._ascend = ms.get_context("device_target") == "Ascend"
+        num_caches = pool.num_caches
+        self._ops = {"swap_out": SwapBlocks("d2h", pool.host_buffer, num_caches=num_caches),
+                     "swap_in": SwapBlocks("h2d", pool.host_buffer, num_caches=num_caches),
+                     "fork": CopyBlocks(num_caches=num_caches)}
+        if self._ascend:
+            self._stream = ms.runtime.Stream()
+        else:
+            _ensure_current_context(runtime)
+            self._stream = runtime.create_stream()
+        self._jobs = {}  # job id -> _Job, in submission order, until reported
+        self._next_job = 0
+        self._lock = threading.Lock()
+        pool._queues.append(self)
+
+    @property
+    def closed(self):
+        return self._stream is None
+
+    @property
+    def pending(self) -> List[int]:
+        """The jobs submitted and not reported yet (finished or not), in submission order."""
+        return list(self._jobs)
+
+    def submit(self, kind: str, blocks: Sequence[int]) -> int:
+        """Starts moving blocks and returns the job id at once (see the class); nothing moves on an error."""
+        self._check_open()
+        if kind not in self.KINDS:
+            raise ValueError(f"kind must be one of {self.KINDS}, got {kind!r}")
+        pool = self.pool
+        with self._lock:
+            job = self._next_job
+            if kind == "swap_in":
+                pool._check_pending("host", blocks, "blocks", "moving")
+                sources = pool._host.check_allocated(_as_list(blocks, "blocks"), "blocks")
+                destinations, new_side = pool._device.allocate(len(sources)), pool._device
+            else:
+                pool._check_pending("device", blocks, "blocks", "moving" if kind == "swap_out" else "reading")
+                sources = pool._device.check_allocated(_as_list(blocks, "blocks"), "blocks")
+                new_side = pool._host if kind == "swap_out" else pool._device
+                destinations = new_side.allocate(len(sources))
+            record = _Job(kind, sources, destinations)
+            try:
+                if sources:
+                    self._launch(record)
+            except Exception:
+                new_side.free(destinations)  # nothing moved: the new blocks go back
+                raise
+            self._next_job += 1
+            source_side, dest_side = ("host", "device") if kind == "swap_in" else \
+                ("device", "host" if kind == "swap_out" else "device")
+            for b in sources:
+                pool._pending[source_side][b] = (job, kind, "source")
+            for b in destinations:
+                pool._pending[dest_side][b] = (job, kind, "destination")
+            if kind != "fork":
+                (pool._host if kind == "swap_in" else pool._device).give_up(sources)
+            self._jobs[job] = record
+            return job
+
+    def destination(self, job: int) -> List[int]:
+        """The new block numbers of a job not reported yet (host blocks for a swap-out, device blocks
+        otherwise), in the order of its source blocks."""
+        return list(self._record(job).destinations)
+
+    def finished(self) -> List[int]:
+        """The jobs that have completed since the last call (and were not waited for), without waiting.
+        A job whose copy failed is reported by raising its error (its new blocks are freed, its source
+        blocks stay as they were)."""
+        self._check_open()
+        done = []
+        with self._lock:
+            for job in list(self._jobs):
+                if self._poll(job):
+                    done.append(job)
+        return done
+
+    def wait(self, job: int) -> List[int]:
+        """Blocks until job has finished; returns its destination blocks (it is then reported)."""
+        self._check_open()
+        with self._lock:
+            record = self._record(job)
+            self._wait_record(record)
+            self._retire(job, moved=True)
+            return list(record.destinations)
+
+    def wait_all(self) -> List[int]:
+        """Waits for every job not reported yet; returns them in submission order."""
+        self._check_open()
+        with self._lock:
+            return self._wait_all()
+
+    def close(self) -> None:
+        """Waits for the jobs in flight (their moves complete and the pool's books are updated), then
+        releases the stream. Idempotent."""
+        if self.closed:
+            return
+        with self._lock:
+            try:
+                self._wait_all()
+            finally:
+                stream, self._stream = self._stream, None
+                if not self._ascend:
+                    runtime.destroy_stream(stream)
+                if self in self.pool._queues:
+                    self.pool._queues.remove(self)
+
+    def __enter__(self):
+        self._check_open()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- internals -------------------------------------------------------------------------------
+    def _check_open(self):
+        if self.closed:
+            raise ValueError("TransferQueue is closed")
+
+    def _record(self, job):
+        if isinstance(job, bool) or not isinstance(job, (int, np.integer)):
+            raise TypeError(f"job must be an int (a job id from submit), not {type(job).__name__}")
+        record = self._jobs.get(int(job))
+        if record is None:
+            state = "was already reported" if 0 <= job < self._next_job else "was never submitted"
+            raise ValueError(f"job {job} is not in flight: it {state}")
+        return record
+
+    def _launch(self, record):
+        op = self._ops[record.kind]
+        mapping = np.array([record.sources, record.destinations], np.int64).T
+        if self._ascend:
+            model = ms.runtime.current_stream()
+            written = ms.runtime.Event()
+            written.record(model)  # the copy reads what the model wrote before the submit
+            self._stream.wait_event(written)
+            with ms.runtime.StreamCtx(self._stream):
+                op(*self.pool.caches, mapping)
+                record.done_event = ms.runtime.Event()
+                record.done_event.record(self._stream)
+            return
+        _ensure_current_context(runtime)
+        target = _Target(self._stream, runtime.create_event())
+        primitive = op.primitive
+        primitive._transfer_target = target
+        try:
+            op(*self.pool.caches, mapping)
+        except Exception:
+            runtime.destroy_event(target.event)
+            raise
+        finally:
+            primitive._transfer_target = None
+        record.target = target
+
+    def _poll(self, job):
+        """Whether job has finished (then it is retired), without waiting."""
+        record = self._jobs[job]
+        try:
+            if record.done_event is not None:
+                done = record.done_event.query()
+            elif record.target is not None and record.target.launch is not None:
+                done = record.target.launch.done()
+            else:
+                done = True  # nothing launched (no blocks), or the call ran synchronously
+        except Exception:
+            self._retire(job, moved=False)
+            raise
+        if done:
+            self._retire(job, moved=True)
+        return done
+
+    def _wait_record(self, record):
+        job = next(j for j, r in self._jobs.items() if r is record)
+        try:
+            if record.done_event is not None:
+                record.done_event.synchronize()
+            elif record.target is not None and record.target.launch is not None:
+                record.target.launch.wait()
+        except Exception:
+            self._retire(job, moved=False)
+            raise
+
+    def _wait_all(self):
+        jobs, error = list(self._jobs), None
+        for job in jobs:
+            try:
+                self._wait_record(self._jobs[job])
+                self._retire(job, moved=True)
+            except Exception as e:  # noqa: BLE001  (every job is waited for; the first error is raised)
+                error = error or e
+        if error is not None:
+            raise error
+        return jobs
+
+    def _retire(self, job, moved):
+        """Updates the pool's books for a finished job (moved) or a failed one, and forgets it."""
+        record = self._jobs.pop(job)
+        pool = self.pool
+        kind = record.kind
+        source_side, dest_side = ("host", "device") if kind == "swap_in" else \
+            ("device", "host" if kind == "swap_out" else "device")
+        for b in record.sources:
+            pool._pending[source_side].pop(b, None)
+        for b in record.destinations:
+            pool._pending[dest_side].pop(b, None)
+        if kind != "fork":
+            (pool._host if kind == "swap_in" else pool._device).given_up(record.sources, moved)
+        if not moved:
+            (pool._device if kind != "swap_out" else pool._host).free(record.destinations)
+        if record.target is not None:
+            record.target.launch = None  # lets the launch's tensors go (done() or wait() already did)
+            runtime.destroy_event(record.target.event)
+        if record.done_event is not None:
+            ms.runtime.current_stream().wait_event(record.done_event)  # the model's reads come after
 
 
 class BlockSlots:

@@ -46,7 +46,7 @@ def test_the_public_api_is_all_here():
     names = {name.rsplit(".", 1)[1] for name in IDS}
     assert {"AclError", "HostBuffer", "get_include", "get_acl_library", "MemcpyBatch", "Memcpy2D", "MemcpyWithDesc",
             "MemcpyWithCondition", "SwapBlocks", "CopyBlocks", "BlockPool", "OutOfBlocks", "BlockSlots",
-            "SwapOutBlocks", "SwapInBlocks"} == names
+            "SwapOutBlocks", "SwapInBlocks", "TransferQueue", "TransferPending"} == names
 
 
 @pytest.mark.parametrize("name,obj", PUBLIC, ids=IDS)

@@ -47,3 +47,22 @@ def test_paged_kv_cache_example_passes():
     assert "fork: CopyBlocks of 6 blocks x 4 caches = 3 MiB" in out
     assert "max |diff| = 0 over 145 tokens of 7 sequences" in out
     assert out.rstrip().endswith("result: PASS")
+
+
+def test_paged_kv_cache_example_overlapped_scheduler_passes():
+    """--overlap: the same sequences decoded again with swaps overlapping decoding (TransferQueue); its
+    outputs equal the synchronous run's and each sequence decoded alone."""
+    cmd = [sys.executable, str(ROOT / "examples" / "paged_kv_cache.py"), "--cache-mib", "16", "--layers", "2",
+           "--decode", "20", "--fork-decode", "8", "--repeats", "1", "--per-block-swaps", "1", "--overlap",
+           "--step-rounds", "5"]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    out = result.stdout
+    assert re.search(r"overlapped scheduler \(TransferQueue, copies on their own stream\): [1-9]\d* preemptions, "
+                     r"[1-9]\d* swap-outs and [1-9]\d* swap-ins submitted while the others decode; outputs vs\. "
+                     r"the synchronous runs: max \|diff\| = 0\n", out), out
+    assert re.search(r"max \|diff\| = 0 over \d+ tokens of [78] sequences", out), out
+    assert re.search(r"  decode step(: too few steps| with a transfer in flight \(a swap-out of \d+ MiB)", out), out
+    assert re.search(r"total time of the decoding, two runs each \(synchronous, overlapped, overlapped, "
+                     r"synchronous\): overlapped scheduler [\d.]+ s, synchronous scheduler [\d.]+ s", out), out
+    assert out.rstrip().endswith("result: PASS")

@@ -32,6 +32,10 @@ class CopyPrimitive(ops.Custom):
 
     _forms = ()  # the values of a public subclass's first argument (its mode or direction)
 
+    #: Set by ms_memcopy.nn.TransferQueue around its own primitives' calls (CPU target): the eager launch
+    #: goes on the queue's stream with its event and returns at once (see _launch_eagerly).
+    _transfer_target = None
+
     #: Kept for code that read it: the primitives have one route, on every device.
     route = "op_def"
 
@@ -102,7 +106,11 @@ class CopyPrimitive(ops.Custom):
             self._kernel = op_def_route.load().KernelInstance(self._op_def.name, *self._init_values)
         values = [np.ascontiguousarray(host_values(x), dtype=np.int64) if t.host_values else _dense(x)
                   for t, x in zip(self._op_def.inputs, args)]
-        outputs = self._kernel(*values)
+        target = self._transfer_target
+        if target is None:
+            outputs = self._kernel(*values)
+        else:
+            outputs, target.launch = self._kernel.submit(target.stream, target.event, *values)
         return tuple(outputs) if self._op_def.outputs[0].variadic else outputs[0]
 
     def _check_eager(self, inputs):

@@ -121,6 +121,14 @@ void DeviceMemoryScope::Register() {
 
 void Synchronize(aclrtStream stream) { CheckAcl(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream"); }
 
+bool EventCompleted(aclrtEvent event) {
+  aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
+  CheckAcl(aclrtQueryEventStatus(event, &status), "aclrtQueryEventStatus");
+  return status == ACL_EVENT_RECORDED_STATUS_COMPLETE;
+}
+
+void SynchronizeEvent(aclrtEvent event) { CheckAcl(aclrtSynchronizeEvent(event), "aclrtSynchronizeEvent"); }
+
 
 
 namespace {
@@ -139,17 +147,26 @@ aclError CompleteLaunchNoThrow(aclrtStream stream) noexcept { return aclrtSynchr
 
 }  // namespace
 
+namespace {
+
+// Declares the launch's tensors (all but host-value inputs) as device memory.
+void RegisterTensors(const TensorArg *args, size_t count, DeviceMemoryScope *memory) {
+  memory->Reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (!args[i].host_values) {
+      memory->Add(args[i].data, NumBytes(args[i], "tensor"));
+    }
+  }
+  memory->Register();
+}
+
+}  // namespace
+
 void RunOnHostTarget(const OpBody &body, KernelState &state, const TensorArg *args, size_t count) {
   state.device = HostTargetDevice();
   aclrtStream stream = ThreadStream();
   DeviceMemoryScope memory;
-  memory.Reserve(count);
-  for (size_t i = 0; i < count; ++i) {
-    if (!args[i].host_values) {
-      memory.Add(args[i].data, NumBytes(args[i], "tensor"));
-    }
-  }
-  memory.Register();
+  RegisterTensors(args, count, &memory);
   try {
     body.run(state, args, count, stream);
   } catch (...) {
@@ -157,6 +174,25 @@ void RunOnHostTarget(const OpBody &body, KernelState &state, const TensorArg *ar
     throw;
   }
   CompleteLaunch(stream);
+}
+
+std::unique_ptr<DeviceMemoryScope> LaunchOnHostStream(const OpBody &body, KernelState &state, const TensorArg *args,
+                                                      size_t count, aclrtStream stream, aclrtEvent event) {
+  if (stream == nullptr || event == nullptr) {
+    throw InputError("stream", "a transfer launch needs a stream and an event of its own");
+  }
+  EnsureDevice();
+  state.device = HostTargetDevice();
+  auto memory = std::make_unique<DeviceMemoryScope>();
+  RegisterTensors(args, count, memory.get());
+  try {
+    body.run(state, args, count, stream);
+    CheckAcl(aclrtRecordEvent(event, stream), "aclrtRecordEvent");
+  } catch (...) {
+    (void)aclrtSynchronizeStream(stream);  // drain what was enqueued before the tensors are unregistered
+    throw;
+  }
+  return memory;
 }
 
 }  // namespace msmc

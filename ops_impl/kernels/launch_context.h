@@ -5,6 +5,7 @@
 #define MS_MEMCOPY_KERNELS_LAUNCH_CONTEXT_H_
 
 #include <cstddef>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -53,6 +54,10 @@ class MSMC_KERNELS_API DeviceMemoryScope {
 
 // Synchronizes stream; throws AclCallError on failure.
 MSMC_KERNELS_API void Synchronize(aclrtStream stream);
+// Whether the work before event's latest record has completed (aclrtQueryEventStatus), and a wait for
+// it (aclrtSynchronizeEvent); both throw AclCallError on failure.
+MSMC_KERNELS_API bool EventCompleted(aclrtEvent event);
+MSMC_KERNELS_API void SynchronizeEvent(aclrtEvent event);
 
 // The CPU target's launch of an op body: on the calling thread's stream (ThreadStream), with the
 // tensors (all but host-value inputs) declared as device memory. Before it returns it runs the work the
@@ -61,6 +66,16 @@ MSMC_KERNELS_API void Synchronize(aclrtStream stream);
 // device after the launch), also when the body fails, before the tensors are unregistered. Throws
 // what the body throws, or AclCallError.
 MSMC_KERNELS_API void RunOnHostTarget(const OpBody &body, KernelState &state, const TensorArg *args, size_t count);
+
+// The CPU target's launch of an op body on a stream of the caller's (a transfer queue's, created
+// without aclhostSetStreamDeferred, so its own thread runs the work), which returns without waiting:
+// the body is queued on `stream`, then `event` is recorded there. The returned scope keeps the
+// tensors declared as device memory: keep it until the event has completed (the tensors must live
+// as long). When the body fails, what it queued is drained before the tensors are unregistered and
+// the error is thrown (as RunOnHostTarget does).
+MSMC_KERNELS_API std::unique_ptr<DeviceMemoryScope> LaunchOnHostStream(const OpBody &body, KernelState &state,
+                                                                       const TensorArg *args, size_t count,
+                                                                       aclrtStream stream, aclrtEvent event);
 
 }  // namespace msmc
 

@@ -1,0 +1,305 @@
+"""ms_memcopy.nn.TransferQueue: block moves on a stream of their own, and the pool's ordering rules.
+
+A job is held in flight deterministically by a host function that blocks the queue's stream (CPU
+target: the host ACL runtime runs a stream's tasks in order on its own thread) until the test lets it
+go; the expected bytes come from numpy copies of what was written."""
+import gc
+import threading
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import mindspore as ms
+
+from ms_memcopy import runtime
+from ms_memcopy.nn import BlockPool, OutOfBlocks, TransferPending, TransferQueue
+from ms_memcopy.ops import Memcpy2D
+
+from _ops_support import int64
+
+BLOCK = (2, 4)  # tokens x width of one block
+
+
+def make_pool(num_blocks=4, num_host_blocks=4, num_caches=2):
+    pool = BlockPool(num_caches=num_caches, num_blocks=num_blocks, num_host_blocks=num_host_blocks,
+                     block_shape=BLOCK, dtype=ms.float32)
+    rng = np.random.default_rng(3)
+    values = [rng.standard_normal((num_blocks, *BLOCK)).astype(np.float32) for _ in range(num_caches)]
+    for cache, v in zip(pool.caches, values):
+        cache.set_data(ms.Tensor(v))
+    return pool, values
+
+
+class Hold:
+    """Blocks a stream (a host function on it waits) until released; everything queued after waits too.
+
+    The host function is Python, so it needs the GIL: while it holds the stream, nothing may wait for
+    all streams with the GIL held, as releasing a primitive's pinned slots does (aclrtFreeHost drains
+    every stream). Garbage collection is off until the release, and the tests keep their primitives."""
+
+    def __init__(self, stream):
+        gc.collect()
+        gc.disable()
+        self.gate = threading.Event()
+        self.ran = threading.Event()
+        runtime.launch_host_func(stream, self._run)
+
+    def _run(self):
+        self.gate.wait(30)
+        self.ran.set()
+
+    def release(self, after=0.0):
+        gc.enable()
+        if after:
+            threading.Timer(after, self.gate.set).start()
+        else:
+            self.gate.set()
+
+
+def host_blocks(pool, blocks):
+    """[cache, block] values of host blocks (numpy view of the pool's HostBuffer: waits for its copies)."""
+    view = pool.host_buffer.numpy(np.float32).reshape(pool.num_caches, pool.num_host_blocks, *BLOCK)
+    return view[:, blocks].copy()
+
+
+def test_a_swap_in_is_not_readable_before_it_finished(ms_mode):
+    pool, values = make_pool()
+    try:
+        queue = TransferQueue(pool)
+        table = pool.allocate(2)
+        host = pool.swap_out(table)                       # synchronous: the host blocks hold values[:, 0:2]
+        hold = Hold(queue._stream)
+        job = queue.submit("swap_in", host[::-1])
+        blocks = queue.destination(job)
+        assert queue.finished() == []                     # the queue's stream is held: not done
+        for check in (pool.check_readable, pool.check_writable, pool.fork, pool.swap_out, pool.free):
+            with pytest.raises(TransferPending, match=rf"device block\(s\) \[{blocks[0]}, {blocks[1]}\] are "
+                                                      rf"written by swap_in job {job}.*wait\({job}\)"):
+                check(blocks)
+        with pytest.raises(TransferPending, match=rf"being moved out by swap_in job {job}"):
+            pool.free_host(host)
+        # the model goes on meanwhile: a write on another block is not held up by the transfer stream
+        other = pool.allocate(1)[0]
+        row = np.full((1, BLOCK[1]), 5.0, np.float32)
+        write = Memcpy2D("write")  # kept until the hold is released (see Hold)
+        write(pool.caches[0], ms.Tensor(row), int64(other * BLOCK[0]), int64(0))
+        np.testing.assert_array_equal(pool.caches[0].asnumpy()[other, 0], row[0])
+        assert queue.finished() == [] and not hold.ran.is_set()
+        hold.release()
+        assert queue.wait(job) == blocks
+        assert pool.check_readable(blocks) == blocks
+        for l, cache in enumerate(pool.caches):
+            np.testing.assert_array_equal(cache.asnumpy()[blocks], values[l][table[::-1]])
+        assert pool.num_free_host_blocks == pool.num_host_blocks  # the swap-in gave its host blocks back
+        with pytest.raises(ValueError, match=f"job {job} is not in flight: it was already reported"):
+            queue.wait(job)
+    finally:
+        pool.close()
+
+
+def test_a_swap_outs_blocks_are_not_reused_early(ms_mode):
+    pool, values = make_pool()
+    try:
+        queue = TransferQueue(pool)
+        table = pool.allocate(4)
+        hold = Hold(queue._stream)
+        job = queue.submit("swap_out", table[1:3])
+        assert pool.num_free_blocks == 0                  # blocks 1 and 2 are free only once it finished
+        with pytest.raises(OutOfBlocks):
+            pool.allocate(1)
+        with pytest.raises(TransferPending, match=rf"being moved out by swap_out job {job}"):
+            pool.free(table[1:2])
+        with pytest.raises(TransferPending, match=rf"host block\(s\) \[0, 1\] are written by swap_out job {job}"):
+            queue.submit("swap_in", queue.destination(job))
+        assert queue.finished() == []
+        hold.release()
+        deadline = time.monotonic() + 30
+        while job not in queue.finished():                # polling, never waiting
+            assert time.monotonic() < deadline
+        assert pool.num_free_blocks == 2 and sorted(pool.allocate(2)) == [1, 2]
+        np.testing.assert_array_equal(host_blocks(pool, [0, 1]), np.stack([v[1:3] for v in values]))
+    finally:
+        pool.close()
+
+
+def test_a_fork_keeps_its_source_blocks_from_being_written():
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    pool, values = make_pool()
+    try:
+        queue = TransferQueue(pool)
+        table = pool.allocate(2)
+        hold = Hold(queue._stream)
+        job = queue.submit("fork", table)
+        assert pool.check_readable(table) == table        # a fork's sources stay readable
+        with pytest.raises(TransferPending, match=rf"read by fork job {job}"):
+            pool.check_writable(table)
+        hold.release()
+        child = queue.wait(job)
+        assert child == [2, 3]
+        for l, cache in enumerate(pool.caches):
+            np.testing.assert_array_equal(cache.asnumpy()[child], values[l][table])
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize("close", ["pool", "queue", "host_buffer"])
+def test_closing_with_jobs_in_flight_waits_for_them(close):
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    pool, values = make_pool()
+    queue = TransferQueue(pool)
+    table = pool.allocate(3)
+    hold = Hold(queue._stream)
+    jobs = [queue.submit("swap_out", table[:2]), queue.submit("fork", table[2:])]
+    released = time.monotonic()
+    hold.release(after=0.3)
+    if close == "queue":
+        queue.close()
+        assert time.monotonic() - released >= 0.25 and hold.ran.is_set()
+        assert pool.num_free_blocks == 2 and queue.closed     # the books were updated: nothing is lost
+        np.testing.assert_array_equal(host_blocks(pool, [0, 1]), np.stack([v[:2] for v in values]))
+        np.testing.assert_array_equal(pool.caches[1].asnumpy()[3], values[1][2])  # the fork's new block 3
+        with pytest.raises(ValueError, match="TransferQueue is closed"):
+            queue.submit("fork", [0])
+        pool.close()
+    elif close == "host_buffer":
+        pool.host_buffer.close()                          # waits for the copies into and out of it
+        assert time.monotonic() - released >= 0.25 and hold.ran.is_set()
+        pool.close()                                      # then the queue's books
+        assert queue.closed and queue.pending == []
+    else:
+        pool.close()
+        assert time.monotonic() - released >= 0.25 and hold.ran.is_set()
+        assert queue.closed and pool.num_free_blocks == 2 and pool.num_free_host_blocks == 2
+    assert jobs == [0, 1]
+
+
+def test_bad_input_names_the_argument_and_moves_nothing():
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    pool, values = make_pool()
+    try:
+        with pytest.raises(TypeError, match="pool must be a BlockPool"):
+            TransferQueue(object())
+        queue = TransferQueue(pool)
+        table = pool.allocate(2)
+        with pytest.raises(ValueError, match="kind must be one of"):
+            queue.submit("swap", table)
+        with pytest.raises(ValueError, match=r"blocks: device block\(s\) \[3\] are not allocated"):
+            queue.submit("swap_out", [table[0], 3])
+        with pytest.raises(ValueError, match="blocks: a device block appears twice"):
+            queue.submit("fork", [table[0], table[0]])
+        with pytest.raises(TypeError, match="blocks must be a sequence of block numbers"):
+            queue.submit("fork", 1)
+        pool.allocate(1)
+        with pytest.raises(OutOfBlocks, match=r"2 device block\(s\) asked for, 1 of 4 free"):
+            queue.submit("fork", table)
+        with pytest.raises(TypeError, match="job must be an int"):
+            queue.wait("0")
+        with pytest.raises(ValueError, match="job 7 is not in flight: it was never submitted"):
+            queue.wait(7)
+        assert queue.pending == [] and pool.num_free_blocks == 1 and pool.num_free_host_blocks == 4
+        for l, cache in enumerate(pool.caches):
+            np.testing.assert_array_equal(cache.asnumpy(), values[l])
+        assert queue.submit("swap_out", []) == 0 and queue.finished() == [0]  # an empty move is done at once
+    finally:
+        pool.close()
+
+
+# ---- random interleavings against numpy ----------------------------------------------------------
+
+KINDS = ["write"] * 3 + ["swap_out"] * 2 + ["swap_in"] * 2 + ["fork", "finished", "finished", "wait", "free",
+                                                              "allocate"]
+ACTIONS = st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 1 << 30)), min_size=10, max_size=40)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(actions=ACTIONS)
+def test_random_interleavings_keep_every_byte(ms_mode, actions):
+    """Sequences own device or host blocks; the model writes rows of readable blocks (Memcpy2D, in
+    MindSpore's queue) while jobs move blocks on the queue's stream; every byte is checked against
+    numpy copies made at submit time, the semantics the pool's rules guarantee."""
+    pool = BlockPool(num_caches=2, num_blocks=6, num_host_blocks=6, block_shape=BLOCK, dtype=ms.float32)
+    rng = np.random.default_rng(len(actions))
+    device = [rng.standard_normal((6, *BLOCK)).astype(np.float32) for _ in range(2)]
+    host = [np.zeros((6, *BLOCK), np.float32) for _ in range(2)]
+    for cache, values in zip(pool.caches, device):
+        cache.set_data(ms.Tensor(values))
+    write = Memcpy2D("write")
+    owned = {"device": pool.allocate(4), "host": []}   # blocks the test holds, usable now
+    arriving = {}                        # job -> (side, blocks) it makes usable when it finishes
+    try:
+        queue = TransferQueue(pool)
+
+        def arrived(jobs):
+            for job in jobs:
+                side, blocks = arriving.pop(job)
+                owned[side].extend(blocks)
+
+        for action, pick in actions:
+            if action == "allocate" and pool.num_free_blocks:
+                owned["device"].extend(pool.allocate(1))
+            elif action == "write":
+                if not owned["device"]:
+                    continue
+                block = owned["device"][pick % len(owned["device"])]
+                try:
+                    pool.check_writable([block])
+                except TransferPending:
+                    continue  # a fork in flight reads it
+                row, l = pick % BLOCK[0], pick % 2
+                values = rng.standard_normal((1, BLOCK[1])).astype(np.float32)
+                write(pool.caches[l], ms.Tensor(values), int64(block * BLOCK[0] + row), int64(0))
+                device[l][block, row] = values[0]
+            elif action in ("swap_out", "fork") and owned["device"]:
+                blocks = owned["device"][:1 + pick % len(owned["device"])]
+                free = pool.num_free_host_blocks if action == "swap_out" else pool.num_free_blocks
+                if len(blocks) > free:
+                    continue
+                try:
+                    job = queue.submit(action, blocks)
+                except TransferPending:
+                    continue  # a fork in flight reads one of them: it cannot be moved out yet
+                new = queue.destination(job)
+                target = host if action == "swap_out" else device
+                for l in range(2):
+                    target[l][new] = device[l][blocks]
+                if action == "swap_out":
+                    owned["device"] = owned["device"][len(blocks):]
+                arriving[job] = ("host" if action == "swap_out" else "device", new)
+            elif action == "swap_in" and owned["host"]:
+                blocks = owned["host"][:1 + pick % len(owned["host"])]
+                if len(blocks) > pool.num_free_blocks:
+                    continue
+                job = queue.submit("swap_in", blocks)
+                new = queue.destination(job)
+                for l in range(2):
+                    device[l][new] = host[l][blocks]
+                owned["host"] = owned["host"][len(blocks):]
+                arriving[job] = ("device", new)
+            elif action == "finished":
+                arrived(queue.finished())
+            elif action == "wait" and arriving:
+                job = sorted(arriving)[pick % len(arriving)]
+                assert queue.wait(job) == arriving[job][1]
+                arrived([job])
+            elif action == "free" and owned["device"]:
+                block = owned["device"][pick % len(owned["device"])]
+                try:
+                    pool.free([block])
+                except TransferPending:
+                    continue
+                owned["device"].remove(block)
+        arrived(queue.wait_all())
+        assert not arriving
+        view = pool.host_buffer.numpy(np.float32).reshape(2, 6, *BLOCK)
+        for l in range(2):
+            got = pool.caches[l].asnumpy()
+            for b in owned["device"]:
+                np.testing.assert_array_equal(got[b], device[l][b], err_msg=f"device block {b} of cache {l}")
+            for b in owned["host"]:
+                np.testing.assert_array_equal(view[l, b], host[l][b], err_msg=f"host block {b} of cache {l}")
+        del view
+    finally:
+        pool.close()
