@@ -17,6 +17,7 @@ class CopyTask final : public StreamTask {
 public:
     CopyTask(void *dst, const void *src, size_t size) : item_{dst, src, size} {}
     aclError Run(std::string *message) override;
+    size_t CopiedBytes() const override { return item_.size; }
 
 private:
     CopyItem item_;
@@ -29,6 +30,7 @@ public:
         : dst_(dst), staged_(std::move(staged)), size_(size)
     {}
     aclError Run(std::string *message) override;
+    size_t CopiedBytes() const override { return size_; }
 
 private:
     void *dst_;
@@ -42,6 +44,7 @@ public:
         : dst_(dst), dpitch_(dpitch), src_(src), spitch_(spitch), width_(width), height_(height)
     {}
     aclError Run(std::string *message) override;
+    size_t CopiedBytes() const override;
 
 private:
     void *dst_;
@@ -59,6 +62,7 @@ public:
         : items_(std::move(items)), begin_(begin), end_(end)
     {}
     aclError Run(std::string *message) override;
+    size_t CopiedBytes() const override;
 
 private:
     std::shared_ptr<const CopyItem[]> items_;

@@ -113,7 +113,13 @@ aclError CheckDescMemory(const char *api, const void *desc, size_t desc_size, Me
 // The copy task: reads the descriptor when it runs (at desc_bytes, the host address of desc).
 class DescCopyTask final : public StreamTask {
 public:
-    DescCopyTask(void *desc, void *desc_bytes) : desc_(desc), desc_bytes_(desc_bytes) {}
+    DescCopyTask(void *desc, void *desc_bytes)
+        : desc_(desc),
+          desc_bytes_(desc_bytes),
+          count_hint_(__atomic_load_n(Field<uint32_t>(desc_bytes, kDescCountOffset), __ATOMIC_RELAXED))
+    {}
+
+    size_t CopiedBytes() const override { return count_hint_; }  // the count when the copy was queued
 
     aclError Run(std::string *message) override
     {
@@ -163,6 +169,7 @@ private:
 
     void *desc_;
     void *desc_bytes_;
+    uint32_t count_hint_;
 };
 
 aclError GetMemcpyDescSize(const char *api, int64_t kind, size_t *descSize)

@@ -2,11 +2,13 @@
 #include "stream.h"
 
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <new>
 #include <utility>
 
 #include "acl/acl_rt.h"
+#include "copy_engine.h"
 
 namespace aclhost {
 namespace {
@@ -30,6 +32,18 @@ aclError RunGuarded(StreamTask &task, std::string *message) noexcept
     } catch (...) {
         return ACL_ERROR_RT_INTERNAL_ERROR;
     }
+}
+
+// The bytes the queued tasks copy (saturating).
+size_t QueuedCopyBytes(const std::deque<std::unique_ptr<StreamTask>> &queue)
+{
+    size_t total = 0;
+    for (const std::unique_ptr<StreamTask> &task : queue) {
+        if (__builtin_add_overflow(total, task->CopiedBytes(), &total)) {
+            return SIZE_MAX;
+        }
+    }
+    return total;
 }
 
 }  // namespace
@@ -97,6 +111,7 @@ bool Stream::WaitIdle(int32_t timeout_ms)
     const uint64_t target = st.submitted;
     const auto done = [&st, target] { return st.completed >= target; };
     if (timeout_ms < 0) {
+        const CopyRunScope run(QueuedCopyBytes(st.queue));
         while (!done()) {
             if (!st.busy && !st.queue.empty() && st.queue.front()->RunsInWaiter()) {
                 RunFront(st, lock);

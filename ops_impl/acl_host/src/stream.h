@@ -24,6 +24,9 @@ public:
     // Whether a thread that waits for the stream without a timeout may run the task itself when the
     // worker is idle (copies: yes; host functions: no, they run on the worker thread).
     virtual bool RunsInWaiter() const { return true; }
+    // About how many bytes the task copies (0 for a task that copies none): a waiting thread that runs
+    // queued copies declares their total to the copy engine (CopyRunScope). A hint only.
+    virtual size_t CopiedBytes() const { return 0; }
 };
 
 class Stream {
@@ -53,7 +56,8 @@ public:
     // running one has completed, and the later ones cannot start until it returns.
     // Returns false when the tasks did not complete in time. A wait without a timeout runs the queued
     // tasks that allow it (StreamTask::RunsInWaiter) itself, in order, while the worker is idle: a
-    // copy then costs no hand-off between threads.
+    // copy then costs no hand-off between threads, and the copies it runs count as one whole of
+    // their total bytes (copy_engine.h: streaming stores for a large whole of small copies).
     bool WaitIdle(int32_t timeout_ms);
 
     // Moves out the first task failure recorded since the last call; false when there is none.
