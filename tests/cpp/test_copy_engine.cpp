@@ -2,7 +2,9 @@
 // rows never written), copies large enough to be split across the copy pool (1D, 2D, batches, sync and
 // async, from several threads at once), a synchronize that runs queued copies itself, deferred
 // streams (aclhostSetStreamDeferred), and copies belonging to a whole large enough for streaming
-// stores (copy_engine.h: kStreamingMinBytes), with unaligned ends.
+// stores (copy_engine.h: kStreamingMinBytes), with unaligned ends; a synchronize that runs queued copies
+// together keeps the order wherever one copy depends on another (a copy of a copy, two copies to one
+// place, a copy that rewrites a queued copy's descriptor) and reports a failing copy in the middle.
 //
 // Build: g++ -std=c++17 -I<include dir> test_copy_engine.cpp -L<lib dir> -lascendcl -Wl,-rpath,<lib dir>
 // Prints "ALL PASSED" and exits 0, or lists the failed checks and exits 1.
@@ -348,6 +350,74 @@ void TestStreamingCopies(unsigned seed)
     CHECK_OK(aclrtDestroyStream(stream));
 }
 
+// Copies queued on a deferred stream, past the split threshold (4 MiB) in all, which the synchronizing
+// thread runs together where they do not depend on each other and in order where they do.
+void TestQueuedCopiesKeepOrder()
+{
+    constexpr size_t n = 5 * kMiB + 41;
+    aclrtStream stream = nullptr;
+    CHECK_OK(aclrtCreateStream(&stream));
+    CHECK_OK(aclhostSetStreamDeferred(stream, 1));
+    Pair a(n);
+    Pair b(n);
+    Pair c(n);
+    Fill(a.host, n, 21);
+    Fill(b.host, n, 22);
+    CHECK_OK(aclrtMemcpy(a.dev, n, a.host, n, ACL_MEMCPY_HOST_TO_DEVICE));
+    c.SetDevice(0, n);
+    // a -> b, then b -> c (reads what the first wrote), then part of b.host -> c (writes over the second).
+    CHECK_OK(aclrtMemcpyAsync(b.dev, n, a.dev, n, ACL_MEMCPY_DEVICE_TO_DEVICE, stream));
+    CHECK_OK(aclrtMemcpyAsync(c.dev, n, b.dev, n, ACL_MEMCPY_DEVICE_TO_DEVICE, stream));
+    CHECK_OK(aclrtMemcpyAsync(c.dev, kMiB, b.host, kMiB, ACL_MEMCPY_HOST_TO_DEVICE, stream));
+    CHECK_OK(aclrtSynchronizeStream(stream));
+    CHECK(std::memcmp(b.Device(), a.host, n) == 0);
+    const unsigned char *in_c = c.Device();
+    CHECK(std::memcmp(in_c, b.host, kMiB) == 0 && std::memcmp(in_c + kMiB, a.host + kMiB, n - kMiB) == 0);
+
+    size_t desc_size = 0;
+    if (aclrtGetMemcpyDescSize(ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, &desc_size) != ACL_SUCCESS) {
+        (void)aclGetRecentErrMsg();
+        CHECK_OK(aclrtDestroyStream(stream));
+        return;
+    }
+    void *descs = nullptr;  // three descriptors: to b, to c, and one never written
+    const size_t stride = (desc_size + 63) / 64 * 64;
+    CHECK_OK(aclrtMalloc(&descs, 3 * stride, ACL_MEM_MALLOC_HUGE_FIRST));
+    unsigned char *to_b = static_cast<unsigned char *>(descs);
+    unsigned char *to_c = to_b + stride;
+    unsigned char *blank = to_b + 2 * stride;
+    CHECK_OK(aclrtMemset(blank, desc_size, 0, desc_size));
+    CHECK_OK(aclrtSetMemcpyDesc(to_b, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a.dev, b.dev, n, nullptr));
+    CHECK_OK(aclrtSetMemcpyDesc(to_c, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a.dev, c.dev, n, nullptr));
+    b.SetDevice(0, n);
+    c.SetDevice(0, n);
+    // The first copy rewrites the descriptor the second one reads: the second copies a -> c, not a -> b.
+    CHECK_OK(aclrtMemcpyAsync(to_b, desc_size, to_c, desc_size, ACL_MEMCPY_DEVICE_TO_DEVICE, stream));
+    CHECK_OK(aclrtMemcpyAsyncWithDesc(to_b, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, stream));
+    CHECK_OK(aclrtSynchronizeStream(stream));
+    CHECK(std::memcmp(c.Device(), a.host, n) == 0);
+    CHECK(b.Device()[0] == 0 && b.Device()[n - 1] == 0);
+
+    // A copy that fails in the middle of independent ones: the others are made, the synchronize reports it.
+    CHECK_OK(aclrtSetMemcpyDesc(to_b, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a.dev, b.dev, n, nullptr));
+    b.SetDevice(0, n);
+    c.SetDevice(0, n);
+    CHECK_OK(aclrtMemcpyAsyncWithDesc(to_b, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, stream));
+    CHECK_OK(aclrtMemcpyAsyncWithDesc(to_c, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, stream));
+    CHECK_OK(aclrtMemcpyAsyncWithDesc(blank, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, stream));
+    CHECK_OK(aclrtMemcpyAsync(a.dev, kMiB, b.host, kMiB, ACL_MEMCPY_HOST_TO_DEVICE, stream));  // after the others
+    CHECK(aclrtSynchronizeStream(stream) == ACL_ERROR_RT_INTERNAL_ERROR);
+    const char *msg = aclGetRecentErrMsg();
+    CHECK(msg != nullptr && std::strstr(msg, "magic") != nullptr);
+    CHECK_OK(aclrtSynchronizeStream(stream));
+    CHECK(std::memcmp(b.Device(), a.host, n) == 0);
+    CHECK(std::memcmp(c.Device(), a.host, n) == 0);
+    const unsigned char *in_a = a.Device();
+    CHECK(std::memcmp(in_a, b.host, kMiB) == 0 && std::memcmp(in_a + kMiB, a.host + kMiB, n - kMiB) == 0);
+    CHECK_OK(aclrtFree(descs));
+    CHECK_OK(aclrtDestroyStream(stream));
+}
+
 }  // namespace
 
 int main()
@@ -360,6 +430,7 @@ int main()
     TestDeferredStream();
     TestLargeCopies(stream, 1);
     TestStreamingCopies(3);
+    TestQueuedCopiesKeepOrder();
     // Several threads with their own streams split large copies at the same time.
     std::vector<std::thread> threads;
     for (unsigned t = 0; t < 3; ++t) {

@@ -18,6 +18,11 @@ public:
     CopyTask(void *dst, const void *src, size_t size) : item_{dst, src, size} {}
     aclError Run(std::string *message) override;
     size_t CopiedBytes() const override { return item_.size; }
+    bool DescribeCopy(CopyItem *copy, CopyItem * /*also_read*/) const override
+    {
+        *copy = item_;
+        return true;
+    }
 
 private:
     CopyItem item_;
@@ -31,6 +36,11 @@ public:
     {}
     aclError Run(std::string *message) override;
     size_t CopiedBytes() const override { return size_; }
+    bool DescribeCopy(CopyItem *copy, CopyItem * /*also_read*/) const override
+    {
+        *copy = CopyItem{dst_, staged_.get(), size_};
+        return true;
+    }
 
 private:
     void *dst_;

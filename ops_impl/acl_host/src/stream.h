@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "acl/acl_base.h"
+#include "copy_engine.h"
 
 namespace aclhost {
 
@@ -27,6 +28,12 @@ public:
     // About how many bytes the task copies (0 for a task that copies none): a waiting thread that runs
     // queued copies declares their total to the copy engine (CopyRunScope). A hint only.
     virtual size_t CopiedBytes() const { return 0; }
+    // A task that is one copy may describe it ahead of running: true with *copy (host addresses) and, in
+    // *also_read, the bytes it reads to find the copy ({NULL, 0} for none), when Run() would make exactly
+    // that copy and succeed now; false otherwise (Run() then runs it). Changes nothing. A waiting thread
+    // copies a stretch of such tasks together (CopyItems: split across the copy pool) when no copy of the
+    // stretch writes bytes that another one reads or writes, so the order cannot show.
+    virtual bool DescribeCopy(CopyItem * /*copy*/, CopyItem * /*also_read*/) const { return false; }
 };
 
 class Stream {
@@ -85,6 +92,10 @@ private:
     static void WorkerLoop(const std::shared_ptr<State> &state);
     // Runs the front task with the lock released; requires a non-empty queue and !busy.
     static void RunFront(State &state, std::unique_lock<std::mutex> &lock);
+    // Runs every queued task at the front that a waiter may run (up to the first other one) with the
+    // lock released, stretches of independent copies together; requires !busy. Returns false, running
+    // nothing, unless they are at least two and add up to kParallelMinBytes or more.
+    static bool RunFrontCopies(State &state, std::unique_lock<std::mutex> &lock);
 
     const int32_t device_;
     const uint64_t context_;
