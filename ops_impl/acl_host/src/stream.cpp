@@ -285,15 +285,20 @@ void Stream::RunFront(State &st, std::unique_lock<std::mutex> &lock)
     const aclError code = RunGuarded(*task, &message);
     task.reset();  // staging buffers are released outside the lock
     lock.lock();
+    Finish(st, code, &message, 1);
+}
+
+void Stream::Finish(State &st, aclError code, std::string *message, uint64_t tasks)
+{
     st.busy = false;
     if (code != ACL_SUCCESS && st.failure_code == ACL_SUCCESS) {
         st.failure_code = code;
-        st.failure_message.swap(message);
+        st.failure_message.swap(*message);
     }
-    ++st.completed;
+    st.completed += tasks;
     st.work_done.notify_all();
     if (!st.queue.empty() && !st.deferred) {
-        st.work_ready.notify_one();  // the next task may be the worker's (a waiter ran this one)
+        st.work_ready.notify_one();  // the next task may be the worker's (a waiter ran these)
     }
 }
 
@@ -325,16 +330,7 @@ bool Stream::RunFrontCopies(State &st, std::unique_lock<std::mutex> &lock)
     const aclError code = RunInOrder(tasks, &message);
     tasks.clear();  // staging buffers are released outside the lock
     lock.lock();
-    st.busy = false;
-    if (code != ACL_SUCCESS && st.failure_code == ACL_SUCCESS) {
-        st.failure_code = code;
-        st.failure_message.swap(message);
-    }
-    st.completed += count;
-    st.work_done.notify_all();
-    if (!st.queue.empty() && !st.deferred) {
-        st.work_ready.notify_one();
-    }
+    Finish(st, code, &message, count);
     return true;
 }
 

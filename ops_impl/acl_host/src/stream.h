@@ -96,6 +96,9 @@ private:
     // lock released, stretches of independent copies together; requires !busy. Returns false, running
     // nothing, unless they are at least two and add up to kParallelMinBytes or more.
     static bool RunFrontCopies(State &state, std::unique_lock<std::mutex> &lock);
+    // After running `tasks` tasks with the lock released (lock held again): records the first failure,
+    // counts them completed and wakes the waiters.
+    static void Finish(State &state, aclError code, std::string *message, uint64_t tasks);
 
     const int32_t device_;
     const uint64_t context_;
