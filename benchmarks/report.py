@@ -154,19 +154,21 @@ def markdown_document(meta, results, targets):
 
 
 def write_markdown(path, document):
-    """Writes document into path between its bench-results markers (the rest of the file unchanged), or
-    as the whole file, with the markers, when it does not exist or has no markers."""
-    block = f"{MARKDOWN_BEGIN}\n{document}{MARKDOWN_END}"
+    """Writes document into path between its bench-results markers, each a line of its own (the rest of
+    the file unchanged; the markers quoted inside a line do not count), or as the whole file, with the
+    markers, when it does not exist or has no marker lines."""
     try:
-        text = path.read_text()
+        lines = path.read_text().splitlines(keepends=True)
     except FileNotFoundError:
-        text = ""
-    begin, end = text.find(MARKDOWN_BEGIN), text.find(MARKDOWN_END)
-    if 0 <= begin < end:
-        text = text[:begin] + block + text[end + len(MARKDOWN_END):]
+        lines = []
+    marks = [i for i, line in enumerate(lines) if line.strip() in (MARKDOWN_BEGIN, MARKDOWN_END)]
+    begin = next((i for i in marks if lines[i].strip() == MARKDOWN_BEGIN), None)
+    end = next((i for i in marks if lines[i].strip() == MARKDOWN_END and begin is not None and i > begin), None)
+    block = f"{MARKDOWN_BEGIN}\n{document}{MARKDOWN_END}\n"
+    if begin is None or end is None:
+        path.write_text(block)
     else:
-        text = block + "\n"
-    path.write_text(text)
+        path.write_text("".join(lines[:begin]) + block + "".join(lines[end + 1:]))
 
 
 def targets_text(targets):

@@ -127,16 +127,18 @@ def test_markdown_writer_produces_the_tables_from_a_quick_run(tmp_path):
     from ms_memcopy.benchmarks import report
 
     doc = tmp_path / "performance.md"
-    before, after = "# Performance\n\nHand-written text.\n\n", "\n\n## Later section\n\nMore text.\n"
-    doc.write_text(before + report.MARKDOWN_BEGIN + "\nold tables\n" + report.MARKDOWN_END + after)
+    before = (f"# Performance\n\nThe run goes between `{report.MARKDOWN_BEGIN}` and `{report.MARKDOWN_END}`, "
+              "quoted here inside a line.\n\n")
+    after = "\n## Later section\n\nMore text.\n"
+    doc.write_text(before + report.MARKDOWN_BEGIN + "\nold tables\n" + report.MARKDOWN_END + "\n" + after)
     out = tmp_path / "bench"
     result = subprocess.run([sys.executable, "-m", "ms_memcopy", "bench", "--quick", "--only", "blocks", "--no-plot",
                              "--quiet", "--out", str(out), "--markdown", str(doc)],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     text = doc.read_text()
-    assert text.startswith(before + report.MARKDOWN_BEGIN + "\n") and text.endswith(report.MARKDOWN_END + after)
-    assert "old tables" not in text and text.count(report.MARKDOWN_BEGIN) == 1
+    assert text.startswith(before + report.MARKDOWN_BEGIN + "\n") and text.endswith(report.MARKDOWN_END + "\n" + after)
+    assert "old tables" not in text and text.count(report.MARKDOWN_BEGIN + "\n") == 1
     run = json.loads((out / "results.json").read_text())
     meta = run["meta"]
     assert f"- command: `{meta['command']}`" in text and "--markdown" in meta["command"]
