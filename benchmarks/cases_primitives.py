@@ -211,7 +211,8 @@ def _keep(loop, *arrays):
 
 
 def cases(settings):
-    out = [overhead_case(), eager_case()]
+    """The primitive cases but the eager one, which cli.collect runs last (see there)."""
+    out = [overhead_case()]
     out += [batch_case(size, count, settings.prim_builtin_max_count) for size, count in settings.prim_batch]
     out += [extract_case(w, r) for r in settings.prim_region_sizes for w in settings.prim_row_widths
             if r // w <= acl_limits.MAX_2D_HEIGHT]

@@ -229,24 +229,61 @@ def _at_quartiles(results, ours_quartile):
     return shifted
 
 
+def _by_rounds(results):
+    """{rounds: records}: the records grouped by how many rounds their implementations were sampled in
+    (cases of close calls take more samples); records without per-round samples are left out."""
+    groups = {}
+    for r in results:
+        counts = {len(v.get("us_samples") or ()) for v in r["impls"].values()}
+        if len(counts) == 1 and 0 not in counts:
+            groups.setdefault(counts.pop(), []).append(r)
+    return groups
+
+
+def _at_round(results, k):
+    """results with every time replaced by its sample of round k (all implementations of a case are
+    sampled once per round, one after the other)."""
+    return [{**r, "impls": {name: {**v, "us": v["us_samples"][k]} for name, v in r["impls"].items()}}
+            for r in results]
+
+
+def _round_verdicts(results, count):
+    """[(met, rounds)] per target, summed over the repetitions of every record group that measures it."""
+    tally = [[0, 0] for _ in range(count)]
+    for rounds, records in _by_rounds(results).items():
+        for k in range(rounds):
+            for i, target in enumerate(_all_targets(_at_round(records, k))):
+                if target["status"] in ("met", "missed"):
+                    tally[i][0] += target["status"] == "met"
+                    tally[i][1] += 1
+    return tally
+
+
 def evaluate(results, mode=None):
-    """Every goal's status on results. A goal is met when it holds across the spread of the samples
-    (ours at its slower quartile against baselines at their faster one), missed when it fails even at
-    the other extreme, and "unsure" in between; the detail gives the medians. A smoke run reports
-    each goal as not evaluated rather than met or missed."""
+    """Every goal's status on results. A goal is met when it holds in every repetition (each round of
+    samples, in which every implementation ran once), missed when it fails in every one, and "unsure"
+    otherwise; "rounds_met" counts the repetitions it held in, the detail gives the medians. Records
+    without per-round samples are judged on their quartiles instead (ours at its slower quartile against
+    the baselines at their faster one for met, the other way round for missed). A smoke run reports each
+    goal as not evaluated rather than met or missed."""
     evaluated = _all_targets(results)
+    tally = _round_verdicts(results, len(evaluated))
     pessimistic = _all_targets(_at_quartiles(results, "us_q3"))
     optimistic = _all_targets(_at_quartiles(results, "us_q1"))
-    for target, worst, best in zip(evaluated, pessimistic, optimistic):
+    for target, (met, rounds), worst, best in zip(evaluated, tally, pessimistic, optimistic):
         if target["status"] not in ("met", "missed"):
             continue
-        if worst["status"] == "met":
-            target["status"] = "met"
-        elif best["status"] == "missed":
-            target["status"] = "missed"
+        if rounds:
+            target["rounds_met"], target["rounds"] = met, rounds
+            target["status"] = "met" if met == rounds else "missed" if met == 0 else "unsure"
         else:
-            target["status"] = "unsure"
-            target["detail"] += " (the goal holds for part of the samples' spread only)"
+            if worst["status"] == "met":
+                target["status"] = "met"
+            elif best["status"] == "missed":
+                target["status"] = "missed"
+            else:
+                target["status"] = "unsure"
+                target["detail"] += " (the goal holds for part of the samples' spread only)"
     if mode == "smoke":
         for target in evaluated:
             target["status"] = SMOKE_STATUS

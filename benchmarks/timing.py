@@ -45,8 +45,10 @@ def _quartiles(values):
 
 
 def measure(loops, sample_s, samples):
-    """{name: {"us": median us per call, "us_min": ..., "us_q1": ..., "us_q3": ..., "iters": ..., "samples": n}}
-    for a dict of loops: the quartiles are the spread the goals are judged against (targets.evaluate)."""
+    """{name: {"us": median us per call, "us_min": ..., "us_q1": ..., "us_q3": ..., "iters": ..., "samples": n,
+    "us_samples": [us per call of each sample]}} for a dict of loops. Sample k of every implementation is
+    taken in the same round, so the ratios of round k are the repetitions the goals are judged over
+    (targets.evaluate) and the spreads of the reported ratios (report)."""
     plans = {}
     for name, loop in loops.items():
         iters, first = calibrate(loop, sample_s)
@@ -57,5 +59,5 @@ def measure(loops, sample_s, samples):
             per_call.append(loop(iters) / iters)
     return {name: {"us": statistics.median(per_call) * 1e6, "us_min": min(per_call) * 1e6,
                    "us_q1": _quartiles(per_call)[0] * 1e6, "us_q3": _quartiles(per_call)[1] * 1e6, "iters": iters,
-                   "samples": len(per_call)}
+                   "samples": len(per_call), "us_samples": [t * 1e6 for t in per_call]}
             for name, (iters, per_call) in plans.items()}

@@ -83,3 +83,92 @@ def test_a_goal_is_met_only_across_the_spread(ours, status):
 
     evaluated = {t["target"]: t for t in targets.evaluate(_eager_results(ours, (100, 100, 100), (100, 100, 100)))}
     assert evaluated["eager calls"]["status"] == status, evaluated["eager calls"]
+
+
+def _round_record(ours_us, base_us):
+    """An ops.eager record whose implementations were sampled in len(ours_us) rounds."""
+    def impl(role, samples):
+        ordered = sorted(samples)
+        return {"role": role, "us": ordered[len(ordered) // 2], "us_q1": ordered[0], "us_q3": ordered[-1],
+                "us_min": ordered[0], "samples": len(samples), "us_samples": list(samples)}
+    impls = {"ms Identity (eager)": impl("baseline", base_us)}
+    for op, value in (("MemcpyWithCondition d2h", "offset"), ("CopyBlocks", "mapping")):
+        impls[f"{op}, new {value}"] = impl("ours", ours_us)
+        impls[f"{op}, same {value}"] = impl("ours", base_us)
+    return [{"group": "ops.eager", "label": "x", "nbytes": 64, "count": 1, "params": {}, "impls": impls,
+             "ratios": {}}]
+
+
+@pytest.mark.parametrize("ours, status, met", [
+    ((100, 110, 119), "met", 3),       # within 1.2x of the baseline in every round
+    ((100, 130, 110), "unsure", 2),    # out in one round
+    ((121, 150, 130), "missed", 0),    # out in every round
+])
+def test_a_goal_is_judged_per_round_of_samples(ours, status, met):
+    """With per-round samples, a goal is met only when it holds in every round; the rounds are paired
+    (round k of ours against round k of the baseline), not the best against the worst."""
+    from ms_memcopy.benchmarks import targets
+
+    found = {t["target"]: t for t in targets.evaluate(_round_record(ours, (100, 100, 100)))}
+    assert (found["eager calls"]["status"], found["eager calls"]["rounds_met"], found["eager calls"]["rounds"]) \
+        == (status, met, 3)
+    # Paired by round: ours is slow exactly when the baseline is, so every round holds although the
+    # slowest of ours is 1.5x the fastest of the baseline.
+    found = {t["target"]: t for t in targets.evaluate(_round_record((100, 150, 100), (100, 140, 100)))}
+    assert found["eager calls"]["status"] == "met"
+
+
+def test_markdown_writer_produces_the_tables_from_a_quick_run(tmp_path):
+    """`bench --quick --only blocks --markdown FILE` writes the run between FILE's markers: the header
+    (date, machine, load, command), the goals with their verdicts, and every group's table whose ratios
+    carry their range over the rounds; the ratios are the JSON's, the rest of FILE is unchanged."""
+    import re
+
+    from ms_memcopy.benchmarks import report
+
+    doc = tmp_path / "performance.md"
+    before = (f"# Performance\n\nThe run goes between `{report.MARKDOWN_BEGIN}` and `{report.MARKDOWN_END}`, "
+              "quoted here inside a line.\n\n")
+    after = "\n## Later section\n\nMore text.\n"
+    doc.write_text(before + report.MARKDOWN_BEGIN + "\nold tables\n" + report.MARKDOWN_END + "\n" + after)
+    out = tmp_path / "bench"
+    result = subprocess.run([sys.executable, "-m", "ms_memcopy", "bench", "--quick", "--only", "blocks", "--no-plot",
+                             "--quiet", "--out", str(out), "--markdown", str(doc)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    text = doc.read_text()
+    assert text.startswith(before + report.MARKDOWN_BEGIN + "\n") and text.endswith(report.MARKDOWN_END + "\n" + after)
+    assert "old tables" not in text and text.count(report.MARKDOWN_BEGIN + "\n") == 1
+    run = json.loads((out / "results.json").read_text())
+    meta = run["meta"]
+    assert f"- command: `{meta['command']}`" in text and "--markdown" in meta["command"]
+    assert f"- date: {meta['started']}" in text
+    assert f"- machine: {meta['machine']['cpu']}, {meta['machine']['cores_usable']} usable cores" in text
+    assert f"{meta['load_average']['before']} before" in text and "shared" in text
+
+    goals = [row for row in re.findall(r"^\| (.+?) \| (.+?) \| .* \|$", text.split("**ops.")[0], re.M)
+             if row[0] != "goal"]  # the goals table's rows, past its header
+    judged = {t["goal"]: t for t in run["targets"] if t["status"] != "not measured"}
+    assert {g for g, _ in goals} == set(judged) and judged
+    for goal, verdict in goals:
+        t = judged[goal]
+        assert t["status"] in ("met", "missed", "unsure")
+        assert verdict == f"**{t['status']}** ({t['rounds_met']}/{t['rounds']})"
+        assert t["rounds"] == (9 if t["target"] == "in-place row write" else 3)  # quick: 3 rounds, 9 for close calls
+
+    for group in ("ops.write", "ops.SwapBlocks", "ops.CopyBlocks"):
+        assert f"**{group}**" in text
+    cells = 0
+    for record in run["results"]:
+        for ours, ratios in record["ratios"].items():
+            row = next(line for line in text.splitlines()
+                       if line.startswith(f"| {record['label']} |") and f"| {ours} |" in line)
+            for baseline, ratio in ratios.items():
+                per_round = [a / b for a, b in zip(record["impls"][ours]["us_samples"],
+                                                   record["impls"][baseline]["us_samples"])]
+                cell = f"{ratio:.2f}x ({min(per_round):.2f}-{max(per_round):.2f})"
+                assert f"| {cell} |" in row, (row, cell)
+                assert min(per_round) <= ratio * 1.0001 and ratio <= max(per_round) * 1.0001
+                cells += 1
+    assert cells >= 10
+    assert (out / "results.md").read_text() in text  # the same document as the run's own results.md

@@ -80,13 +80,15 @@ void Copy2D(const PitchedCopy &copy, aclrtStream stream);
 // Device-to-device copies through memory-copy descriptors in device memory, allocated on first use
 // and kept for the life of the object (one per kernel instance). A call takes the descriptors of the
 // next slot of a ring guarded by events (event_slots.h), so a launch never rewrites descriptors that
-// queued copies still read and never waits for its stream. On a SoC without descriptors, copies with
-// aclrtMemcpyAsync.
+// queued copies still read and never waits for its stream. Each slot's descriptors are one allocation,
+// grown before a launch queues any copy (one registration in the runtime's memory registry per slot,
+// not one per descriptor: the runtime looks every descriptor and address up). On a SoC without
+// descriptors, copies with aclrtMemcpyAsync.
 class MSMC_KERNELS_API DescCopier {
  public:
   static constexpr size_t kSlots = 4;
 
-  DescCopier() : slots_(kSlots), descriptors_(kSlots) {}
+  DescCopier() : slots_(kSlots), blocks_(kSlots) {}
   ~DescCopier();
   DescCopier(const DescCopier &) = delete;
   DescCopier &operator=(const DescCopier &) = delete;
@@ -103,12 +105,20 @@ class MSMC_KERNELS_API DescCopier {
   // index of the next free descriptor.
   size_t Enqueue(void *dst, const void *src, size_t count, size_t slot, size_t first_desc, size_t fail_index,
                  aclrtStream stream);
-  void *DescriptorFor(size_t slot, size_t index);
+  // Makes room for `count` descriptors in slot, which this launch holds and has queued nothing with yet
+  // (so the copies that read its old block have run).
+  void Reserve(size_t slot, size_t count);
+  void *DescriptorAt(size_t slot, size_t index) const;
 
+  struct Block {
+    void *base = nullptr;
+    size_t capacity = 0;  // descriptors
+  };
   EventSlots slots_;
-  std::vector<std::vector<void *>> descriptors_;  // per slot
+  std::vector<Block> blocks_;  // per slot
   CopyPlan plan_;
   size_t desc_size_ = 0;
+  size_t desc_stride_ = 0;  // desc_size_ rounded up to the 64-byte alignment descriptors need
   int supported_ = -1;  // -1 unknown, 0 no, 1 yes
 };
 

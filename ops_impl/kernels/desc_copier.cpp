@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdint>
 
 #include "acl_optional.h"
 #include "copy_launch.h"
@@ -7,25 +8,44 @@
 
 namespace msmc {
 
+namespace {
+
+constexpr size_t kDescAlignment = 64;  // aclrtSetMemcpyDesc and aclrtMemcpyAsyncWithDesc require it
+
+// Descriptors a copy of count bytes takes (one per chunk of at most kMaxDescChunk).
+size_t ChunksOf(size_t count) { return count / kMaxDescChunk + (count % kMaxDescChunk != 0 ? 1 : 0); }
+
+}  // namespace
+
 DescCopier::~DescCopier() {
   slots_.WaitAll();
-  for (const std::vector<void *> &slot : descriptors_) {
-    for (void *desc : slot) {
-      (void)aclrtFree(desc);
-      CountOwned(OwnedResource::kDescriptorBytes, -static_cast<int64_t>(desc_size_));
+  for (const Block &block : blocks_) {
+    if (block.base != nullptr) {
+      (void)aclrtFree(block.base);
+      CountOwned(OwnedResource::kDescriptorBytes, -static_cast<int64_t>(block.capacity * desc_stride_));
     }
   }
 }
 
-void *DescCopier::DescriptorFor(size_t slot, size_t index) {
-  std::vector<void *> &descs = descriptors_[slot];
-  while (descs.size() <= index) {
-    void *desc = nullptr;
-    CheckAcl(aclrtMalloc(&desc, desc_size_, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
-    CountOwned(OwnedResource::kDescriptorBytes, static_cast<int64_t>(desc_size_));
-    descs.push_back(desc);
+void DescCopier::Reserve(size_t slot, size_t count) {
+  Block &block = blocks_[slot];
+  if (count <= block.capacity) {
+    return;
   }
-  return descs[index];
+  const size_t capacity = std::max(count, block.capacity <= SIZE_MAX / 2 ? 2 * block.capacity : count);
+  void *base = nullptr;
+  CheckAcl(aclrtMalloc(&base, CheckedMul(capacity, desc_stride_, "descriptors"), ACL_MEM_MALLOC_HUGE_FIRST),
+           "aclrtMalloc");
+  if (block.base != nullptr) {
+    (void)aclrtFree(block.base);
+    CountOwned(OwnedResource::kDescriptorBytes, -static_cast<int64_t>(block.capacity * desc_stride_));
+  }
+  block = Block{base, capacity};
+  CountOwned(OwnedResource::kDescriptorBytes, static_cast<int64_t>(capacity * desc_stride_));
+}
+
+void *DescCopier::DescriptorAt(size_t slot, size_t index) const {
+  return static_cast<char *>(blocks_[slot].base) + index * desc_stride_;
 }
 
 bool DescCopier::Supported() {
@@ -39,6 +59,7 @@ bool DescCopier::Supported() {
       supported_ = 0;
     } else {
       CheckAcl(ret, "aclrtGetMemcpyDescSize");
+      desc_stride_ = CheckedAdd(desc_size_, kDescAlignment - 1, "descriptors") / kDescAlignment * kDescAlignment;
       supported_ = 1;
     }
   }
@@ -52,7 +73,7 @@ size_t DescCopier::Enqueue(void *dst, const void *src, size_t count, size_t slot
   size_t n = 0;
   for (size_t done = 0; done < count; done += n, ++index) {  // done + n <= count: never wraps
     n = std::min(kMaxDescChunk, count - done);
-    void *desc = DescriptorFor(slot, index);
+    void *desc = DescriptorAt(slot, index);
     CheckAcl(aclrtSetMemcpyDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE,
                                 const_cast<char *>(static_cast<const char *>(src)) + done,
                                 static_cast<char *>(dst) + done, n, nullptr),
@@ -72,6 +93,7 @@ void DescCopier::Copy(void *dst, const void *src, size_t count, aclrtStream stre
     return;
   }
   SlotUse use(slots_, stream);
+  Reserve(use.slot(), ChunksOf(count));
   Enqueue(dst, src, count, use.slot(), 0, kNoFailIndex, stream);
 }
 
@@ -87,6 +109,11 @@ void DescCopier::CopyItems(const BatchItem *items, size_t count, aclrtStream str
     return;
   }
   SlotUse use(slots_, stream);
+  size_t descriptors = 0;
+  for (const size_t size : plan_.sizes) {
+    descriptors = CheckedAdd(descriptors, ChunksOf(size), "descriptors");
+  }
+  Reserve(use.slot(), descriptors);
   size_t next_desc = 0;
   for (size_t i = 0; i < plan_.sizes.size(); ++i) {
     next_desc = Enqueue(plan_.dsts[i], plan_.srcs[i], plan_.sizes[i], use.slot(), next_desc, plan_.first_index[i],

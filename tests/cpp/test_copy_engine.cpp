@@ -1,7 +1,10 @@
 // The copy engine through the public C API: every row loop of 2D copies (widths 1..600, gaps between
 // rows never written), copies large enough to be split across the copy pool (1D, 2D, batches, sync and
-// async, from several threads at once), a synchronize that runs queued copies itself, and deferred
-// streams (aclhostSetStreamDeferred).
+// async, from several threads at once), a synchronize that runs queued copies itself, deferred
+// streams (aclhostSetStreamDeferred), and copies belonging to a whole large enough for streaming
+// stores (copy_engine.h: kStreamingMinBytes), with unaligned ends; a synchronize that runs queued copies
+// together keeps the order wherever one copy depends on another (a copy of a copy, two copies to one
+// place, a copy that rewrites a queued copy's descriptor) and reports a failing copy in the middle.
 //
 // Build: g++ -std=c++17 -I<include dir> test_copy_engine.cpp -L<lib dir> -lascendcl -Wl,-rpath,<lib dir>
 // Prints "ALL PASSED" and exits 0, or lists the failed checks and exits 1.
@@ -56,6 +59,15 @@ struct Pair {
     return seen.data();
   }
 };
+
+// The attributes of a batch from host memory to device 0.
+aclrtMemcpyBatchAttr HostToDeviceAttr() {
+  aclrtMemcpyBatchAttr attr;
+  std::memset(&attr, 0, sizeof(attr));
+  attr.dstLoc = {0, ACL_MEM_LOCATION_TYPE_DEVICE};
+  attr.srcLoc = {0, ACL_MEM_LOCATION_TYPE_HOST};
+  return attr;
+}
 
 // Every width from 1 to 600 bytes (each row loop and each tail case), pitches with odd gaps; the
 // destination's gaps keep their fill.
@@ -134,10 +146,7 @@ void TestLargeCopies(aclrtStream stream, unsigned seed) {
     dsts[i] = batch.dev + i * stride;
     srcs[i] = batch.host + i * stride;
   }
-  aclrtMemcpyBatchAttr attr;
-  std::memset(&attr, 0, sizeof(attr));
-  attr.dstLoc = {0, ACL_MEM_LOCATION_TYPE_DEVICE};
-  attr.srcLoc = {0, ACL_MEM_LOCATION_TYPE_HOST};
+  aclrtMemcpyBatchAttr attr = HostToDeviceAttr();
   size_t index = 0;
   size_t fail_index = 0;
   for (int async = 0; async < 2; ++async) {
@@ -229,6 +238,151 @@ void TestDeferredStream() {
   (void)aclGetRecentErrMsg();
 }
 
+// Past the streaming threshold (32 MiB): one copy with both ends unaligned, a batch of odd-sized
+// items, and many small copies queued on a deferred stream (then run by the synchronizing thread as one
+// whole), plain and through descriptors. The bytes between the items keep their fill.
+void TestStreamingCopies(unsigned seed) {
+  const size_t n = 33 * kMiB + 77;
+  Pair one(n + 64);
+  Fill(one.host, n + 64, seed);
+  one.SetDevice(0xEE, n + 64);
+  CHECK_OK(aclrtMemcpy(one.dev + 5, n, one.host + 3, n, ACL_MEMCPY_HOST_TO_DEVICE));
+  const unsigned char *dev = one.Device();
+  CHECK(std::memcmp(dev + 5, one.host + 3, n) == 0);
+  CHECK(dev[4] == 0xEE && dev[5 + n] == 0xEE);
+
+  constexpr size_t kCount = 600;
+  constexpr size_t kItem = 60 * 1024 + 13;  // items of 60 KiB and a bit: 35 MiB in all
+  constexpr size_t kStride = kItem + 51;
+  Pair items(kCount * kStride + 64);
+  Fill(items.host, kCount * kStride + 64, seed + 1);
+  std::vector<void *> dsts(kCount);
+  std::vector<void *> srcs(kCount);
+  std::vector<size_t> sizes(kCount, kItem);
+  for (size_t i = 0; i < kCount; ++i) {
+    dsts[i] = items.dev + i * kStride + 1 + i % 7;  // unaligned destinations
+    srcs[i] = items.host + i * kStride + i % 5;
+  }
+  const auto items_ok = [&](const char *what) {
+    const unsigned char *d = items.Device();
+    bool ok = true;
+    for (size_t i = 0; i < kCount && ok; ++i) {
+      const size_t at = i * kStride + 1 + i % 7;
+      ok = std::memcmp(d + at, items.host + i * kStride + i % 5, kItem) == 0 && d[at - 1] == 0xEE &&
+           d[at + kItem] == 0xEE;
+    }
+    test::Expect(ok, std::string("streaming copies: ") + what);
+  };
+  aclrtMemcpyBatchAttr attr = HostToDeviceAttr();
+  size_t index = 0;
+  size_t fail_index = 0;
+  items.SetDevice(0xEE, kCount * kStride + 64);
+  CHECK_OK(
+      aclrtMemcpyBatch(dsts.data(), sizes.data(), srcs.data(), sizes.data(), kCount, &attr, &index, 1, &fail_index));
+  items_ok("aclrtMemcpyBatch");
+
+  aclrtStream stream = nullptr;
+  CHECK_OK(aclrtCreateStream(&stream));
+  CHECK_OK(aclhostSetStreamDeferred(stream, 1));
+  items.SetDevice(0xEE, kCount * kStride + 64);
+  for (size_t i = 0; i < kCount; ++i) {
+    CHECK_OK(aclrtMemcpyAsync(dsts[i], kItem, srcs[i], kItem, ACL_MEMCPY_HOST_TO_DEVICE, stream));
+  }
+  CHECK_OK(aclrtSynchronizeStream(stream));
+  items_ok("queued aclrtMemcpyAsync");
+
+  // Device to device through descriptors, where the SoC has them: from a device copy of the source.
+  size_t desc_size = 0;
+  if (aclrtGetMemcpyDescSize(ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, &desc_size) == ACL_SUCCESS) {
+    Pair source(kCount * kStride + 64);
+    CHECK_OK(
+        aclrtMemcpy(source.dev, kCount * kStride + 64, items.host, kCount * kStride + 64, ACL_MEMCPY_HOST_TO_DEVICE));
+    void *descs = nullptr;
+    const size_t desc_stride = (desc_size + 63) / 64 * 64;
+    CHECK_OK(aclrtMalloc(&descs, kCount * desc_stride, ACL_MEM_MALLOC_HUGE_FIRST));
+    items.SetDevice(0xEE, kCount * kStride + 64);
+    for (size_t i = 0; i < kCount; ++i) {
+      void *desc = static_cast<unsigned char *>(descs) + i * desc_stride;
+      CHECK_OK(aclrtSetMemcpyDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, source.dev + i * kStride + i % 5, dsts[i],
+                                  kItem, nullptr));
+      CHECK_OK(aclrtMemcpyAsyncWithDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, stream));
+    }
+    CHECK_OK(aclrtSynchronizeStream(stream));
+    items_ok("queued descriptor copies");
+    CHECK_OK(aclrtFree(descs));
+  } else {
+    (void)aclGetRecentErrMsg();
+  }
+  CHECK_OK(aclrtDestroyStream(stream));
+}
+
+// Copies queued on a deferred stream, past the split threshold (4 MiB) in all, which the synchronizing
+// thread runs together where they do not depend on each other and in order where they do.
+void TestQueuedCopiesKeepOrder() {
+  constexpr size_t n = 5 * kMiB + 41;
+  aclrtStream stream = nullptr;
+  CHECK_OK(aclrtCreateStream(&stream));
+  CHECK_OK(aclhostSetStreamDeferred(stream, 1));
+  Pair a(n);
+  Pair b(n);
+  Pair c(n);
+  Fill(a.host, n, 21);
+  Fill(b.host, n, 22);
+  CHECK_OK(aclrtMemcpy(a.dev, n, a.host, n, ACL_MEMCPY_HOST_TO_DEVICE));
+  c.SetDevice(0, n);
+  // a -> b, then b -> c (reads what the first wrote), then part of b.host -> c (writes over the second).
+  CHECK_OK(aclrtMemcpyAsync(b.dev, n, a.dev, n, ACL_MEMCPY_DEVICE_TO_DEVICE, stream));
+  CHECK_OK(aclrtMemcpyAsync(c.dev, n, b.dev, n, ACL_MEMCPY_DEVICE_TO_DEVICE, stream));
+  CHECK_OK(aclrtMemcpyAsync(c.dev, kMiB, b.host, kMiB, ACL_MEMCPY_HOST_TO_DEVICE, stream));
+  CHECK_OK(aclrtSynchronizeStream(stream));
+  CHECK(std::memcmp(b.Device(), a.host, n) == 0);
+  const unsigned char *in_c = c.Device();
+  CHECK(std::memcmp(in_c, b.host, kMiB) == 0 && std::memcmp(in_c + kMiB, a.host + kMiB, n - kMiB) == 0);
+
+  size_t desc_size = 0;
+  if (aclrtGetMemcpyDescSize(ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, &desc_size) != ACL_SUCCESS) {
+    (void)aclGetRecentErrMsg();
+    CHECK_OK(aclrtDestroyStream(stream));
+    return;
+  }
+  void *descs = nullptr;  // three descriptors: to b, to c, and one never written
+  const size_t stride = (desc_size + 63) / 64 * 64;
+  CHECK_OK(aclrtMalloc(&descs, 3 * stride, ACL_MEM_MALLOC_HUGE_FIRST));
+  unsigned char *to_b = static_cast<unsigned char *>(descs);
+  unsigned char *to_c = to_b + stride;
+  unsigned char *blank = to_b + 2 * stride;
+  CHECK_OK(aclrtMemset(blank, desc_size, 0, desc_size));
+  CHECK_OK(aclrtSetMemcpyDesc(to_b, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a.dev, b.dev, n, nullptr));
+  CHECK_OK(aclrtSetMemcpyDesc(to_c, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a.dev, c.dev, n, nullptr));
+  b.SetDevice(0, n);
+  c.SetDevice(0, n);
+  // The first copy rewrites the descriptor the second one reads: the second copies a -> c, not a -> b.
+  CHECK_OK(aclrtMemcpyAsync(to_b, desc_size, to_c, desc_size, ACL_MEMCPY_DEVICE_TO_DEVICE, stream));
+  CHECK_OK(aclrtMemcpyAsyncWithDesc(to_b, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, stream));
+  CHECK_OK(aclrtSynchronizeStream(stream));
+  CHECK(std::memcmp(c.Device(), a.host, n) == 0);
+  CHECK(b.Device()[0] == 0 && b.Device()[n - 1] == 0);
+
+  // A copy that fails in the middle of independent ones: the others are made, the synchronize reports it.
+  CHECK_OK(aclrtSetMemcpyDesc(to_b, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a.dev, b.dev, n, nullptr));
+  b.SetDevice(0, n);
+  c.SetDevice(0, n);
+  CHECK_OK(aclrtMemcpyAsyncWithDesc(to_b, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, stream));
+  CHECK_OK(aclrtMemcpyAsyncWithDesc(to_c, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, stream));
+  CHECK_OK(aclrtMemcpyAsyncWithDesc(blank, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, stream));
+  CHECK_OK(aclrtMemcpyAsync(a.dev, kMiB, b.host, kMiB, ACL_MEMCPY_HOST_TO_DEVICE, stream));  // after the others
+  CHECK(aclrtSynchronizeStream(stream) == ACL_ERROR_RT_INTERNAL_ERROR);
+  const char *msg = aclGetRecentErrMsg();
+  CHECK(msg != nullptr && std::strstr(msg, "magic") != nullptr);
+  CHECK_OK(aclrtSynchronizeStream(stream));
+  CHECK(std::memcmp(b.Device(), a.host, n) == 0);
+  CHECK(std::memcmp(c.Device(), a.host, n) == 0);
+  const unsigned char *in_a = a.Device();
+  CHECK(std::memcmp(in_a, b.host, kMiB) == 0 && std::memcmp(in_a + kMiB, a.host + kMiB, n - kMiB) == 0);
+  CHECK_OK(aclrtFree(descs));
+  CHECK_OK(aclrtDestroyStream(stream));
+}
+
 }  // namespace
 
 int main() {
@@ -239,6 +393,8 @@ int main() {
   TestWaiterKeepsOrder(stream);
   TestDeferredStream();
   TestLargeCopies(stream, 1);
+  TestStreamingCopies(3);
+  TestQueuedCopiesKeepOrder();
   // Several threads with their own streams split large copies at the same time.
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < 3; ++t) {

@@ -17,6 +17,10 @@
 
 #include "acl_host/acl_host_ext.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace aclhost {
 namespace {
 
@@ -31,6 +35,12 @@ constexpr size_t kRowCostBytes = 32;                 // a 2D row costs about as 
 constexpr std::chrono::microseconds kSpinTime{200};  // how long an idle pool thread or a waiting caller spins
 
 bool Overlaps(uintptr_t d, uintptr_t s, size_t dn, size_t sn) { return d < s + sn && s < d + dn; }
+
+// The whole that the calling thread's copies belong to (CopyRunScope); 0 outside any scope.
+thread_local size_t t_run_bytes = 0;
+
+// Whether copies belonging to a whole of `total` bytes (or to the thread's declared run) stream.
+bool Streams(size_t total) { return std::max(total, t_run_bytes) >= kStreamingMinBytes; }
 
 size_t UsableCores() {
   cpu_set_t set;
@@ -189,13 +199,69 @@ size_t PartsFor(size_t work, size_t threads) {
 
 // --- 1D ----------------------------------------------------------------------------------------------
 
-// One thread's copy: std::memcpy, or std::memmove when the ranges overlap.
-void CopySerial(void *dst, const void *src, size_t n) {
+#if defined(__SSE2__)
+// One 64-byte line with streaming stores; dst is 16-byte aligned.
+inline void StreamLine(unsigned char *dst, const unsigned char *src) {
+  const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src));
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 16));
+  const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 32));
+  const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 48));
+  _mm_stream_si128(reinterpret_cast<__m128i *>(dst), a);
+  _mm_stream_si128(reinterpret_cast<__m128i *>(dst + 16), b);
+  _mm_stream_si128(reinterpret_cast<__m128i *>(dst + 32), c);
+  _mm_stream_si128(reinterpret_cast<__m128i *>(dst + 48), d);
+}
+#endif
+
+// A copy of non-overlapping ranges with streaming stores: the destination's lines are written without
+// being read first and without displacing cached data. Ordinary stores for the unaligned head and the
+// tail; the streaming stores are fenced before returning, so the bytes are visible to whichever thread
+// later observes the copy as complete.
+void CopyStreaming(void *dst, const void *src, size_t n) {
+#if defined(__SSE2__)
+  constexpr size_t kLine = 64;
+  constexpr size_t kPage = 4096;
+  auto *d = static_cast<unsigned char *>(dst);
+  const auto *s = static_cast<const unsigned char *>(src);
+  const size_t head = (kLine - (reinterpret_cast<uintptr_t>(d) & (kLine - 1))) & (kLine - 1);
+  if (n < head + kStreamingMinPieceBytes) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  std::memcpy(d, s, head);
+  d += head;
+  s += head;
+  n -= head;
+  // Four pages at a time, a line of each in turn, as glibc's own streaming copy does: four read streams
+  // at once keep the memory busier than one (about 10% faster here than page after page).
+  for (; n >= 4 * kPage; d += 4 * kPage, s += 4 * kPage, n -= 4 * kPage) {
+    for (size_t off = 0; off < kPage; off += kLine) {
+      StreamLine(d + off, s + off);
+      StreamLine(d + kPage + off, s + kPage + off);
+      StreamLine(d + 2 * kPage + off, s + 2 * kPage + off);
+      StreamLine(d + 3 * kPage + off, s + 3 * kPage + off);
+    }
+  }
+  for (; n >= kLine; d += kLine, s += kLine, n -= kLine) {
+    StreamLine(d, s);
+  }
+  _mm_sfence();
+  std::memcpy(d, s, n);
+#else
+  std::memcpy(dst, src, n);
+#endif
+}
+
+// One thread's copy: std::memcpy (streaming stores for a piece of a large whole), or std::memmove when
+// the ranges overlap.
+void CopySerial(void *dst, const void *src, size_t n, bool streaming) {
   if (n == 0 || dst == src) {
     return;
   }
   if (Overlaps(reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(src), n, n)) {
     std::memmove(dst, src, n);
+  } else if (streaming && n >= kStreamingMinPieceBytes) {
+    CopyStreaming(dst, src, n);
   } else {
     std::memcpy(dst, src, n);
   }
@@ -203,20 +269,26 @@ void CopySerial(void *dst, const void *src, size_t n) {
 
 class BytesJob final : public Job {
  public:
-  BytesJob(unsigned char *dst, const unsigned char *src, size_t n, size_t parts)
-      : Job(parts), dst_(dst), src_(src), n_(n), part_bytes_(((n + parts - 1) / parts + 63) & ~size_t{63}) {}
+  BytesJob(unsigned char *dst, const unsigned char *src, size_t n, size_t parts, bool streaming)
+      : Job(parts),
+        dst_(dst),
+        src_(src),
+        n_(n),
+        part_bytes_(((n + parts - 1) / parts + 63) & ~size_t{63}),
+        streaming_(streaming) {}
 
  private:
   void RunPart(size_t part) override {
     const size_t begin = std::min(n_, part * part_bytes_);
     const size_t end = std::min(n_, begin + part_bytes_);
-    std::memcpy(dst_ + begin, src_ + begin, end - begin);
+    CopySerial(dst_ + begin, src_ + begin, end - begin, streaming_);
   }
 
   unsigned char *dst_;
   const unsigned char *src_;
   size_t n_;
   size_t part_bytes_;
+  bool streaming_;
 };
 
 // --- 2D ----------------------------------------------------------------------------------------------
@@ -351,33 +423,42 @@ class RowsJob final : public Job {
 // Items split into parts of about equal bytes; part k holds items [bounds_[k], bounds_[k + 1]).
 class ItemsJob final : public Job {
  public:
-  ItemsJob(const CopyItem *items, const size_t *bounds, size_t parts) : Job(parts), items_(items), bounds_(bounds) {}
+  ItemsJob(const CopyItem *items, const size_t *bounds, size_t parts, bool streaming)
+      : Job(parts), items_(items), bounds_(bounds), streaming_(streaming) {}
 
  private:
   void RunPart(size_t part) override {
     for (size_t i = bounds_[part]; i < bounds_[part + 1]; ++i) {
-      CopySerial(items_[i].dst, items_[i].src, items_[i].size);
+      CopySerial(items_[i].dst, items_[i].src, items_[i].size, streaming_);
     }
   }
 
   const CopyItem *items_;
   const size_t *bounds_;
+  bool streaming_;
 };
 
-}  // namespace
-
-void CopyBytes(void *dst, const void *src, size_t n) {
+// CopyBytes, streaming or not as the whole the copy belongs to decides.
+void CopyBytesOf(void *dst, const void *src, size_t n, bool streaming) {
   if (n >= kParallelMinBytes && !Overlaps(reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(src), n, n)) {
     CopyPool &pool = CopyPool::Instance();
     const size_t parts = PartsFor(n, pool.threads());
     if (parts > 1) {
-      BytesJob job(static_cast<unsigned char *>(dst), static_cast<const unsigned char *>(src), n, parts);
+      BytesJob job(static_cast<unsigned char *>(dst), static_cast<const unsigned char *>(src), n, parts, streaming);
       pool.Run(job);
       return;
     }
   }
-  CopySerial(dst, src, n);
+  CopySerial(dst, src, n, streaming);
 }
+
+}  // namespace
+
+CopyRunScope::CopyRunScope(size_t bytes) : saved_(t_run_bytes) { t_run_bytes = std::max(saved_, bytes); }
+
+CopyRunScope::~CopyRunScope() { t_run_bytes = saved_; }
+
+void CopyBytes(void *dst, const void *src, size_t n) { CopyBytesOf(dst, src, n, Streams(n)); }
 
 void Copy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height) {
   if (width == 0 || height == 0) {
@@ -420,6 +501,7 @@ void CopyItems(const CopyItem *items, size_t count) {
       break;
     }
   }
+  const bool streaming = Streams(total);
   if (count > 1 && total >= kParallelMinBytes) {
     CopyPool &pool = CopyPool::Instance();
     const size_t parts = std::min(count, PartsFor(total, pool.threads()));
@@ -436,13 +518,13 @@ void CopyItems(const CopyItem *items, size_t count) {
         }
       }
       bounds[++part] = count;
-      ItemsJob job(items, bounds, part);
+      ItemsJob job(items, bounds, part, streaming);
       pool.Run(job);
       return;
     }
   }
   for (size_t i = 0; i < count; ++i) {
-    CopyBytes(items[i].dst, items[i].src, items[i].size);
+    CopyBytesOf(items[i].dst, items[i].src, items[i].size, streaming);
   }
 }
 

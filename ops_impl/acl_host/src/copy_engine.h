@@ -8,6 +8,11 @@
 //   once, at the first large copy; the caller claims parts itself, so a busy pool never delays a copy.
 // - 2D copies pick a row loop by width: fixed-size moves for narrow rows (1..64 bytes), 16/32-byte
 //   chunks up to 512 bytes, std::memcpy per row beyond; dense rows are one copy.
+// - Copies that are part of a large whole (one copy, a batch, or the copies a waiting thread runs back
+//   to back from a stream: CopyRunScope) of kStreamingMinBytes or more store with non-temporal
+//   (streaming) stores, as std::memcpy does on its own only for one call larger than about the
+//   last-level cache: many smaller copies with ordinary stores read every destination line before
+//   writing it (one and a half times the memory traffic), and nothing they write is read again soon.
 #ifndef MS_MEMCOPY_ACL_HOST_COPY_ENGINE_H_
 #define MS_MEMCOPY_ACL_HOST_COPY_ENGINE_H_
 
@@ -24,6 +29,25 @@ struct CopyItem {
 // Copies of at least this many bytes (1D, a batch, or a 2D copy's bytes plus a per-row cost) are split
 // across the copy pool.
 constexpr size_t kParallelMinBytes = size_t{4} << 20;
+
+// Copies that belong to a whole of at least this many bytes use streaming stores (x86-64; elsewhere
+// std::memcpy), each piece of at least kStreamingMinPieceBytes: smaller pieces stay std::memcpy.
+constexpr size_t kStreamingMinBytes = size_t{32} << 20;
+constexpr size_t kStreamingMinPieceBytes = size_t{4} << 10;
+
+// While alive, the copies of the calling thread count as parts of a whole of `bytes` (at least: an
+// enclosing scope's larger whole stays in force). A stream's waiting thread declares the copies it is
+// about to run; the bytes copied are the same either way, only the kind of store changes.
+class CopyRunScope {
+ public:
+  explicit CopyRunScope(size_t bytes);
+  ~CopyRunScope();
+  CopyRunScope(const CopyRunScope &) = delete;
+  CopyRunScope &operator=(const CopyRunScope &) = delete;
+
+ private:
+  size_t saved_;
+};
 
 // Copies n bytes. Overlapping ranges are allowed (the result is as if through a temporary buffer).
 void CopyBytes(void *dst, const void *src, size_t n);

@@ -23,6 +23,21 @@ aclError Copy2DTask::Run(std::string * /*message*/) {
   return ACL_SUCCESS;
 }
 
+size_t Copy2DTask::CopiedBytes() const {
+  size_t bytes = 0;
+  return __builtin_mul_overflow(width_, height_, &bytes) ? SIZE_MAX : bytes;
+}
+
+size_t BatchRunTask::CopiedBytes() const {
+  size_t total = 0;
+  for (size_t i = begin_; i < end_; ++i) {
+    if (__builtin_add_overflow(total, items_[i].size, &total)) {
+      return SIZE_MAX;
+    }
+  }
+  return total;
+}
+
 aclError BatchRunTask::Run(std::string * /*message*/) {
   CopyItems(items_.get() + begin_, end_ - begin_);
   return ACL_SUCCESS;

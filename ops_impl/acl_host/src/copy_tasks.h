@@ -17,6 +17,11 @@ class CopyTask final : public StreamTask {
  public:
   CopyTask(void *dst, const void *src, size_t size) : item_{dst, src, size} {}
   aclError Run(std::string *message) override;
+  size_t CopiedBytes() const override { return item_.size; }
+  bool DescribeCopy(CopyItem *copy, CopyItem * /*also_read*/) const override {
+    *copy = item_;
+    return true;
+  }
 
  private:
   CopyItem item_;
@@ -28,6 +33,11 @@ class StagedCopyTask final : public StreamTask {
   StagedCopyTask(void *dst, std::unique_ptr<unsigned char[]> staged, size_t size)
       : dst_(dst), staged_(std::move(staged)), size_(size) {}
   aclError Run(std::string *message) override;
+  size_t CopiedBytes() const override { return size_; }
+  bool DescribeCopy(CopyItem *copy, CopyItem * /*also_read*/) const override {
+    *copy = CopyItem{dst_, staged_.get(), size_};
+    return true;
+  }
 
  private:
   void *dst_;
@@ -40,6 +50,7 @@ class Copy2DTask final : public StreamTask {
   Copy2DTask(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height)
       : dst_(dst), dpitch_(dpitch), src_(src), spitch_(spitch), width_(width), height_(height) {}
   aclError Run(std::string *message) override;
+  size_t CopiedBytes() const override;
 
  private:
   void *dst_;
@@ -56,6 +67,7 @@ class BatchRunTask final : public StreamTask {
   BatchRunTask(std::shared_ptr<const CopyItem[]> items, size_t begin, size_t end)
       : items_(std::move(items)), begin_(begin), end_(end) {}
   aclError Run(std::string *message) override;
+  size_t CopiedBytes() const override;
 
  private:
   std::shared_ptr<const CopyItem[]> items_;

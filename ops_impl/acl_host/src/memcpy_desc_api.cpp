@@ -104,46 +104,72 @@ aclError CheckDescMemory(const char *api, const void *desc, size_t desc_size, Me
 // The copy task: reads the descriptor when it runs (at desc_bytes, the host address of desc).
 class DescCopyTask final : public StreamTask {
  public:
-  DescCopyTask(void *desc, void *desc_bytes) : desc_(desc), desc_bytes_(desc_bytes) {}
+  DescCopyTask(void *desc, void *desc_bytes)
+      : desc_(desc),
+        desc_bytes_(desc_bytes),
+        count_hint_(__atomic_load_n(Field<uint32_t>(desc_bytes, kDescCountOffset), __ATOMIC_RELAXED)) {}
+
+  size_t CopiedBytes() const override { return count_hint_; }  // the count when the copy was queued
 
   aclError Run(std::string *message) override {
-    char text[256];  // the call rejected a descriptor that is not 64-byte aligned: the atomics are aligned
+    char text[256];
+    CopyItem copy;
+    if (!Resolve(&copy, text, sizeof(text))) {
+      *message = text;
+      return ACL_ERROR_RT_INTERNAL_ERROR;
+    }
+    CopyBytes(copy.dst, copy.src, copy.size);
+    return ACL_SUCCESS;
+  }
+
+  bool DescribeCopy(CopyItem *copy, CopyItem *also_read) const override {
+    char text[256];
+    if (!Resolve(copy, text, sizeof(text))) {
+      return false;
+    }
+    *also_read = CopyItem{nullptr, desc_bytes_, kDescLayoutBytes};  // the copy reads the descriptor
+    return true;
+  }
+
+ private:
+  // The copy the descriptor describes now (host addresses; nothing for a count of 0), or false with
+  // the reason in text.
+  bool Resolve(CopyItem *copy, char *text, size_t text_size) const {
+    // The call rejected a descriptor that is not 64-byte aligned: the atomics are aligned.
     const uint32_t magic = __atomic_load_n(Field<uint32_t>(desc_bytes_, kDescMagicOffset), __ATOMIC_ACQUIRE);
     const uint32_t version = __atomic_load_n(Field<uint32_t>(desc_bytes_, kDescVersionOffset), __ATOMIC_RELAXED);
     if (magic != kDescMagic || version != kDescVersion) {
-      (void)std::snprintf(text, sizeof(text),
+      (void)std::snprintf(text, text_size,
                           "aclrtMemcpyAsyncWithDesc: descriptor %p holds magic 0x%08" PRIx32 " version %" PRIu32
                           " when the copy executes; expected 0x%08" PRIx32 " version %" PRIu32
                           " (written by aclrtSetMemcpyDesc); nothing was copied",
                           desc_, magic, version, kDescMagic, kDescVersion);
-      *message = text;
-      return ACL_ERROR_RT_INTERNAL_ERROR;
+      return false;
     }
     const uint64_t src = __atomic_load_n(Field<uint64_t>(desc_bytes_, kDescSrcOffset), __ATOMIC_RELAXED);
     const uint64_t dst = __atomic_load_n(Field<uint64_t>(desc_bytes_, kDescDstOffset), __ATOMIC_RELAXED);
     const uint32_t count = __atomic_load_n(Field<uint32_t>(desc_bytes_, kDescCountOffset), __ATOMIC_RELAXED);
     if (count == 0) {
-      return ACL_SUCCESS;  // a 4 GiB count stored in 32 bits: CANN's copy moves nothing either
+      *copy = CopyItem{nullptr, nullptr, 0};  // a 4 GiB count stored in 32 bits: CANN's copy moves nothing either
+      return true;
     }
     void *const dst_ptr = reinterpret_cast<void *>(static_cast<uintptr_t>(dst));
     const void *const src_ptr = reinterpret_cast<const void *>(static_cast<uintptr_t>(src));
     MemInfo src_info;
     MemInfo dst_info;
     if (!EndpointIsDevice(src_ptr, count, &src_info) || !EndpointIsDevice(dst_ptr, count, &dst_info)) {
-      (void)std::snprintf(text, sizeof(text),
+      (void)std::snprintf(text, text_size,
                           "aclrtMemcpyAsyncWithDesc: descriptor %p (src 0x%" PRIx64 ", dst 0x%" PRIx64
                           ", count %" PRIu32
                           ") no longer describes a copy between device memory when it "
                           "executes; nothing was copied",
                           desc_, src, dst, count);
-      *message = text;
-      return ACL_ERROR_RT_INTERNAL_ERROR;
+      return false;
     }
-    CopyBytes(dst_info.HostAddress(dst_ptr), src_info.HostAddress(src_ptr), static_cast<size_t>(count));
-    return ACL_SUCCESS;
+    *copy = CopyItem{dst_info.HostAddress(dst_ptr), src_info.HostAddress(src_ptr), static_cast<size_t>(count)};
+    return true;
   }
 
- private:
   static bool EndpointIsDevice(const void *p, uint32_t count, MemInfo *info_out) {
     const MemInfo &info = *info_out = MemoryRegistry::Instance().Lookup(p);
     uintptr_t end = 0;
@@ -152,6 +178,7 @@ class DescCopyTask final : public StreamTask {
 
   void *desc_;
   void *desc_bytes_;
+  uint32_t count_hint_;
 };
 
 aclError GetMemcpyDescSize(const char *api, int64_t kind, size_t *descSize) {

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "acl/acl_base.h"
+#include "copy_engine.h"
 
 namespace aclhost {
 
@@ -24,6 +25,15 @@ class StreamTask {
   // Whether a thread that waits for the stream without a timeout may run the task itself when the
   // worker is idle (copies: yes; host functions: no, they run on the worker thread).
   virtual bool RunsInWaiter() const { return true; }
+  // About how many bytes the task copies (0 for a task that copies none): a waiting thread that runs
+  // queued copies declares their total to the copy engine (CopyRunScope). A hint only.
+  virtual size_t CopiedBytes() const { return 0; }
+  // A task that is one copy may describe it ahead of running: true with *copy (host addresses) and, in
+  // *also_read, the bytes it reads to find the copy ({NULL, 0} for none), when Run() would make exactly
+  // that copy and succeed now; false otherwise (Run() then runs it). Changes nothing. A waiting thread
+  // copies a stretch of such tasks together (CopyItems: split across the copy pool) when no copy of the
+  // stretch writes bytes that another one reads or writes, so the order cannot show.
+  virtual bool DescribeCopy(CopyItem * /*copy*/, CopyItem * /*also_read*/) const { return false; }
 };
 
 class Stream {
@@ -53,7 +63,8 @@ class Stream {
   // running one has completed, and the later ones cannot start until it returns.
   // Returns false when the tasks did not complete in time. A wait without a timeout runs the queued
   // tasks that allow it (StreamTask::RunsInWaiter) itself, in order, while the worker is idle: a
-  // copy then costs no hand-off between threads.
+  // copy then costs no hand-off between threads, and the copies it runs count as one whole of
+  // their total bytes (copy_engine.h: streaming stores for a large whole of small copies).
   bool WaitIdle(int32_t timeout_ms);
 
   // Moves out the first task failure recorded since the last call; false when there is none.
@@ -81,6 +92,13 @@ class Stream {
   static void WorkerLoop(const std::shared_ptr<State> &state);
   // Runs the front task with the lock released; requires a non-empty queue and !busy.
   static void RunFront(State &state, std::unique_lock<std::mutex> &lock);
+  // Runs every queued task at the front that a waiter may run (up to the first other one) with the
+  // lock released, stretches of independent copies together; requires !busy. Returns false, running
+  // nothing, unless they are at least two and add up to kParallelMinBytes or more.
+  static bool RunFrontCopies(State &state, std::unique_lock<std::mutex> &lock);
+  // After running `tasks` tasks with the lock released (lock held again): records the first failure,
+  // counts them completed and wakes the waiters.
+  static void Finish(State &state, aclError code, std::string *message, uint64_t tasks);
 
   const int32_t device_;
   const uint64_t context_;
