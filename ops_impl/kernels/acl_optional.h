@@ -15,11 +15,11 @@ aclError aclrtMemcpyBatchAsync(void **dsts, size_t *destMaxs, void **srcs, size_
                                aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs, size_t *failIndex,
                                aclrtStream stream) __attribute__((weak));
 aclError aclrtGetMemcpyDescSize(aclrtMemcpyKind kind, size_t *descSize) __attribute__((weak));
-aclError aclrtSetMemcpyDesc(void *desc, aclrtMemcpyKind kind, void *srcAddr, void *dstAddr, size_t count,
-                            void *config) __attribute__((weak));
+aclError aclrtSetMemcpyDesc(void *desc, aclrtMemcpyKind kind, void *srcAddr, void *dstAddr, size_t count, void *config)
+    __attribute__((weak));
 aclError aclrtMemcpyAsyncWithDesc(void *desc, aclrtMemcpyKind kind, aclrtStream stream) __attribute__((weak));
-aclError aclrtMemcpyAsyncWithCondition(void *dst, size_t destMax, const void *src, size_t count,
-                                       aclrtMemcpyKind kind, aclrtStream stream) __attribute__((weak));
+aclError aclrtMemcpyAsyncWithCondition(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind,
+                                       aclrtStream stream) __attribute__((weak));
 }
 #pragma GCC diagnostic pop
 

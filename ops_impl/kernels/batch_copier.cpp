@@ -106,9 +106,9 @@ void BatchCopier::RunChunk(size_t begin, size_t end, const aclrtMemcpyBatchAttr 
     g_batch_supported.store(0, std::memory_order_relaxed);
     return;
   }
-  const aclError ret = aclrtMemcpyBatchAsync(plan_.dsts.data() + begin, plan_.sizes.data() + begin,
-                                             plan_.srcs.data() + begin, plan_.sizes.data() + begin, end - begin,
-                                             attrs, &attr_index, 1, &fail_index, stream);
+  const aclError ret =
+      aclrtMemcpyBatchAsync(plan_.dsts.data() + begin, plan_.sizes.data() + begin, plan_.srcs.data() + begin,
+                            plan_.sizes.data() + begin, end - begin, attrs, &attr_index, 1, &fail_index, stream);
   if (ret == ACL_ERROR_RT_FEATURE_NOT_SUPPORT && begin == 0) {
     g_batch_supported.store(0, std::memory_order_relaxed);
     return;
@@ -117,9 +117,8 @@ void BatchCopier::RunChunk(size_t begin, size_t end, const aclrtMemcpyBatchAttr 
     g_batch_supported.store(1, std::memory_order_relaxed);
     return;
   }
-  const size_t caller_index = (fail_index != SIZE_MAX && fail_index < end - begin)
-                                  ? plan_.first_index[begin + fail_index]
-                                  : kNoFailIndex;
+  const size_t caller_index =
+      (fail_index != SIZE_MAX && fail_index < end - begin) ? plan_.first_index[begin + fail_index] : kNoFailIndex;
   CheckAcl(ret, "aclrtMemcpyBatchAsync", caller_index);
 }
 

@@ -119,7 +119,7 @@ class MSMC_KERNELS_API DescCopier {
   CopyPlan plan_;
   size_t desc_size_ = 0;
   size_t desc_stride_ = 0;  // desc_size_ rounded up to the 64-byte alignment descriptors need
-  int supported_ = -1;  // -1 unknown, 0 no, 1 yes
+  int supported_ = -1;      // -1 unknown, 0 no, 1 yes
 };
 
 // aclrtMemcpyAsyncWithCondition (aclrtMemcpyAsync when the runtime no longer has the symbol):

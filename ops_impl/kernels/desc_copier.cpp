@@ -49,8 +49,8 @@ void *DescCopier::DescriptorAt(size_t slot, size_t index) const {
 }
 
 bool DescCopier::Supported() {
-  if (supported_ < 0 && (aclrtGetMemcpyDescSize == nullptr || aclrtSetMemcpyDesc == nullptr ||
-                         aclrtMemcpyAsyncWithDesc == nullptr)) {
+  if (supported_ < 0 &&
+      (aclrtGetMemcpyDescSize == nullptr || aclrtSetMemcpyDesc == nullptr || aclrtMemcpyAsyncWithDesc == nullptr)) {
     supported_ = 0;  // a CANN without them (acl_optional.h)
   }
   if (supported_ < 0) {
@@ -66,8 +66,8 @@ bool DescCopier::Supported() {
   return supported_ == 1;
 }
 
-size_t DescCopier::Enqueue(void *dst, const void *src, size_t count, size_t slot, size_t first_desc,
-                           size_t fail_index, aclrtStream stream) {
+size_t DescCopier::Enqueue(void *dst, const void *src, size_t count, size_t slot, size_t first_desc, size_t fail_index,
+                           aclrtStream stream) {
   // Each chunk gets its own descriptor: the copy reads it when it executes, after this call returns.
   size_t index = first_desc;
   size_t n = 0;
@@ -116,8 +116,8 @@ void DescCopier::CopyItems(const BatchItem *items, size_t count, aclrtStream str
   Reserve(use.slot(), descriptors);
   size_t next_desc = 0;
   for (size_t i = 0; i < plan_.sizes.size(); ++i) {
-    next_desc = Enqueue(plan_.dsts[i], plan_.srcs[i], plan_.sizes[i], use.slot(), next_desc, plan_.first_index[i],
-                        stream);
+    next_desc =
+        Enqueue(plan_.dsts[i], plan_.srcs[i], plan_.sizes[i], use.slot(), next_desc, plan_.first_index[i], stream);
   }
 }
 

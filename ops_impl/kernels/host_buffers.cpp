@@ -198,7 +198,6 @@ HostBufferLease::~HostBufferLease() { Table().Release(id_, stream_); }
 
 size_t HostBufferBytes(int64_t id, const char *argument) { return Table().Bytes(id, argument); }
 
-
 }  // namespace msmc
 
 int32_t msmc_hostbuffer_open(int64_t id, void *ptr, uint64_t nbytes, int32_t pinned) {

@@ -11,8 +11,7 @@ InputError::InputError(const std::string &statement) : std::invalid_argument("Va
 
 namespace {
 
-std::string FormatAclFailure(aclError code, const std::string &api, size_t fail_index,
-                             const std::string &message) {
+std::string FormatAclFailure(aclError code, const std::string &api, size_t fail_index, const std::string &message) {
   std::string text = "AclError: " + api + " failed: " + AclErrorName(code) + " (" + std::to_string(code) + ")";
   if (fail_index != kNoFailIndex) {
     text += " [fail index " + std::to_string(fail_index) + "]";

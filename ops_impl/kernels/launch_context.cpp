@@ -1,12 +1,12 @@
 #include "launch_context.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <string>
-#include <atomic>
 #include <mutex>
+#include <string>
 
 #include "kernel_error.h"
 #include "op_bodies.h"
@@ -128,8 +128,6 @@ bool EventCompleted(aclrtEvent event) {
 }
 
 void SynchronizeEvent(aclrtEvent event) { CheckAcl(aclrtSynchronizeEvent(event), "aclrtSynchronizeEvent"); }
-
-
 
 namespace {
 

@@ -52,8 +52,8 @@ Matrix AsMatrix(const TensorArg &t, const char *argument) {
   const size_t itemsize = ItemSize(t.dtype, argument);
   const size_t numel = NumElements(t, argument);
   const size_t cols = t.ndim == 0 ? 1 : static_cast<size_t>(t.shape[t.ndim - 1]);
-  const size_t rows = cols == 0 ? NumElements(TensorArg{t.data, t.shape, t.ndim - 1, t.dtype, false}, argument)
-                                : numel / cols;
+  const size_t rows =
+      cols == 0 ? NumElements(TensorArg{t.data, t.shape, t.ndim - 1, t.dtype, false}, argument) : numel / cols;
   return Matrix{rows, cols, itemsize};
 }
 
@@ -76,8 +76,7 @@ TensorArg ValuesOnHost(const TensorArg &t, std::vector<int64_t> *storage) {
   const size_t n = NumElements(t, "int64 input");
   storage->resize(n);
   if (n > 0) {
-    CheckAcl(aclrtMemcpy(storage->data(), n * sizeof(int64_t), t.data, n * sizeof(int64_t),
-                         ACL_MEMCPY_DEVICE_TO_HOST),
+    CheckAcl(aclrtMemcpy(storage->data(), n * sizeof(int64_t), t.data, n * sizeof(int64_t), ACL_MEMCPY_DEVICE_TO_HOST),
              "aclrtMemcpy");
   }
   return TensorArg{storage->data(), t.shape, t.ndim, t.dtype, true};
@@ -87,8 +86,8 @@ TensorArg ValuesOnHost(const TensorArg &t, std::vector<int64_t> *storage) {
 void WriteResults(KernelState &s, const TensorArg &out, aclrtStream stream) {
   const size_t bytes = s.host_results.size() * sizeof(int64_t);
   if (NumBytes(out, "output") != bytes) {
-    throw InputError("output", "has " + std::to_string(NumBytes(out, "output")) + " bytes, expected " +
-                                   std::to_string(bytes));
+    throw InputError("output",
+                     "has " + std::to_string(NumBytes(out, "output")) + " bytes, expected " + std::to_string(bytes));
   }
   s.results.Write(s.host_results.data(), s.host_results.size(), out.data, stream);
 }
@@ -102,9 +101,8 @@ size_t CheckHostRange(int64_t offset, size_t span, size_t capacity, const std::s
   const size_t begin = static_cast<size_t>(offset);
   if (begin > capacity || span > capacity - begin) {
     throw InputError(argument + " = " + std::to_string(offset) + ": " + what + " (" + std::to_string(span) +
-                                   " bytes) would end at byte " + std::to_string(begin + span) +
-                                   ", past the end of the HostBuffer (" + std::to_string(capacity) +
-                                   " bytes); nothing was copied");
+                     " bytes) would end at byte " + std::to_string(begin + span) +
+                     ", past the end of the HostBuffer (" + std::to_string(capacity) + " bytes); nothing was copied");
   }
   return begin;
 }
@@ -132,10 +130,9 @@ void CheckSameBytes(const TensorArg &a, const TensorArg &b, const char *argument
 
 size_t CheckRegion(int64_t start, size_t extent, size_t limit, const char *argument, const char *dimension) {
   if (start < 0 || static_cast<size_t>(start) > limit || extent > limit - static_cast<size_t>(start)) {
-    throw InputError(std::string(argument) + " = " + std::to_string(start) + ": the region [" +
-                     std::to_string(start) + ", " +
-                                   std::to_string(start) + " + " + std::to_string(extent) + ") leaves the " +
-                                   std::to_string(limit) + " " + dimension + " of the tensor; nothing was copied");
+    throw InputError(std::string(argument) + " = " + std::to_string(start) + ": the region [" + std::to_string(start) +
+                     ", " + std::to_string(start) + " + " + std::to_string(extent) + ") leaves the " +
+                     std::to_string(limit) + " " + dimension + " of the tensor; nothing was copied");
   }
   return static_cast<size_t>(start);
 }
@@ -181,8 +178,10 @@ struct AttrField {
   bool non_negative;
 };
 
-const AttrField kAttrFields[] = {{"buffer_id", &KernelState::buffer_id, false}, {"height", &KernelState::height, true},
-                                 {"width", &KernelState::width, true},          {"pitch", &KernelState::pitch, true},
+const AttrField kAttrFields[] = {{"buffer_id", &KernelState::buffer_id, false},
+                                 {"height", &KernelState::height, true},
+                                 {"width", &KernelState::width, true},
+                                 {"pitch", &KernelState::pitch, true},
                                  {"count", &KernelState::count, true}};
 
 }  // namespace

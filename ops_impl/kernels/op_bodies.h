@@ -53,8 +53,8 @@ struct KernelState {
   std::vector<BatchItem> items;
   std::vector<int64_t> host_results;  // int64 outputs computed on the host (from shapes)
   ResultStaging results;              // ... and written to the device through pinned slots
-  std::vector<size_t> nbytes;        // a batch plan: the bytes of each item
-  std::vector<size_t> host_offsets;  // ... and where it lies in the HostBuffer (empty: offsets unknown)
+  std::vector<size_t> nbytes;         // a batch plan: the bytes of each item
+  std::vector<size_t> host_offsets;   // ... and where it lies in the HostBuffer (empty: offsets unknown)
   std::vector<std::pair<int64_t, size_t>> destinations;  // (block, pair index) of a block mapping, sorted
 };
 

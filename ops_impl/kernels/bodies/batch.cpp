@@ -1,8 +1,6 @@
 // MemcpyBatch: tensors to and from a HostBuffer in one batched call.
 // Definitions: configs/ops/batch.yaml; primitives: ms_memcopy/ops/batch.py. The bodies register
 // themselves below (op_bodies.h), under the names of the definitions.
-#include "op_bodies.h"
-
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -11,6 +9,7 @@
 #include "body_helpers.h"
 #include "host_buffers.h"
 #include "kernel_error.h"
+#include "op_bodies.h"
 
 namespace msmc {
 
@@ -104,7 +103,9 @@ const OpBody kBodies[] = {
      [](KernelState &s, const TensorArg *a, size_t n) {
        CheckBatch(s, a, n - 2, a[n - 2], HostBufferBytes(s.buffer_id, "host_buffer"), true);
      },
-     [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { BatchD2H(s, a, n - 2, a[n - 2], a[n - 1], st); }},
+     [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) {
+       BatchD2H(s, a, n - 2, a[n - 2], a[n - 1], st);
+     }},
     {"memcpy_batch_h2d", "MemcpyBatch(h2d)",
      [](KernelState &s, const TensorArg *a, size_t n) {
        CheckBatch(s, a + 1, n - 1, a[0], HostBufferBytes(s.buffer_id, "host_buffer"), false);

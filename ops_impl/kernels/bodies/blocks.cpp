@@ -1,8 +1,6 @@
 // SwapBlocks and CopyBlocks: blocks of L caches moved by a block mapping.
 // Definitions: configs/ops/blocks.yaml; primitives: ms_memcopy/ops/blocks.py. The bodies register
 // themselves below (op_bodies.h), under the names of the definitions.
-#include "op_bodies.h"
-
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -11,6 +9,7 @@
 #include "body_helpers.h"
 #include "host_buffers.h"
 #include "kernel_error.h"
+#include "op_bodies.h"
 
 namespace msmc {
 
@@ -86,8 +85,8 @@ struct BlockSide {
 
 void CheckBlock(int64_t block, const BlockSide &side, size_t pair, int column) {
   if (block < 0 || static_cast<uint64_t>(block) >= side.limit) {
-    throw InputError("block_mapping[" + std::to_string(pair) + "][" + std::to_string(column) + "] = " +
-                     std::to_string(block) + ": " + side.name + " block out of range [0, " +
+    throw InputError("block_mapping[" + std::to_string(pair) + "][" + std::to_string(column) +
+                     "] = " + std::to_string(block) + ": " + side.name + " block out of range [0, " +
                      std::to_string(side.limit) + "); nothing was copied");
   }
 }
@@ -196,8 +195,8 @@ BlockPlan CheckBlocks(KernelState &s, const TensorArg *caches, size_t num_caches
 
 void FinishBlocks(KernelState &s, size_t num_caches, size_t n, size_t block_bytes, const TensorArg &out,
                   aclrtStream stream) {
-  s.host_results.assign(1, static_cast<int64_t>(CheckedMul(CheckedMul(num_caches, n, "block_mapping"), block_bytes,
-                                                           "block_mapping")));
+  s.host_results.assign(
+      1, static_cast<int64_t>(CheckedMul(CheckedMul(num_caches, n, "block_mapping"), block_bytes, "block_mapping")));
   WriteResults(s, out, stream);
 }
 
@@ -210,8 +209,8 @@ void SwapBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, cons
   const BlockBase device{caches, nullptr, 0};
   const BlockBase host{nullptr, buffer.data(), p.host_blocks * p.caches.block_bytes};
   PlanBlocks(s, num_caches, p.mapping, p.caches.block_bytes, to_host ? device : host, to_host ? host : device);
-  s.batch.Run(s.items.data(), s.items.size(), to_host ? ACL_MEMCPY_DEVICE_TO_HOST : ACL_MEMCPY_HOST_TO_DEVICE,
-              s.device, nullptr, stream);
+  s.batch.Run(s.items.data(), s.items.size(), to_host ? ACL_MEMCPY_DEVICE_TO_HOST : ACL_MEMCPY_HOST_TO_DEVICE, s.device,
+              nullptr, stream);
   FinishBlocks(s, num_caches, p.mapping.n, p.caches.block_bytes, out, stream);
 }
 
@@ -257,7 +256,9 @@ const OpBody kBodies[] = {
      }},
     {"copy_blocks", "CopyBlocks",
      [](KernelState &s, const TensorArg *a, size_t n) { CheckBlocks(s, a, n - 2, a[n - 2], nullptr, false); },
-     [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { CopyBlocks(s, a, n - 2, a[n - 2], a[n - 1], st); }},
+     [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) {
+       CopyBlocks(s, a, n - 2, a[n - 2], a[n - 1], st);
+     }},
 };
 
 MSMC_REGISTER_OP_BODIES(kBodies);

@@ -1,8 +1,6 @@
 // MemcpyWithDesc: device copies through a memcpy descriptor.
 // Definitions: configs/ops/desc.yaml; primitives: ms_memcopy/ops/desc.py. The bodies register
 // themselves below (op_bodies.h), under the names of the definitions.
-#include "op_bodies.h"
-
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -11,6 +9,7 @@
 #include "body_helpers.h"
 #include "host_buffers.h"
 #include "kernel_error.h"
+#include "op_bodies.h"
 
 namespace msmc {
 

@@ -1,8 +1,6 @@
 // Memcpy2D: regions of the 2-D view of a tensor, between tensors and to and from a HostBuffer.
 // Definitions: configs/ops/memcpy2d.yaml; primitives: ms_memcopy/ops/memcpy2d.py. The bodies register
 // themselves below (op_bodies.h), under the names of the definitions.
-#include "op_bodies.h"
-
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -11,6 +9,7 @@
 #include "body_helpers.h"
 #include "host_buffers.h"
 #include "kernel_error.h"
+#include "op_bodies.h"
 
 namespace msmc {
 
@@ -89,8 +88,8 @@ PitchedCopy PlanWrite(void *target, const TensorArg &dst, const TensorArg &src, 
   const Matrix md = AsMatrix(dst, "dst");
   const Matrix ms = AsMatrix(src, "src");
   auto *out = static_cast<char *>(target) + (corner.row * md.cols + corner.col) * md.itemsize;
-  return PitchedCopy{out, md.row_bytes(), src.data, ms.row_bytes(), ms.row_bytes(), ms.rows,
-                     ACL_MEMCPY_DEVICE_TO_DEVICE};
+  return PitchedCopy{
+      out, md.row_bytes(), src.data, ms.row_bytes(), ms.row_bytes(), ms.rows, ACL_MEMCPY_DEVICE_TO_DEVICE};
 }
 
 }  // namespace
@@ -105,8 +104,8 @@ void Extract2D(KernelState &s, const TensorArg &x, const TensorArg &row, const T
   LaunchExtract(x, corner, h, w, y, stream);
 }
 
-void ExtractLike2D(KernelState &, const TensorArg &x, const TensorArg &like, const TensorArg &row,
-                   const TensorArg &col, const TensorArg &y, aclrtStream stream) {
+void ExtractLike2D(KernelState &, const TensorArg &x, const TensorArg &like, const TensorArg &row, const TensorArg &col,
+                   const TensorArg &y, aclrtStream stream) {
   std::vector<int64_t> rows;
   std::vector<int64_t> cols;
   const Corner corner = CheckExtractLike(x, like, ValuesOnHost(row, &rows), ValuesOnHost(col, &cols), y);
@@ -123,8 +122,7 @@ void Insert2D(KernelState &, const TensorArg &dst, const TensorArg &src, const T
   const PitchedCopy region = PlanWrite(y.data, dst, src, corner);
   const size_t total = NumBytes(dst, "dst");
   if (total > 0) {
-    CheckAcl(aclrtMemcpyAsync(y.data, total, dst.data, total, ACL_MEMCPY_DEVICE_TO_DEVICE, stream),
-             "aclrtMemcpyAsync");
+    CheckAcl(aclrtMemcpyAsync(y.data, total, dst.data, total, ACL_MEMCPY_DEVICE_TO_DEVICE, stream), "aclrtMemcpyAsync");
   }
   Copy2D(region, stream);
 }
@@ -213,8 +211,7 @@ const OpBody kBodies[] = {
      [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { D2H2D(s, a[0], a[1], a[2], st); }},
     {"memcpy2d_h2d", "Memcpy2D(h2d)",
      [](KernelState &s, const TensorArg *a, size_t) {
-       CheckPitchedRows(s, AsMatrix(a[1], "output"), a[0], HostBufferBytes(s.buffer_id, "host_buffer"),
-                        kRowsOfOutput);
+       CheckPitchedRows(s, AsMatrix(a[1], "output"), a[0], HostBufferBytes(s.buffer_id, "host_buffer"), kRowsOfOutput);
      },
      [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { H2D2D(s, a[0], a[1], st); }},
     {"memcpy2d_write", "Memcpy2D(write)",

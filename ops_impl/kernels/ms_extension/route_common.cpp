@@ -8,7 +8,7 @@
 #include "launch_context.h"
 
 #define MSMC_ROUTE_TABLE_DEFINITIONS
-#include "dtypes.inc"      // generated from configs/dtypes.yaml into the build directory
+#include "dtypes.inc"     // generated from configs/dtypes.yaml into the build directory
 #include "route_ops.inc"  // generated from configs/ops/*.yaml into the build directory
 
 namespace msmc {
@@ -77,8 +77,8 @@ std::vector<Shape> SplitShapes(const std::vector<int64_t> &shapes, const std::ve
   size_t next = 0;
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i] < 0 || static_cast<size_t>(ranks[i]) > shapes.size() - next) {
-      ThrowInput("ranks", "ranks[" + std::to_string(i) + "] = " + std::to_string(ranks[i]) +
-                              " does not fit the " + std::to_string(shapes.size()) + " values of shapes");
+      ThrowInput("ranks", "ranks[" + std::to_string(i) + "] = " + std::to_string(ranks[i]) + " does not fit the " +
+                              std::to_string(shapes.size()) + " values of shapes");
     }
     Shape shape(shapes.begin() + static_cast<std::ptrdiff_t>(next),
                 shapes.begin() + static_cast<std::ptrdiff_t>(next + static_cast<size_t>(ranks[i])));
@@ -87,15 +87,15 @@ std::vector<Shape> SplitShapes(const std::vector<int64_t> &shapes, const std::ve
     result.push_back(std::move(shape));
   }
   if (next != shapes.size()) {
-    ThrowInput("shapes", "holds " + std::to_string(shapes.size()) + " values but ranks add up to " +
-                             std::to_string(next));
+    ThrowInput("shapes",
+               "holds " + std::to_string(shapes.size()) + " values but ranks add up to " + std::to_string(next));
   }
   return result;
 }
 
 void EvalGiven(const RouteOp &op, const ArgReader &reader, OutputSpec *spec) {
-  const bool variadic = std::any_of(op.args, op.args + op.nargs,
-                                    [](const RouteArg &a) { return a.kind == ArgKind::kGivenShapes; });
+  const bool variadic =
+      std::any_of(op.args, op.args + op.nargs, [](const RouteArg &a) { return a.kind == ArgKind::kGivenShapes; });
   if (!variadic) {
     Shape shape = GivenInts(op, reader, ArgKind::kGivenShape);
     CheckGivenShape(shape, "shape");
@@ -232,8 +232,9 @@ bool IsSupportedOutputDtype(TypeId type) {
 
 std::string DtypeMismatch(const std::string &argument, const RouteArg &arg, TypeId type) {
   if (arg.dtype != mindspore::kTypeUnknown) {
-    return type == arg.dtype ? "" : argument + " must be an " + DescribeDtype(arg.dtype) + " tensor, got " +
-                                        DescribeDtype(type);
+    return type == arg.dtype
+               ? ""
+               : argument + " must be an " + DescribeDtype(arg.dtype) + " tensor, got " + DescribeDtype(type);
   }
   if (IsSupportedOutputDtype(type)) {
     return "";

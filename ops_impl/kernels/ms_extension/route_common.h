@@ -57,9 +57,9 @@ enum class ArgKind {
 struct RouteArg {
   const char *name;
   ArgKind kind;
-  TypeId dtype;  // the dtype a tensor argument must have, or kTypeUnknown for any supported dtype
+  TypeId dtype;     // the dtype a tensor argument must have, or kTypeUnknown for any supported dtype
   bool same_dtype;  // one of the op's inputs whose tensors must all have one dtype (args_signature: dtype_group)
-  bool written;  // written in place (rw_write): a graph must pass Parameters
+  bool written;     // written in place (rw_write): a graph must pass Parameters
 };
 
 enum class ShapeRule { kGiven, kLike, kDims };
@@ -77,11 +77,11 @@ constexpr int kMaxRuleDims = 4;
 struct RouteOutput {
   const char *name;
   ShapeRule shape;
-  int like;                   // kLike: the argument whose shape the output has
-  Dim dims[kMaxRuleDims];     // kDims
+  int like;                // kLike: the argument whose shape the output has
+  Dim dims[kMaxRuleDims];  // kDims
   int ndims;
-  TypeId dtype;               // a fixed dtype, or kTypeUnknown
-  int dtype_of;               // the argument whose dtype the output has, or -1 (fixed or given)
+  TypeId dtype;  // a fixed dtype, or kTypeUnknown
+  int dtype_of;  // the argument whose dtype the output has, or -1 (fixed or given)
 };
 
 struct RouteOp {

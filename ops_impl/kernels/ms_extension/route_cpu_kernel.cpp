@@ -3,18 +3,18 @@
 // kernel core of route_kernel.h (the same body as the eager entry and the Ascend kernel). The module is built
 // without -DCUSTOM_ASCEND_OP and linked against the wheel's libmindspore_ops_cpu.
 #ifndef CUSTOM_ASCEND_OP
+#include "route_cpu_kernel.h"
+
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "route_cpu_kernel.h"
 #include "route_ops.inc"
 
 namespace mindspore::kernel {
-#define MSMC_ROUTE_CPU_KERNEL(NAME, OP_DEF)                                        \
-  MS_KERNEL_FACTORY_REG_BY_CREATOR(NativeCpuKernelMod, Custom_##OP_DEF, []() { \
-    return std::make_shared<msmc::route::RouteCpuKernel>(#NAME);             \
-  });
+#define MSMC_ROUTE_CPU_KERNEL(NAME, OP_DEF)                             \
+  MS_KERNEL_FACTORY_REG_BY_CREATOR(NativeCpuKernelMod, Custom_##OP_DEF, \
+                                   []() { return std::make_shared<msmc::route::RouteCpuKernel>(#NAME); });
 MSMC_ROUTE_OPS(MSMC_ROUTE_CPU_KERNEL)
 }  // namespace mindspore::kernel
 

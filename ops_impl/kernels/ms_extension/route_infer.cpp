@@ -14,8 +14,8 @@
 #include "include/utils/utils.h"
 #include "ops/ops_func_impl/op_func_impl.h"
 #include "route_common.h"
-#include "utils/ms_context.h"
 #include "route_ops.inc"
+#include "utils/ms_context.h"
 
 namespace msmc {
 namespace route {
@@ -56,8 +56,8 @@ void CheckJitLevel(const char *label) {
   if (context == nullptr) {
     return;
   }
-  const bool compiling_graph = mindspore::JitCompiling() ||
-                               context->get_param<int>(mindspore::MS_CTX_EXECUTION_MODE) == mindspore::kGraphMode;
+  const bool compiling_graph =
+      mindspore::JitCompiling() || context->get_param<int>(mindspore::MS_CTX_EXECUTION_MODE) == mindspore::kGraphMode;
   if (compiling_graph && context->GetJitLevel() == "O2") {
     MS_EXCEPTION(mindspore::RuntimeError)
         << "ms_memcopy " << label
@@ -254,13 +254,13 @@ class RouteInfer : public OpFuncImpl {
 }  // namespace msmc
 
 // The names gen_custom_ops_def.cc declares: gCustom_<op_def name>FuncImpl.
-#define MSMC_ROUTE_INFER(NAME, OP_DEF)                                   \
-  namespace msmc::route {                                                \
-  namespace {                                                            \
-  RouteInfer g_infer_##NAME(#NAME);                                      \
-  }                                                                      \
-  }                                                                      \
-  namespace mindspore::ops {                                             \
+#define MSMC_ROUTE_INFER(NAME, OP_DEF)                                  \
+  namespace msmc::route {                                               \
+  namespace {                                                           \
+  RouteInfer g_infer_##NAME(#NAME);                                     \
+  }                                                                     \
+  }                                                                     \
+  namespace mindspore::ops {                                            \
   OpFuncImpl &gCustom_##OP_DEF##FuncImpl = msmc::route::g_infer_##NAME; \
   }
 MSMC_ROUTE_OPS(MSMC_ROUTE_INFER)

@@ -15,8 +15,8 @@
 #include "include/runtime/hardware_abstract/kernel_base/kernel_tensor.h"
 #include "kernel_counters.h"
 #include "route_common.h"
-#include "route_raise.h"
 #include "route_ops.inc"  // MSMC_TUPLE_PASS_NAME
+#include "route_raise.h"
 
 namespace msmc {
 namespace route {

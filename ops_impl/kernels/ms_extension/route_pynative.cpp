@@ -20,8 +20,8 @@
 // event recorded after it, returning without running the work (AsyncLaunch: poll or wait for it).
 // On Ascend a transfer queue uses MindSpore's own streams and events around an ordinary call.
 #include <condition_variable>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -30,9 +30,9 @@
 // MindSpore's extension header first, in the form the build asked for: with CUSTOM_ASCEND_OP it
 // needs CANN's headers, so the compile check of the Ascend branches (MSMC_ASCEND_BRANCHES) includes
 // its CPU form and turns the project's own branches on after it (route_common.h).
-#include "ms_extension/api.h"
 #include "kernel_counters.h"
 #include "launch_context.h"
+#include "ms_extension/api.h"
 #include "pybind11/numpy.h"
 #include "route_common.h"
 #include "route_ops.inc"
@@ -155,12 +155,12 @@ struct HostValues {
 
 // One op_def argument as the caller gave it.
 struct ArgValue {
-  Tensors tensors;                    // kTensor: one; kTensors: all
-  std::vector<Shape> shapes;          // ... their shapes and dtypes, read from the Python objects (a
-  std::vector<TypeId> dtypes;         // tensor still being computed has them before its data)
-  HostValues host;                    // kHostValues
-  std::optional<int64_t> int_value;   // kInt, kGivenDtype
-  std::vector<int64_t> ints;          // kInts and the other given tuples
+  Tensors tensors;                   // kTensor: one; kTensors: all
+  std::vector<Shape> shapes;         // ... their shapes and dtypes, read from the Python objects (a
+  std::vector<TypeId> dtypes;        // tensor still being computed has them before its data)
+  HostValues host;                   // kHostValues
+  std::optional<int64_t> int_value;  // kInt, kGivenDtype
+  std::vector<int64_t> ints;         // kInts and the other given tuples
 };
 
 bool IsInput(ArgKind kind) {
@@ -260,7 +260,8 @@ HostValues ToHostValues(const py::handle &obj, const char *argument) {
   py::array array = py::array::ensure(source);
   if (!array) {
     PyErr_Clear();
-    throw py::type_error(std::string(argument) + " must be int64 values (a numpy array, a sequence of ints or an "
+    throw py::type_error(std::string(argument) +
+                         " must be int64 values (a numpy array, a sequence of ints or an "
                          "int64 Tensor)");
   }
   if (array.dtype().kind() != 'i' && array.dtype().kind() != 'u' && array.size() != 0) {

@@ -36,9 +36,9 @@ using mindspore::PrimitivePtr;
 const std::set<std::string> &PrimitivesWithTupleInput() {
   static const std::set<std::string> names = [] {
     std::set<std::string> found;
-#define MSMC_ADD_IF_VARIADIC(NAME, OP_DEF)                      \
-  if (FindArg(FindRouteOp(#NAME), ArgKind::kTensors) >= 0) {    \
-    found.insert("Custom_" #OP_DEF);                            \
+#define MSMC_ADD_IF_VARIADIC(NAME, OP_DEF)                   \
+  if (FindArg(FindRouteOp(#NAME), ArgKind::kTensors) >= 0) { \
+    found.insert("Custom_" #OP_DEF);                         \
   }
     MSMC_ROUTE_OPS(MSMC_ADD_IF_VARIADIC)
 #undef MSMC_ADD_IF_VARIADIC
