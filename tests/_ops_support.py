@@ -77,6 +77,15 @@ def widen(dtype, values):
     return values.astype(np.float32) if dtype == "bfloat16" else values
 
 
+def assert_copies_every_rank(op, dtype):
+    """y = op(x) is a copy of x, of x's dtype and shape, for every shape of SHAPES (cell and jit calls in turn)."""
+    for i, shape in enumerate(SHAPES):
+        t, v = make(dtype, shape, seed=i)
+        y = call("cell" if i % 2 else "jit", op, t)
+        assert y.dtype == dtype_of(dtype) and tuple(y.shape) == shape
+        np.testing.assert_array_equal(as_numpy(y), widen(dtype, v))
+
+
 def dtype_of(name):
     return ms.bool_ if name == "bool" else getattr(ms, name)
 

@@ -8,18 +8,13 @@ import mindspore as ms
 from ms_memcopy import HostBuffer
 from ms_memcopy.ops import MemcpyWithCondition
 
-from _ops_support import (DTYPES, SHAPES, as_numpy, call, dtype_of, int64, make, raw_bytes, refused_while_compiling,
-                          widen)
+from _ops_support import (DTYPES, as_numpy, assert_copies_every_rank, call, dtype_of, int64, make, raw_bytes,
+                          refused_while_compiling, widen)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_copy_every_dtype_and_rank(ms_mode, dtype):
-    op = MemcpyWithCondition("d2d")
-    for i, shape in enumerate(SHAPES):
-        t, v = make(dtype, shape, seed=i)
-        y = call("cell" if i % 2 else "jit", op, t)
-        assert y.dtype == dtype_of(dtype) and tuple(y.shape) == shape
-        np.testing.assert_array_equal(as_numpy(y), widen(dtype, v))
+    assert_copies_every_rank(MemcpyWithCondition("d2d"), dtype)
 
 
 def test_copy_call_styles(ms_mode, style):

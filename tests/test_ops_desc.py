@@ -6,17 +6,12 @@ import mindspore as ms
 
 from ms_memcopy.ops import MemcpyWithDesc
 
-from _ops_support import DTYPES, SHAPES, as_numpy, call, dtype_of, int64, make, refused_while_compiling, widen
+from _ops_support import DTYPES, as_numpy, assert_copies_every_rank, call, int64, make, refused_while_compiling
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_copy_every_dtype_and_rank(ms_mode, dtype):
-    op = MemcpyWithDesc()
-    for i, shape in enumerate(SHAPES):
-        t, v = make(dtype, shape, seed=i)
-        y = call("cell" if i % 2 else "jit", op, t)
-        assert y.dtype == dtype_of(dtype) and tuple(y.shape) == shape
-        np.testing.assert_array_equal(as_numpy(y), widen(dtype, v))
+    assert_copies_every_rank(MemcpyWithDesc(), dtype)
 
 
 def test_copy_call_styles(ms_mode, style):
