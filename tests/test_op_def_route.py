@@ -392,20 +392,12 @@ def test_jit_level_o2_is_refused(run_python):
     result = run_python(f"""
 import sys
 sys.path.insert(0, {str(ROOT)!r})
+sys.path.insert(0, {str(ROOT / "tests")!r})
 import mindspore as ms
-from mindspore import nn
 ms.set_device("CPU")
 from ms_memcopy import HostBuffer, op_defs, samples
+from _ops_support import FnCell
 ms.set_context(mode=ms.GRAPH_MODE)
-
-
-class FnCell(nn.Cell):
-    def __init__(self, op):
-        super().__init__()
-        self.op = op
-
-    def construct(self, *inputs):
-        return self.op(*inputs)
 
 
 for level in ("O2", "O1"):

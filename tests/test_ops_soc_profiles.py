@@ -1,6 +1,8 @@
 """Every op gives the same result on every SoC profile, whichever ACL calls the chip has (batch,
 descriptors and 2-D device-to-device copies fall back to aclrtMemcpyAsync where missing): the sample
 call of every op of configs/ops, in both modes, against numpy."""
+from pathlib import Path
+
 import pytest
 
 from _ops_support import PROFILES, check_on_profile
@@ -8,21 +10,13 @@ from _ops_support import PROFILES, check_on_profile
 from ms_memcopy import _runtime_env
 
 SCRIPT = r'''
+import sys
+sys.path.insert(0, {tests!r})
 import mindspore as ms
-from mindspore import nn
 from ms_memcopy import HostBuffer, op_defs, runtime, samples
+from _ops_support import FnCell
 
 assert runtime.soc_profile() == "{profile}", runtime.soc_profile()
-
-
-class FnCell(nn.Cell):
-    def __init__(self, op):
-        super().__init__()
-        self.op = op
-
-    def construct(self, *inputs):
-        return self.op(*inputs)
-
 
 for mode in (ms.GRAPH_MODE, ms.PYNATIVE_MODE):
     ms.set_context(mode=mode)
@@ -31,7 +25,7 @@ for mode in (ms.GRAPH_MODE, ms.PYNATIVE_MODE):
             sample = samples.sample(name, buf)
             sample.check(FnCell(sample.op)(*sample.inputs))
 print("OK")
-'''
+'''.replace("{tests!r}", repr(str(Path(__file__).resolve().parent)))
 
 
 @pytest.mark.parametrize("profile", PROFILES)
