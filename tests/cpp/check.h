@@ -10,10 +10,12 @@
 //   test::Expect(ok, what)           a check whose description is built at run time
 //   test::Require(ret, what)         a setup call that must succeed: prints FATAL and exits 1 otherwise
 //   test::Context label(text)        names this thread's failures (e.g. "thread 3") while `label` lives
+//   test::LocationOf(p)              aclhostGetMemLocation of p (type, device, base, size), checked to succeed
 #ifndef MS_MEMCOPY_TESTS_CPP_CHECK_H_
 #define MS_MEMCOPY_TESTS_CPP_CHECK_H_
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +23,7 @@
 #include <string>
 
 #include "acl/acl.h"
+#include "acl_host/acl_host_ext.h"
 
 namespace test {
 
@@ -103,6 +106,23 @@ inline int Finish() {
   }
   std::printf("ALL PASSED\n");
   return 0;
+}
+
+// Where the host runtime has p (aclhostGetMemLocation), which must succeed.
+struct MemLocation {
+  int32_t type = -1;
+  int32_t device = -1;
+  uintptr_t base = 0;
+  size_t size = 0;
+};
+
+inline MemLocation LocationOf(const void *p, const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+  MemLocation where;
+  void *base = nullptr;
+  CheckRet(file, line, aclhostGetMemLocation(p, &where.type, &where.device, &base, &where.size), ACL_SUCCESS,
+           "aclhostGetMemLocation");
+  where.base = reinterpret_cast<uintptr_t>(base);
+  return where;
 }
 
 }  // namespace test

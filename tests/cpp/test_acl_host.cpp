@@ -84,15 +84,6 @@ void *DeviceAlloc(size_t n) {
   return p;
 }
 
-int32_t DeviceOf(void *p) {
-  int32_t type = -1;
-  int32_t id = -1;
-  void *base = nullptr;
-  size_t size = 0;
-  CHECK_RET(aclhostGetMemLocation(p, &type, &id, &base, &size), ACL_SUCCESS);
-  return id;
-}
-
 void *PinnedAlloc(size_t n) {
   void *p = nullptr;
   CHECK_RET(aclrtMallocHost(&p, n), ACL_SUCCESS);
@@ -763,29 +754,14 @@ void TestFrameworkRegistration(aclrtStream stream) {
   CHECK(type == ACL_MEM_LOCATION_TYPE_UNREGISTERED);
 }
 
-struct Location {
-  int32_t type = -1;
-  uintptr_t base = 0;
-  size_t size = 0;
-};
-
-Location LocationOf(const void *p) {
-  Location loc;
-  int32_t id = -1;
-  void *base = nullptr;
-  CHECK_RET(aclhostGetMemLocation(p, &loc.type, &id, &base, &loc.size), ACL_SUCCESS);
-  loc.base = reinterpret_cast<uintptr_t>(base);
-  return loc;
-}
-
 // True when p is registered device memory whose recorded extent covers [from, to).
 bool Covers(const unsigned char *p, const unsigned char *from, const unsigned char *to) {
-  const Location loc = LocationOf(p);
+  const test::MemLocation loc = test::LocationOf(p);
   return loc.type == ACL_MEM_LOCATION_TYPE_DEVICE && loc.base <= reinterpret_cast<uintptr_t>(from) &&
          reinterpret_cast<uintptr_t>(to) <= loc.base + loc.size;
 }
 
-bool Pageable(const void *p) { return LocationOf(p).type == ACL_MEM_LOCATION_TYPE_UNREGISTERED; }
+bool Pageable(const void *p) { return test::LocationOf(p).type == ACL_MEM_LOCATION_TYPE_UNREGISTERED; }
 
 void TestOverlappingRegistrations() {
   // Framework registrations of one device may overlap in any way, registered and released in any order.
@@ -1283,7 +1259,7 @@ void TestContexts() {
   CHECK(device == 1);
   void *dev = DeviceAlloc(256);
   void *dev_default = DeviceAlloc(256);  // written on the context's default stream
-  CHECK(DeviceOf(dev) == 1);
+  CHECK(test::LocationOf(dev).device == 1);
   void *pinned = PinnedAlloc(256);
   Fill(pinned, 256, 70);
   aclrtStream stream = nullptr;

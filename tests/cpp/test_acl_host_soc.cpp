@@ -19,22 +19,6 @@
 
 namespace {
 
-size_t AllocationSize(void *p) {
-  int32_t type = -1;
-  int32_t id = -1;
-  void *base = nullptr;
-  size_t size = 0;
-  CHECK_RET(aclhostGetMemLocation(p, &type, &id, &base, &size), ACL_SUCCESS);
-  return size;
-}
-
-int32_t DeviceOf(void *p) {
-  int32_t type = -1;
-  int32_t id = -1;
-  CHECK_RET(aclhostGetMemLocation(p, &type, &id, nullptr, nullptr), ACL_SUCCESS);
-  return id;
-}
-
 // Invalid names and values first, then Ascend310P: no batch, no descriptors, no 2D D2D.
 void Ascend310PScenario() {
   setenv(ACLHOST_ENV_SOC, "NoSuchChip", 1);
@@ -63,15 +47,15 @@ void Ascend310PScenario() {
   CHECK_RET(aclrtSetDevice(1), ACL_SUCCESS);
   void *dev1 = nullptr;
   CHECK_RET(aclrtMalloc(&dev1, 100, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-  CHECK(AllocationSize(dev1) == 160);
-  CHECK(DeviceOf(dev1) == 1);
+  CHECK(test::LocationOf(dev1).size == 160);
+  CHECK(test::LocationOf(dev1).device == 1);
   void *huge = nullptr;
   CHECK_RET(aclrtMalloc(&huge, 100, ACL_MEM_MALLOC_HUGE1G_ONLY), ACL_SUCCESS);
-  CHECK(AllocationSize(huge) == 128);  // no padding for the 1G-page policies
+  CHECK(test::LocationOf(huge).size == 128);  // no padding for the 1G-page policies
   CHECK_RET(aclrtSetDevice(0), ACL_SUCCESS);
   void *dev0 = nullptr;
   CHECK_RET(aclrtMalloc(&dev0, 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-  CHECK(DeviceOf(dev0) == 0);
+  CHECK(test::LocationOf(dev0).device == 0);
   void *pinned = nullptr;
   CHECK_RET(aclrtMallocHost(&pinned, 4096), ACL_SUCCESS);
   aclrtStream stream = nullptr;
@@ -144,7 +128,7 @@ void Ascend950Scenario() {
 
   void *small = nullptr;
   CHECK_RET(aclrtMalloc(&small, 32, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-  CHECK(AllocationSize(small) == 32);
+  CHECK(test::LocationOf(small).size == 32);
   void *desc = nullptr;
   CHECK_RET(aclrtMalloc(&desc, desc_size, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
   void *a = nullptr;
