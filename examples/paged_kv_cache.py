@@ -18,9 +18,10 @@ With --overlap the same sequences are decoded a second time by a scheduler that 
 decoding (ms_memcopy.nn.TransferQueue, the copies on a stream of their own): it swaps the next preempted
 sequence in while the others decode, and a swap-out does not stop the others decoding (the sequence that
 needed the blocks waits a round). Every job submitted in one round of decode steps is waited for at the start
-of the next, so the schedule is the same on every rank. Its outputs must equal each sequence decoded alone;
-the report adds the decode step time with a transfer in flight against without one, and the total time of
-both schedulers.
+of the next, so the schedule is the same on every rank. The queue paces its jobs (part_bytes,
+--transfer-part-mib, 32 MiB by default): each decode step's finished() poll launches at most one part.
+Its outputs must equal each sequence decoded alone; the report adds the decode step time with a transfer
+in flight against without one, and the total time of both schedulers.
 
     python examples/paged_kv_cache.py [--cache-mib 256] [--sequences 6] [--layers 4] [--overlap]
 """
@@ -301,9 +302,9 @@ class OverlapEngine(Engine):
     a tensor-parallel run makes the same ones (finished() is polled before each step only to learn early
     which jobs need no wait)."""
 
-    def __init__(self, prefill, step, pool, block_size, max_blocks):
+    def __init__(self, prefill, step, pool, block_size, max_blocks, part_bytes=None):
         super().__init__(prefill, step, pool, block_size, max_blocks)
-        self.queue = TransferQueue(pool)
+        self.queue = TransferQueue(pool, part_bytes=part_bytes)
         self.reported = set()     # jobs finished() has reported
         self.submitted = {"swap_out": 0, "swap_in": 0, "fork": 0}
 
@@ -328,38 +329,43 @@ class OverlapEngine(Engine):
         self.reported.update(self.queue.finished())
         super().step(seq)
 
-    def measure_steps(self, seq, rounds, seed=0):
-        """Decode step seconds with a transfer in flight and without, alternating: seq (prefilled, one
-        block free for it) decodes the same token again and again; just before every other step a swap-out
-        of ballast blocks (all the other free device blocks, at most the free host blocks) is submitted, so
-        it is in flight when the step begins; whether it outlasted the step is counted too. The ballast is
-        swapped back in (waited for) before the next step without a transfer. Returns step_ratio's figures,
-        the steps the swap-out outlasted, and the ballast's bytes."""
+    def measure_steps(self, seq, steps, seed=0):
+        """Decode step seconds with a transfer in flight and without. seq (prefilled, one block free for
+        it) decodes the same token again and again, each step beginning with the finished() poll the
+        scheduler makes (it launches the next part of a paced job). A round submits a swap-out of ballast
+        blocks (all the other free device blocks, at most the free host blocks) and times the steps that
+        begin while it is in flight; the ballast is swapped back in (waited for) and as many steps are
+        timed without a transfer. Rounds go on until `steps` steps were timed with one. Returns
+        step_ratio's figures, the mean steps per swap-out, and the ballast's bytes."""
         ballast = self.pool.allocate(min(self.pool.num_free_blocks - 1, self.pool.num_free_host_blocks))
         pos, outputs = seq.done, len(seq.outputs)
-        with_t, without, outlasted = [], [], 0
+        with_t, without, rounds = [], [], 0
         nbytes = len(ballast) * self.pool.num_caches * self.pool.block_bytes
+
+        def timed_step():
+            """Seconds of one step, or None when the poll reports the swap-out finished (no step)."""
+            seq.done = pos
+            start = time.perf_counter()
+            if job in self.queue.finished():
+                return None
+            Engine.step(self, seq)
+            seconds = time.perf_counter() - start
+            del seq.outputs[outputs:]
+            return seconds
+
         try:
-            for r in range(2 * rounds):
-                job = self.queue.submit("swap_out", ballast) if r % 2 else None
-                host = self.queue.destination(job) if r % 2 else None
-                seq.done = pos
-                start = time.perf_counter()
-                Engine.step(self, seq)
-                seconds = time.perf_counter() - start
-                del seq.outputs[outputs:]
-                if job is None:
-                    without.append(seconds)
-                    continue
-                with_t.append(seconds)
-                if job not in self.queue.finished():
-                    outlasted += 1
-                    self.queue.wait(job)
+            while len(with_t) < steps:
+                job, rounds, before = self.queue.submit("swap_out", ballast), rounds + 1, len(with_t)
+                host = self.queue.destination(job)
+                while (seconds := timed_step()) is not None:
+                    with_t.append(seconds)
                 ballast = self.queue.wait(self.queue.submit("swap_in", host))
+                job = None
+                without += [timed_step() for _ in range(max(1, len(with_t) - before))]
         finally:
             self.queue.wait_all()
             self.pool.free(ballast)
-        return step_ratio(with_t, without, seed) + [outlasted, nbytes]
+        return step_ratio(with_t, without, seed) + [len(with_t) / max(rounds, 1), nbytes]
 
     def settle(self, incoming, blocks):
         """Waits for the forks of this round that read blocks (before they are swapped out or freed)."""
@@ -590,7 +596,11 @@ def parse_args(argv):
     parser.add_argument("--per-block-swaps", type=int, default=2,
                         help="swaps per direction replayed as one built-in copy per block (it is slow)")
     parser.add_argument("--step-rounds", type=int, default=20,
-                        help="--overlap: decode steps timed with a transfer in flight, and as many without")
+                        help="--overlap: decode steps timed with a transfer in flight (at least), and as many "
+                             "without")
+    parser.add_argument("--transfer-part-mib", type=int, default=32,
+                        help="--overlap: the TransferQueue's part_bytes in MiB (a job moves at most this much per "
+                             "decode step); 0: whole jobs at once")
     parser.add_argument("--overlap", action="store_true",
                         help="decode the sequences again with the scheduler that overlaps swaps with decoding "
                              "(TransferQueue) and compare step and total times with the synchronous one")
@@ -766,7 +776,7 @@ def report(args, table, ranks, num_caches, num_blocks, block_bytes, rank_block_b
           f"tokens of {sequences} sequences" + ("" if ranks == 1 else
                                                  f"; every rank's outputs identical: {same_outputs}"))
     if args.overlap:
-        print_overlap(table)
+        print_overlap(table, args)
     print(f"  time: {table[:, -1].max():.0f} s")
     print("  result: " + ("PASS" if ok else "FAIL"))
 
@@ -799,7 +809,8 @@ def run_overlapped(args, prefill, step, pool, max_blocks, finished, fork):
     seconds, figures = 0.0, {}
     for first in (True, False):
         sequences, again = fresh()
-        engine = OverlapEngine(prefill, step, pool, args.block_size, max_blocks)
+        engine = OverlapEngine(prefill, step, pool, args.block_size, max_blocks,
+                               args.transfer_part_mib * MiB or None)
         try:
             engine.warm_up()
             began = time.perf_counter()
@@ -822,10 +833,12 @@ def run_overlapped(args, prefill, step, pool, max_blocks, finished, fork):
     return {"diff": diff, "seconds": seconds, "sync_seconds": sync_seconds, "unmatched": unmatched, **figures}
 
 
-def print_overlap(table):
+def print_overlap(table, args):
     """The --overlap lines of the report (rank 0's step times; every rank's outputs were checked)."""
     diff, sync_s, overlap_s = table[:, 27].max(), table[0, 28], table[0, 29]
-    with_s, n_with, without_s, n_without, ratio, lo, hi, outlasted, ballast = table[0, 30:39]
+    with_s, n_with, without_s, n_without, ratio, lo, hi, steps_per_job, ballast = table[0, 30:39]
+    paced = (f"launched in parts of {args.transfer_part_mib} MiB, one per step" if args.transfer_part_mib
+             else "launched whole")
     swap_in, swap_out, preemptions = table[0, 39:42]
     print(f"  overlapped scheduler (TransferQueue, copies on their own stream): {int(preemptions)} preemptions, "
           f"{int(swap_out)} swap-outs and {int(swap_in)} swap-ins submitted while the others decode; outputs vs. "
@@ -835,10 +848,10 @@ def print_overlap(table):
               f"{int(n_without)} without)")
     else:
         verdict = "met" if hi <= 1.15 else ("not met" if lo > 1.15 else "unsure")
-        print(f"  decode step with a transfer in flight (a swap-out of {ballast / MiB:.0f} MiB submitted just before "
-              f"it, still running when {int(outlasted)} of the {int(n_with)} steps ended): median "
-              f"{with_s * 1e3:.1f} ms; without: {without_s * 1e3:.1f} ms over {int(n_without)} steps; ratio "
-              f"{ratio:.2f}x (90% bootstrap interval {lo:.2f}x-{hi:.2f}x); goal <= 1.15x: {verdict}")
+        print(f"  decode step with a transfer in flight (swap-outs of {ballast / MiB:.0f} MiB {paced}: "
+              f"{steps_per_job:.1f} steps each): median {with_s * 1e3:.1f} ms over {int(n_with)} steps; without: "
+              f"{without_s * 1e3:.1f} ms over {int(n_without)} steps; ratio {ratio:.2f}x (90% bootstrap interval "
+              f"{lo:.2f}x-{hi:.2f}x); goal <= 1.15x: {verdict}")
     print(f"  total time of the decoding, two runs each (synchronous, overlapped, overlapped, synchronous): "
           f"overlapped scheduler {overlap_s:.1f} s, synchronous scheduler {sync_s:.1f} s ({overlap_s / sync_s:.2f}x)")
 

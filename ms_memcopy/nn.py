@@ -34,7 +34,7 @@ A slot outside the buffer, or the same slot twice in one swap-out, is MemcpyBatc
 (the byte offset is slot * block bytes).
 """
 import threading
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 import numpy as np
 import mindspore as ms
@@ -414,12 +414,15 @@ class _Target:
 
 
 class _Job:
-    __slots__ = ("kind", "sources", "destinations", "target", "done_event")
+    __slots__ = ("kind", "sources", "destinations", "parts", "launched")
 
-    def __init__(self, kind, sources, destinations):
+    def __init__(self, kind, sources, destinations, part_blocks):
         self.kind, self.sources, self.destinations = kind, sources, destinations
-        self.target = None      # CPU target: _Target
-        self.done_event = None  # Ascend: the mindspore.runtime.Event recorded after the copy
+        # (start, stop) ranges of sources not launched yet, in order
+        self.parts = [(i, min(i + part_blocks, len(sources))) for i in range(0, len(sources), part_blocks)]
+        # the launched parts, in order: a _Target each (CPU target) or the mindspore.runtime.Event
+        # recorded after the part's copy (Ascend)
+        self.launched = []
 
 
 class TransferQueue:
@@ -446,14 +449,26 @@ class TransferQueue:
     the jobs in flight: nothing is lost. The queue is used from Python (PYNATIVE_MODE or GRAPH_MODE
     around compiled steps), not inside a graph.
 
+    Pacing (``part_bytes``): a copy in flight takes memory bandwidth, and on the CPU target cores,
+    from the model's step. With ``part_bytes`` set, a job is launched in parts of whole blocks, at most
+    ``part_bytes`` over all caches (at least one block), and at most one part of the queue is in
+    flight: a part launches at submit when none is, otherwise at the first ``finished()`` call after the
+    part before it has completed (oldest job first). A scheduler that calls ``finished()`` once per
+    model step thus moves at most ``part_bytes`` during each step. ``wait(job)``, ``wait_all()`` and
+    ``close()`` launch what is left of the jobs they wait for at once. A job is reported when all its
+    parts have completed; until then its blocks are held as above, so the parts cannot be seen apart.
+
     Args:
         pool (BlockPool): the pool whose blocks the queue moves.
+        part_bytes (int, optional): the bytes of one part (see Pacing); None (the default) launches
+            every job whole, at submit.
 
     Raises:
-        TypeError: pool not a BlockPool; (submit) blocks not a sequence of ints, a job not an int.
-        ValueError: (submit) kind not one of "swap_out", "swap_in", "fork"; a block not allocated or
-            given twice (nothing moved); (wait, destination) a job that is not in flight or unreported;
-            a closed queue.
+        TypeError: pool not a BlockPool; part_bytes not an int; (submit) blocks not a sequence of ints,
+            a job not an int.
+        ValueError: part_bytes < 1; (submit) kind not one of "swap_out", "swap_in", "fork"; a block
+            not allocated or given twice (nothing moved); (wait, destination) a job that is not in
+            flight or unreported; a closed queue.
         OutOfBlocks: (submit) fewer free blocks than the move needs (nothing allocated or moved).
         TransferPending: (submit) blocks a job in flight holds.
 
@@ -485,12 +500,15 @@ class TransferQueue:
 
     KINDS = ("swap_out", "swap_in", "fork")
 
-    def __init__(self, pool: BlockPool):
+    def __init__(self, pool: BlockPool, part_bytes: Optional[int] = None):
         if not isinstance(pool, BlockPool):
             raise TypeError(f"pool must be a BlockPool, not {type(pool).__name__}")
         if pool.host_buffer.closed:
             raise ValueError("pool: the BlockPool is closed")
         self.pool = pool
+        self.part_bytes = None if part_bytes is None else check_int(part_bytes, "part_bytes", 1)
+        bytes_per_block = pool.num_caches * pool.block_bytes
+        self._part_blocks = None if part_bytes is None else max(1, self.part_bytes // bytes_per_block)
         self._ascend = ms.get_context("device_target") == "Ascend"
         num_caches = pool.num_caches
         self._ops = {"swap_out": SwapBlocks("d2h", pool.host_buffer, num_caches=num_caches),
@@ -503,6 +521,7 @@ class TransferQueue:
             self._stream = runtime.create_stream()
         self._jobs = {}  # job id -> _Job, in submission order, until reported
         self._next_job = 0
+        self._last_part = None  # (job, launched part) of the part launched last
         self._lock = threading.Lock()
         pool._queues.append(self)
 
@@ -532,10 +551,10 @@ class TransferQueue:
                 sources = pool._device.check_allocated(_as_list(blocks, "blocks"), "blocks")
                 new_side = pool._host if kind == "swap_out" else pool._device
                 destinations = new_side.allocate(len(sources))
-            record = _Job(kind, sources, destinations)
+            record = _Job(kind, sources, destinations, self._part_blocks or max(1, len(sources)))
             try:
-                if sources:
-                    self._launch(record)
+                if record.parts and not self._part_in_flight():
+                    self._launch_next_part(job, record)
             except Exception:
                 new_side.free(destinations)  # nothing moved: the new blocks go back
                 raise
@@ -566,6 +585,7 @@ class TransferQueue:
             for job in list(self._jobs):
                 if self._poll(job):
                     done.append(job)
+            self._advance()
         return done
 
     def wait(self, job: int) -> List[int]:
@@ -619,19 +639,53 @@ class TransferQueue:
             raise ValueError(f"job {job} is not in flight: it {state}")
         return record
 
-    def _launch(self, record):
-        op = self._ops[record.kind]
-        mapping = np.array([record.sources, record.destinations], np.int64).T
+    def _part_in_flight(self):
+        """Whether the part launched last (by submit or finished(): parts are paced one at a time) has
+        not completed yet (a failed part counts as completed: its job reports the error)."""
+        if self._last_part is None or self._last_part[0] not in self._jobs:
+            return False
+        try:
+            return not self._part_done(self._last_part[1])
+        except Exception:  # noqa: BLE001  (the part's job raises it when polled or waited for)
+            return False
+
+    def _advance(self):
+        """Launches the next part of the oldest job with parts left, unless a part is in flight."""
+        if self._part_in_flight():
+            return
+        job = next((j for j, r in self._jobs.items() if r.parts), None)
+        if job is None:
+            return
+        try:
+            self._launch_next_part(job, self._jobs[job])
+        except Exception:
+            self._fail(job)
+            raise
+
+    def _launch_next_part(self, job, record):
+        start, stop = record.parts.pop(0)
+        try:
+            part = self._launch(record.kind, record.sources[start:stop], record.destinations[start:stop])
+        except Exception:
+            record.parts.insert(0, (start, stop))
+            raise
+        record.launched.append(part)
+        self._last_part = (job, part)
+
+    def _launch(self, kind, sources, destinations):
+        """Launches one part on the queue's stream; returns its handle (see _Job.launched)."""
+        op = self._ops[kind]
+        mapping = np.array([sources, destinations], np.int64).T
         if self._ascend:
             model = ms.runtime.current_stream()
             written = ms.runtime.Event()
-            written.record(model)  # the copy reads what the model wrote before the submit
+            written.record(model)  # the copy reads what the model wrote before the launch
             self._stream.wait_event(written)
             with ms.runtime.StreamCtx(self._stream):
                 op(*self.pool.caches, mapping)
-                record.done_event = ms.runtime.Event()
-                record.done_event.record(self._stream)
-            return
+                done = ms.runtime.Event()
+                done.record(self._stream)
+            return done
         _ensure_current_context(runtime)
         target = _Target(self._stream, runtime.create_event())
         primitive = op.primitive
@@ -643,35 +697,51 @@ class TransferQueue:
             raise
         finally:
             primitive._transfer_target = None
-        record.target = target
+        return target
+
+    def _part_done(self, part):
+        if self._ascend:
+            return part.query()
+        return part.launch is None or part.launch.done()  # None: the call ran synchronously
 
     def _poll(self, job):
         """Whether job has finished (then it is retired), without waiting."""
         record = self._jobs[job]
         try:
-            if record.done_event is not None:
-                done = record.done_event.query()
-            elif record.target is not None and record.target.launch is not None:
-                done = record.target.launch.done()
-            else:
-                done = True  # nothing launched (no blocks), or the call ran synchronously
+            done = not record.parts and all(self._part_done(part) for part in record.launched)
         except Exception:
-            self._retire(job, moved=False)
+            self._fail(job)
             raise
         if done:
             self._retire(job, moved=True)
         return done
 
     def _wait_record(self, record):
+        """Launches the parts of the job not launched yet and waits for all of them."""
         job = next(j for j, r in self._jobs.items() if r is record)
         try:
-            if record.done_event is not None:
-                record.done_event.synchronize()
-            elif record.target is not None and record.target.launch is not None:
-                record.target.launch.wait()
+            while record.parts:
+                self._launch_next_part(job, record)
+            for part in record.launched:
+                self._wait_part(part)
         except Exception:
-            self._retire(job, moved=False)
+            self._fail(job)
             raise
+
+    def _wait_part(self, part):
+        if self._ascend:
+            part.synchronize()
+        elif part.launch is not None:
+            part.launch.wait()
+
+    def _fail(self, job):
+        """Retires a failed job once none of its launched parts still writes its new blocks."""
+        for part in self._jobs[job].launched:
+            try:
+                self._wait_part(part)
+            except Exception:  # noqa: BLE001, S110  (the job's first error is the one raised)
+                pass
+        self._retire(job, moved=False)
 
     def _wait_all(self):
         jobs, error = list(self._jobs), None
@@ -700,11 +770,13 @@ class TransferQueue:
             (pool._host if kind == "swap_in" else pool._device).given_up(record.sources, moved)
         if not moved:
             (pool._device if kind != "swap_out" else pool._host).free(record.destinations)
-        if record.target is not None:
-            record.target.launch = None  # lets the launch's tensors go (done() or wait() already did)
-            runtime.destroy_event(record.target.event)
-        if record.done_event is not None:
-            ms.runtime.current_stream().wait_event(record.done_event)  # the model's reads come after
+        for part in record.launched:
+            if self._ascend:
+                ms.runtime.current_stream().wait_event(part)  # the model's reads come after
+            else:
+                part.launch = None  # lets the launch's tensors go (done() or wait() already did)
+                runtime.destroy_event(part.event)
+        record.launched = []
 
 
 class BlockSlots:

@@ -62,7 +62,8 @@ def test_paged_kv_cache_example_overlapped_scheduler_passes():
                      r"[1-9]\d* swap-outs and [1-9]\d* swap-ins submitted while the others decode; outputs vs\. "
                      r"the synchronous runs: max \|diff\| = 0\n", out), out
     assert re.search(r"max \|diff\| = 0 over \d+ tokens of [78] sequences", out), out
-    assert re.search(r"  decode step(: too few steps| with a transfer in flight \(a swap-out of \d+ MiB)", out), out
+    assert re.search(r"  decode step(: too few steps| with a transfer in flight \(swap-outs of \d+ MiB launched "
+                     r"(whole|in parts of 32 MiB, one per step): [\d.]+ steps each\))", out), out
     assert re.search(r"total time of the decoding, two runs each \(synchronous, overlapped, overlapped, "
                      r"synchronous\): overlapped scheduler [\d.]+ s, synchronous scheduler [\d.]+ s", out), out
     assert out.rstrip().endswith("result: PASS")

@@ -175,6 +175,72 @@ def test_closing_with_jobs_in_flight_waits_for_them(close):
     assert jobs == [0, 1]
 
 
+def test_parts_are_paced_one_per_finished_call(ms_mode):
+    """part_bytes of one block over both caches: a 3-block swap-out is three parts, the first launched at
+    submit, each next one by the first finished() after the one before has completed."""
+    pool, values = make_pool()
+    try:
+        queue = TransferQueue(pool, part_bytes=pool.num_caches * pool.block_bytes)
+        pool.host_buffer.numpy(np.float32)[:] = -1.0       # what the host blocks hold before any copy
+        table = pool.allocate(3)
+        hold = Hold(queue._stream)
+        job = queue.submit("swap_out", table)
+        new = queue.destination(job)
+        expected = np.stack([v[table] for v in values])   # [cache, block, ...]
+        untouched = np.full_like(expected[:, 0], -1.0)
+        hold.release()
+        for part in range(3):
+            got = host_blocks(pool, new)                  # waits for the copies queued so far
+            for b in range(3):
+                np.testing.assert_array_equal(got[:, b], expected[:, b] if b <= part else untouched,
+                                              err_msg=f"host block {new[b]} after part {part}")
+            assert pool.num_free_blocks == 1              # the job holds its blocks until all parts are done
+            assert queue.finished() == ([job] if part == 2 else [])
+        assert queue.pending == [] and pool.num_free_blocks == 4
+    finally:
+        pool.close()
+
+
+def test_paced_parts_go_oldest_job_first_and_wait_launches_the_rest(ms_mode):
+    pool, values = make_pool(num_blocks=6)
+    try:
+        queue = TransferQueue(pool, part_bytes=1)         # less than a block: one block per part
+        assert queue.part_bytes == 1
+        table = pool.allocate(3)
+        hold = Hold(queue._stream)
+        first = queue.submit("fork", table[:2])           # its first part is in flight (held)
+        second = queue.submit("swap_out", table[2:])      # waits: one part in flight at a time
+        hold.release()
+        assert queue.wait(second) == [0]                  # launched by the wait itself
+        np.testing.assert_array_equal(host_blocks(pool, [0]), np.stack([v[table[2]] for v in values])[:, None])
+        child = queue.destination(first)
+        deadline = time.monotonic() + 30
+        while first not in queue.finished():              # polling launches the fork's second part
+            assert time.monotonic() < deadline
+        for l, cache in enumerate(pool.caches):
+            np.testing.assert_array_equal(cache.asnumpy()[child], values[l][table[:2]])
+        back = queue.destination(queue.submit("swap_in", [0]))
+        queue.close()                                     # launches and waits for what is left
+        assert pool.num_free_host_blocks == 4 and pool.check_readable(back) == back
+        for l, cache in enumerate(pool.caches):
+            np.testing.assert_array_equal(cache.asnumpy()[back[0]], values[l][table[2]])
+    finally:
+        pool.close()
+
+
+def test_part_bytes_must_be_a_positive_int():
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    pool, _ = make_pool()
+    try:
+        with pytest.raises(TypeError, match="part_bytes must be an int, not str"):
+            TransferQueue(pool, part_bytes="64")
+        with pytest.raises(ValueError, match="part_bytes must be >= 1, got 0"):
+            TransferQueue(pool, part_bytes=0)
+        assert TransferQueue(pool).part_bytes is None and pool._queues[-1].part_bytes is None
+    finally:
+        pool.close()
+
+
 def test_bad_input_names_the_argument_and_moves_nothing():
     ms.set_context(mode=ms.PYNATIVE_MODE)
     pool, values = make_pool()
@@ -215,11 +281,11 @@ ACTIONS = st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 1 << 30)), m
 
 @settings(max_examples=12, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(actions=ACTIONS)
-def test_random_interleavings_keep_every_byte(ms_mode, actions):
+@given(actions=ACTIONS, paced=st.booleans())
+def test_random_interleavings_keep_every_byte(ms_mode, actions, paced):
     """Sequences own device or host blocks; the model writes rows of readable blocks (Memcpy2D, in
-    MindSpore's queue) while jobs move blocks on the queue's stream; every byte is checked against
-    numpy copies made at submit time, the semantics the pool's rules guarantee."""
+    MindSpore's queue) while jobs move blocks on the queue's stream, whole or paced in parts; every byte
+    is checked against numpy copies made at submit time, the semantics the pool's rules guarantee."""
     pool = BlockPool(num_caches=2, num_blocks=6, num_host_blocks=6, block_shape=BLOCK, dtype=ms.float32)
     rng = np.random.default_rng(len(actions))
     device = [rng.standard_normal((6, *BLOCK)).astype(np.float32) for _ in range(2)]
@@ -230,7 +296,7 @@ def test_random_interleavings_keep_every_byte(ms_mode, actions):
     owned = {"device": pool.allocate(4), "host": []}   # blocks the test holds, usable now
     arriving = {}                        # job -> (side, blocks) it makes usable when it finishes
     try:
-        queue = TransferQueue(pool)
+        queue = TransferQueue(pool, part_bytes=1 if paced else None)  # paced: one block per part
 
         def arrived(jobs):
             for job in jobs:
