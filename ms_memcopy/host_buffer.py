@@ -172,6 +172,7 @@ class HostBuffer:
         self._pinned = pinned
         self._used_by_primitives = False
         self._id_lease = _IdLease()
+        self._before_close = []  # weak methods that launch copies into or out of the buffer still held back
         self._id = self._id_lease.id
         if _kernels_lib.library().msmc_hostbuffer_open(self._id, self._allocation.ptr, self._nbytes, int(pinned)) != 0:
             raise RuntimeError(f"the kernels library refused to register the HostBuffer as id {self._id}")
@@ -260,6 +261,11 @@ class HostBuffer:
         """Waits for the copies in flight, then releases the buffer. Idempotent."""
         if self._allocation is None:
             return
+        error = None
+        for hook in list(self._before_close):
+            launch_held_back = hook()
+            if launch_held_back is not None:
+                error = error or launch_held_back()
         if self._used_by_primitives:
             sync_launches()
         ret = _kernels_lib.library().msmc_hostbuffer_close(self._id)
@@ -267,6 +273,8 @@ class HostBuffer:
         self._id_lease = None  # the id is free again once no primitive built on this buffer is alive
         if ret not in (0, -1):
             raise AclError(ret, "aclrtSynchronizeStream")
+        if error is not None:
+            raise error
 
     def __enter__(self):
         self._check_open()

@@ -34,6 +34,7 @@ A slot outside the buffer, or the same slot twice in one swap-out, is MemcpyBatc
 (the byte offset is slot * block bytes).
 """
 import threading
+import weakref
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -454,8 +455,9 @@ class TransferQueue:
     ``part_bytes`` over all caches (at least one block), and at most one part of the queue is in
     flight: a part launches at submit when none is, otherwise at the first ``finished()`` call after the
     part before it has completed (oldest job first). A scheduler that calls ``finished()`` once per
-    model step thus moves at most ``part_bytes`` during each step. ``wait(job)``, ``wait_all()`` and
-    ``close()`` launch what is left of the jobs they wait for at once. A job is reported when all its
+    model step thus moves at most ``part_bytes`` during each step. ``wait(job)``, ``wait_all()``,
+    ``close()`` and a ``close()`` of the pool's HostBuffer launch what is left of the jobs they wait for
+    at once. A job is reported when all its
     parts have completed; until then its blocks are held as above, so the parts cannot be seen apart.
 
     Args:
@@ -524,6 +526,8 @@ class TransferQueue:
         self._last_part = None  # (job, launched part) of the part launched last
         self._lock = threading.Lock()
         pool._queues.append(self)
+        self._close_hook = weakref.WeakMethod(self._launch_held_back)
+        pool.host_buffer._before_close.append(self._close_hook)
 
     @property
     def closed(self):
@@ -617,6 +621,8 @@ class TransferQueue:
                     runtime.destroy_stream(stream)
                 if self in self.pool._queues:
                     self.pool._queues.remove(self)
+                if self._close_hook in self.pool.host_buffer._before_close:
+                    self.pool.host_buffer._before_close.remove(self._close_hook)
 
     def __enter__(self):
         self._check_open()
@@ -648,6 +654,20 @@ class TransferQueue:
             return not self._part_done(self._last_part[1])
         except Exception:  # noqa: BLE001  (the part's job raises it when polled or waited for)
             return False
+
+    def _launch_held_back(self):
+        """Launches every part not launched yet (the HostBuffer is closing: it waits for them); a job whose
+        part fails to launch fails (see _fail). Returns the first such error instead of raising it."""
+        error = None
+        with self._lock:
+            for job, record in list(self._jobs.items()):
+                try:
+                    while record.parts:
+                        self._launch_next_part(job, record)
+                except Exception as e:  # noqa: BLE001  (every job is launched; the first error is returned)
+                    self._fail(job)
+                    error = error or e
+        return error
 
     def _advance(self):
         """Launches the next part of the oldest job with parts left, unless a part is in flight."""

@@ -144,11 +144,14 @@ def test_a_fork_keeps_its_source_blocks_from_being_written():
         pool.close()
 
 
+@pytest.mark.parametrize("paced", [False, True], ids=["whole", "paced"])
 @pytest.mark.parametrize("close", ["pool", "queue", "host_buffer"])
-def test_closing_with_jobs_in_flight_waits_for_them(close):
+def test_closing_with_jobs_in_flight_waits_for_them(close, paced):
+    """Paced (one block per part): the second block of the swap-out and the fork are held back when the
+    close begins; the close launches them, and nothing is lost either way."""
     ms.set_context(mode=ms.PYNATIVE_MODE)
     pool, values = make_pool()
-    queue = TransferQueue(pool)
+    queue = TransferQueue(pool, part_bytes=1 if paced else None)
     table = pool.allocate(3)
     hold = Hold(queue._stream)
     jobs = [queue.submit("swap_out", table[:2]), queue.submit("fork", table[2:])]
@@ -168,6 +171,7 @@ def test_closing_with_jobs_in_flight_waits_for_them(close):
         assert time.monotonic() - released >= 0.25 and hold.ran.is_set()
         pool.close()                                      # then the queue's books
         assert queue.closed and queue.pending == []
+        np.testing.assert_array_equal(pool.caches[1].asnumpy()[3], values[1][2])  # the fork's new block 3
     else:
         pool.close()
         assert time.monotonic() - released >= 0.25 and hold.ran.is_set()
