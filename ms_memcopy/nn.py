@@ -457,8 +457,8 @@ class TransferQueue:
     part before it has completed (oldest job first). A scheduler that calls ``finished()`` once per
     model step thus moves at most ``part_bytes`` during each step. ``wait(job)``, ``wait_all()``,
     ``close()`` and a ``close()`` of the pool's HostBuffer launch what is left of the jobs they wait for
-    at once. A job is reported when all its
-    parts have completed; until then its blocks are held as above, so the parts cannot be seen apart.
+    at once. A job is reported when all its parts have completed; until then its blocks are held as
+    above, so the parts cannot be seen apart.
 
     Args:
         pool (BlockPool): the pool whose blocks the queue moves.
