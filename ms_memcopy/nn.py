@@ -557,7 +557,7 @@ class TransferQueue:
                 destinations = new_side.allocate(len(sources))
             record = _Job(kind, sources, destinations, self._part_blocks or max(1, len(sources)))
             try:
-                if record.parts and not self._part_in_flight():
+                if record.parts and (self._part_blocks is None or not self._part_in_flight()):
                     self._launch_next_part(job, record)
             except Exception:
                 new_side.free(destinations)  # nothing moved: the new blocks go back

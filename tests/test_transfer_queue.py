@@ -205,6 +205,21 @@ def test_parts_are_paced_one_per_finished_call(ms_mode):
         pool.close()
 
 
+def test_without_part_bytes_every_job_launches_at_submit(ms_mode):
+    pool, values = make_pool()
+    try:
+        queue = TransferQueue(pool)
+        table = pool.allocate(2)
+        hold = Hold(queue._stream)
+        jobs = [queue.submit("swap_out", table[:1]), queue.submit("swap_out", table[1:])]  # the first is held
+        hold.release()
+        # no finished() or wait(): both copies were queued at submit (the view waits for them)
+        np.testing.assert_array_equal(host_blocks(pool, [0, 1]), np.stack([v[table] for v in values]))
+        assert queue.wait_all() == jobs
+    finally:
+        pool.close()
+
+
 def test_paced_parts_go_oldest_job_first_and_wait_launches_the_rest(ms_mode):
     pool, values = make_pool(num_blocks=6)
     try:
