@@ -17,6 +17,9 @@ skipped), exiting non-zero if any check fails:
 - offsets produced on the device (``ops.add``) against host-created ones: the same bytes copied, the
   per-call time of each and, on the host runtime, the host waits per call;
 - the time of a swap of 1024 blocks of 64 KiB over 2 caches against one built-in copy per block;
+- ms_memcopy.nn.TransferQueue (on Ascend a ``mindspore.runtime.Stream`` ordered by events both ways): a
+  swap-out and a fork polled until reported, then a swap-in, each job whole and then paced one block per
+  part, against numpy through a built-in op on the model's stream;
 - a MemcpyWithDesc copy of 4 GiB + 64 bytes (a descriptor's count has 32 bits: the kernels copy in
   chunks of 2 GiB) checked on sampled regions across each chunk boundary, when the device has the
   memory for it (``--big`` in a dry run).
@@ -661,6 +664,44 @@ def check_big_desc_copy(big_wanted):
             f"{BIG_COPY_BYTES / seconds / 1e9:.1f} GB/s; {free / GiB:.1f} GiB were free{note}")
 
 
+TRANSFER_BLOCKS, TRANSFER_BLOCK = 8, (16, 64)  # 4 KiB float32 blocks
+
+
+def check_transfer_queue():
+    """TransferQueue jobs whole and paced (see the module docstring)."""
+    import mindspore as ms
+    from mindspore import ops
+    from .nn import BlockPool, TransferQueue
+
+    _set_mode("pynative")
+    rng = np.random.default_rng(5)
+    values = [rng.standard_normal((TRANSFER_BLOCKS, *TRANSFER_BLOCK)).astype(np.float32) for _ in range(2)]
+    for part_bytes in (None, 1):
+        pool = BlockPool(num_caches=2, num_blocks=TRANSFER_BLOCKS, num_host_blocks=TRANSFER_BLOCKS,
+                         block_shape=TRANSFER_BLOCK, dtype=ms.float32)
+        try:
+            for cache, v in zip(pool.caches, values):
+                cache.set_data(ms.Tensor(v))
+            queue = TransferQueue(pool, part_bytes=part_bytes)
+            table = pool.allocate(4)
+            out, fork = queue.submit("swap_out", table[:3]), queue.submit("fork", table[3:])
+            host, child = queue.destination(out), queue.destination(fork)
+            pending, deadline = {out, fork}, time.monotonic() + 60
+            while pending:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"jobs {sorted(pending)} not reported by finished() within 60 s")
+                pending -= set(queue.finished())
+            back = queue.wait(queue.submit("swap_in", host))
+            for l, cache in enumerate(pool.caches):
+                got = _as_numpy(ops.mul(cache, 1))  # a built-in op on the model's stream after the reports
+                np.testing.assert_array_equal(got[back], values[l][table[:3]], err_msg=f"swapped back, cache {l}")
+                np.testing.assert_array_equal(got[child], values[l][table[3:]], err_msg=f"forked, cache {l}")
+            queue.close()
+        finally:
+            pool.close()
+    return "same bytes, jobs whole and paced (one block per part)"
+
+
 def time_swap(pinned):
     """A swap-out of 1024 blocks of 64 KiB over 2 caches: SwapBlocks against one copy per block."""
     import mindspore as ms
@@ -728,6 +769,7 @@ def run_checks(big=True):
                              name, mode))
     _set_mode("pynative")
     rows.append(_row(f"swap {BLOCKS} x {BLOCK_BYTES >> 10} KiB x 2 caches", "pynative", "pinned", time_swap, True))
+    rows.append(_row("TransferQueue: swap-out, fork, swap-in", "pynative", "pinned", check_transfer_queue))
     rows.append(_row("MemcpyWithDesc 4 GiB + 64 B", "pynative", "-", check_big_desc_copy, big))
     return rows
 

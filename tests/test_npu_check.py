@@ -124,6 +124,11 @@ def test_device_produced_offsets_copy_what_host_created_ones_do_without_host_wai
                                 r"per call: device-produced 0\.00, host-created 0\.00", result), (mode, result)
 
 
+def test_transfer_queue_jobs_whole_and_paced_keep_every_byte(dry_run):
+    assert row(dry_run, "TransferQueue: swap-out, fork, swap-in", "pynative") == (
+        "ok: same bytes, jobs whole and paced (one block per part)")
+
+
 def test_the_4_gib_copy_is_skipped_in_a_default_dry_run(dry_run):
     assert row(dry_run, "MemcpyWithDesc 4 GiB + 64 B", "pynative") == (
         "skipped: a dry run copies 4 GiB only with --big")
