@@ -388,3 +388,90 @@ def test_random_interleavings_keep_every_byte(ms_mode, actions, paced):
         del view
     finally:
         pool.close()
+
+
+# ---- the Ascend branch, with MindSpore's stream API recorded --------------------------------------------
+
+class _Recorder:
+    """Stand-ins for mindspore.runtime's Stream, Event, StreamCtx and current_stream that log the calls
+    the queue makes (the copies themselves run on the CPU target as ordinary eager calls)."""
+
+    def __init__(self):
+        self.log, self.events = [], 0
+        self.model = self.stream("model")
+
+    def stream(self, name="queue"):
+        log = self.log
+
+        class Stream:
+            def wait_event(self, event):
+                log.append(("wait", name, event.name))
+        stream = Stream()
+        stream.name = name
+        return stream
+
+    def event(self):
+        self.events += 1
+        log, name = self.log, f"e{self.events}"
+
+        class Event:
+            def record(self, stream):
+                log.append(("record", name, stream.name))
+
+            def query(self):
+                return True
+
+            def synchronize(self):
+                log.append(("synchronize", name))
+        event = Event()
+        event.name = name
+        return event
+
+    def stream_ctx(self, stream):
+        log = self.log
+
+        class Ctx:
+            def __enter__(self):
+                log.append(("enter", stream.name))
+
+            def __exit__(self, *exc):
+                log.append(("exit", stream.name))
+        return Ctx()
+
+
+@pytest.mark.parametrize("paced", [False, True], ids=["whole", "paced"])
+def test_the_ascend_branch_orders_every_part_by_events(monkeypatch, paced):
+    """Each part: an event recorded on the model's stream, waited for by the queue's stream, the copy
+    inside StreamCtx(queue's stream), an event recorded after it; when the job is reported the model's
+    stream waits for every part's event. The bytes are checked against numpy."""
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    rec = _Recorder()
+    pool, values = make_pool()
+    try:
+        queue = TransferQueue(pool, part_bytes=1 if paced else None)
+        runtime.destroy_stream(queue._stream)        # what the constructor makes on Ascend instead:
+        queue._ascend, queue._stream = True, rec.stream()
+        monkeypatch.setattr(ms.runtime, "Event", rec.event)
+        monkeypatch.setattr(ms.runtime, "StreamCtx", rec.stream_ctx)
+        monkeypatch.setattr(ms.runtime, "current_stream", lambda: rec.model)
+        for kind, op in list(queue._ops.items()):
+            def copy(*args, _op=op, _kind=kind):
+                rec.log.append(("copy", _kind, len(args[-1])))
+                return _op(*args)
+            queue._ops[kind] = copy
+        table = pool.allocate(2)
+        job = queue.submit("swap_out", table)
+        while job not in queue.finished():
+            pass
+        queue.close()
+        parts = [1, 1] if paced else [2]
+        expected, e = [], 0
+        for blocks in parts:
+            expected += [("record", f"e{e + 1}", "model"), ("wait", "queue", f"e{e + 1}"), ("enter", "queue"),
+                         ("copy", "swap_out", blocks), ("record", f"e{e + 2}", "queue"), ("exit", "queue")]
+            e += 2
+        expected += [("wait", "model", f"e{2 * i + 2}") for i in range(len(parts))]
+        assert rec.log == expected
+        np.testing.assert_array_equal(host_blocks(pool, [0, 1]), np.stack([v[table] for v in values]))
+    finally:
+        pool.close()
