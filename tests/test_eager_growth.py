@@ -108,3 +108,42 @@ def test_a_primitive_releases_its_kernel_state(pynative):
         settle()
         assert live_runtime_objects() == objects
         np.testing.assert_array_equal(buf.numpy(np.float32), np.arange(16, dtype=np.float32))
+
+
+def test_transfer_queue_jobs_grow_nothing(pynative):
+    """Swap-outs and swap-ins through a paced TransferQueue (two parts a job, each its own launch and
+    event), polled like a scheduler: the events are released with their jobs and RSS stays flat; the
+    blocks come back with their values."""
+    from ms_memcopy.nn import BlockPool, TransferQueue
+
+    jobs, block = 600, (4, 8)
+    pool = BlockPool(num_caches=2, num_blocks=8, num_host_blocks=8, block_shape=block, dtype=ms.float32)
+    rng = np.random.default_rng(11)
+    values = [rng.standard_normal((8, *block)).astype(np.float32) for _ in range(2)]
+    for cache, v in zip(pool.caches, values):
+        cache.set_data(ms.Tensor(v))
+    try:
+        queue = TransferQueue(pool, part_bytes=pool.num_caches * pool.block_bytes)
+        blocks = pool.allocate(2)
+        origin = list(blocks)
+        for i in range(jobs // 2 + 50):
+            if i == 50:
+                settle()
+                rss, objects = rss_bytes(), live_runtime_objects()
+            job = queue.submit("swap_out", blocks)
+            host = queue.destination(job)
+            while job not in queue.finished():
+                pass
+            job = queue.submit("swap_in", host)
+            blocks = queue.destination(job)
+            while job not in queue.finished():
+                pass
+        settle()
+        grown = rss_bytes() - rss
+        assert live_runtime_objects() == objects
+        assert grown < 5 * MIB, f"{jobs} TransferQueue jobs grew RSS by {grown / MIB:.1f} MiB"
+        for l, cache in enumerate(pool.caches):
+            np.testing.assert_array_equal(cache.asnumpy()[blocks], values[l][origin])
+        queue.close()
+    finally:
+        pool.close()
