@@ -38,7 +38,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_scale(tmp_path, extra=(), timeout=420):
+def run_scale(tmp_path, extra=(), timeout=420, node_timeout=None):
     command = readme_scale_command()
     assert "--worker_num=2" in command and "examples/paged_kv_cache.py" in command
     command = command.replace('PATH="$PWD/.venv/bin:$PATH" .venv/bin/msrun', f'PATH="{BIN}:$PATH" {BIN}/msrun')
@@ -46,6 +46,8 @@ def run_scale(tmp_path, extra=(), timeout=420):
     command = command.replace("--log_dir=msrun_log", f"--log_dir={tmp_path / 'log'}")
     command += "".join(f" {a}" for a in extra)
     env = _runtime_env.without_machine(os.environ)
+    if node_timeout is not None:
+        env["MS_NODE_TIMEOUT"] = str(node_timeout)  # the scheduler's wait for a node that stopped beating
     return subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=timeout)
 
@@ -64,7 +66,7 @@ def test_readme_scale_out_command_passes(tmp_path):
 def test_a_failing_rank_fails_the_run_with_its_rank(tmp_path):
     """Rank 1's first swap-out names a block past the pool: it reports the error with its rank and exits
     non-zero, and msrun fails instead of leaving rank 0 waiting in a collective."""
-    result = run_scale(tmp_path, ["--fail-on-rank", "1"], timeout=300)
+    result = run_scale(tmp_path, ["--fail-on-rank", "1"], timeout=300, node_timeout=10)
     assert result.returncode != 0
     log = (tmp_path / "log" / "worker_1.log").read_text(errors="replace")
     assert "rank 1: ValueError: blocks: device block(s) [64] are not allocated" in log, log[-3000:]
