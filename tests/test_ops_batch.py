@@ -157,12 +157,13 @@ def test_h2d_of_thousands_of_tensors_eager():
 
 @pytest.mark.slow
 def test_h2d_of_thousands_of_tensors_in_a_graph():
-    """5000 tensors in a GRAPH_MODE cell (about 20 s to compile on 2 cores), checked against numpy."""
+    """2000 tensors (16 launches) in a GRAPH_MODE cell, checked against numpy (the eager test above
+    takes 5000)."""
     ms.set_context(mode=ms.GRAPH_MODE)
-    buf, shapes, offsets, expected = _many_reads(5000, seed=2)
+    buf, shapes, offsets, expected = _many_reads(2000, seed=2)
     with buf:
-        result = FnCell(MemcpyBatch("h2d", buf, shapes=shapes, dtypes=[ms.int32] * 5000))(offsets)
-        assert len(result) == 5000
+        result = FnCell(MemcpyBatch("h2d", buf, shapes=shapes, dtypes=[ms.int32] * 2000))(offsets)
+        assert len(result) == 2000
         np.testing.assert_array_equal(np.concatenate([t.asnumpy() for t in result]), np.concatenate(expected))
 
 
