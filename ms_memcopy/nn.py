@@ -662,8 +662,7 @@ class TransferQueue:
         with self._lock:
             for job, record in list(self._jobs.items()):
                 try:
-                    while record.parts:
-                        self._launch_next_part(job, record)
+                    self._launch_rest(job, record)
                 except Exception as e:  # noqa: BLE001  (every job is launched; the first error is returned)
                     self._fail(job)
                     error = error or e
@@ -691,6 +690,10 @@ class TransferQueue:
             raise
         record.launched.append(part)
         self._last_part = (job, part)
+
+    def _launch_rest(self, job, record):
+        while record.parts:
+            self._launch_next_part(job, record)
 
     def _launch(self, kind, sources, destinations):
         """Launches one part on the queue's stream; returns its handle (see _Job.launched)."""
@@ -740,8 +743,7 @@ class TransferQueue:
         """Launches the parts of the job not launched yet and waits for all of them."""
         job = next(j for j, r in self._jobs.items() if r is record)
         try:
-            while record.parts:
-                self._launch_next_part(job, record)
+            self._launch_rest(job, record)
             for part in record.launched:
                 self._wait_part(part)
         except Exception:
