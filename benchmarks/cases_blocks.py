@@ -7,6 +7,7 @@ in-place row write), ``mindspore._c_expression.swap_cache`` once per cache (what
 vLLM calls), one built-in copy per block (``host[j] = cache[i]``), and one C++ memcpy of the same number
 of bytes between two contiguous arrays (the bandwidth floor).
 """
+import glob
 import time
 
 import numpy as np
@@ -51,6 +52,35 @@ def _one_memcpy(nbytes):
     """One std::memcpy of nbytes between two contiguous arrays (pages touched before timing)."""
     src, dst = np.ones(nbytes, np.uint8), np.zeros(nbytes, np.uint8)
     return _keep(bl.memcpy_loop([bl.address(dst)], [bl.address(src)], [nbytes]), src, dst)
+
+
+def last_level_cache_bytes():
+    """The largest cache this core sees (sysfs, as the host runtime reads it), else 32 MiB."""
+    sizes = []
+    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
+        with open(path) as f:
+            text = f.read().strip()
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes, default=32 << 20)
+
+
+def _cold(loops):
+    """The loops of a case, each call preceded by an untimed read of twice the last-level cache, so that
+    every call finds its buffers out of the cache (as a swap of a pool larger than the cache does)."""
+    scratch = np.ones(2 * last_level_cache_bytes(), np.uint8)
+
+    def cold(loop):
+        def run(iters):
+            elapsed = 0.0
+            for _ in range(iters):
+                np.count_nonzero(scratch)
+                elapsed += loop(1)
+            return elapsed
+        return run
+    return {name: (role, cold(loop)) for name, (role, loop) in loops.items()}
 
 
 def _graph_cell(body, caches):
@@ -116,8 +146,9 @@ def _mapping(rng, count, source_blocks, destination_blocks):
                     axis=1).astype(np.int64)
 
 
-def swap_case(direction, block_bytes, count, num_caches):
-    """SwapBlocks of `count` blocks over `num_caches` caches of `count` blocks each, shuffled mapping."""
+def swap_case(direction, block_bytes, count, num_caches, cold=False):
+    """SwapBlocks of `count` blocks over `num_caches` caches of `count` blocks each, shuffled mapping; cold:
+    every call (ours and the baselines') finds the caches and the host blocks out of the CPU's caches."""
     elements = block_bytes // 4
     nbytes = num_caches * count * block_bytes
 
@@ -147,7 +178,7 @@ def swap_case(direction, block_bytes, count, num_caches):
                     else:
                         cache[dst] = host[src]
 
-        return {
+        loops = {
             f"SwapBlocks {direction} (graph)": (OURS, g.graph_loop(_graph_cell(op, caches), mapping_tensor)),
             f"SwapBlocks {direction} (eager)": (OURS, _synced(lambda: op(*caches, mapping))),
             "swap_cache": (BASELINE, _synced(lambda: [swap_cache(h, c, mapping_tensor, to_host)
@@ -155,14 +186,19 @@ def swap_case(direction, block_bytes, count, num_caches):
             "one copy per block": (BASELINE, _synced(per_block)),
             "one memcpy (C++)": (BASELINE, _one_memcpy(nbytes)),
         }
-    return Case("ops.SwapBlocks", f"{direction}, {num_caches} caches x {count} blocks of {_size(block_bytes)}",
-                nbytes, count=num_caches * count, params={"direction": direction, "block_bytes": block_bytes,
-                                                          "blocks": count, "caches": num_caches}, build=build)
+        if cold:
+            del loops["one copy per block"]  # seconds a call; the warm case compares against it
+            return _cold(loops)
+        return loops
+    return Case("ops.SwapBlocks", f"{direction}, {num_caches} caches x {count} blocks of {_size(block_bytes)}"
+                + (", cold" if cold else ""), nbytes, count=num_caches * count,
+                params={"direction": direction, "block_bytes": block_bytes, "blocks": count, "caches": num_caches,
+                        "cold": cold}, build=build)
 
 
-def copy_blocks_case(block_bytes, count, num_caches):
+def copy_blocks_case(block_bytes, count, num_caches, cold=False):
     """CopyBlocks of `count` blocks within each of `num_caches` caches of 2 * count blocks (sources and
-    destinations disjoint, shuffled)."""
+    destinations disjoint, shuffled); cold: as in swap_case."""
     elements = block_bytes // 4
     nbytes = num_caches * count * block_bytes
 
@@ -184,15 +220,19 @@ def copy_blocks_case(block_bytes, count, num_caches):
                 for src, dst in pairs:
                     cache[dst] = cache[src]
 
-        return {
+        loops = {
             "CopyBlocks (graph)": (OURS, g.graph_loop(_graph_cell(op, caches), mapping_tensor)),
             "CopyBlocks (eager)": (OURS, _synced(lambda: op(*caches, mapping))),
             "one copy per block": (BASELINE, _synced(per_block)),
             "one memcpy (C++)": (BASELINE, _one_memcpy(nbytes)),
         }
-    return Case("ops.CopyBlocks", f"{num_caches} caches x {count} blocks of {_size(block_bytes)}", nbytes,
-                count=num_caches * count, params={"block_bytes": block_bytes, "blocks": count, "caches": num_caches},
-                build=build)
+        if cold:
+            del loops["one copy per block"]
+            return _cold(loops)
+        return loops
+    return Case("ops.CopyBlocks", f"{num_caches} caches x {count} blocks of {_size(block_bytes)}"
+                + (", cold" if cold else ""), nbytes, count=num_caches * count,
+                params={"block_bytes": block_bytes, "blocks": count, "caches": num_caches, "cold": cold}, build=build)
 
 
 def cases(settings):
@@ -202,6 +242,7 @@ def cases(settings):
         f" (full run: {', '.join(_size(n) for n in FULL.write_cache_sizes)})"
     out = [write_case(n, note) for n in settings.write_cache_sizes]
     block_bytes, count, num_caches = settings.swap_blocks
-    out += [swap_case(d, block_bytes, count, num_caches) for d in ("d2h", "h2d")]
-    out.append(copy_blocks_case(block_bytes, count, num_caches))
+    for cold in (False, True):
+        out += [swap_case(d, block_bytes, count, num_caches, cold) for d in ("d2h", "h2d")]
+        out.append(copy_blocks_case(block_bytes, count, num_caches, cold))
     return out

@@ -73,12 +73,24 @@ def versions(with_ms):
         from ms_memcopy import runtime
 
         out["soc_profile"] = runtime.soc_profile()
-    out[_runtime_env.COPY_THREADS] = os.environ.get(_runtime_env.COPY_THREADS, "")
+    for name in (_runtime_env.COPY_THREADS, _runtime_env.STREAMING_STORES):
+        out[name] = os.environ.get(name, "")
     if with_ms:
         import mindspore
 
         out["mindspore"] = mindspore.__version__
     return out
+
+
+def copy_strategy():
+    """The host runtime's copy strategy (calibrated at its first large copy), or None with CANN."""
+    from ms_memcopy import _paths
+
+    if not _paths.uses_host_runtime():
+        return None
+    from ms_memcopy import runtime
+
+    return runtime.copy_strategy()
 
 
 def load():
@@ -146,12 +158,15 @@ def main(argv=None):
     results, errors = run(cases, settings, args.quiet)
     meta = {"command": command, "mode": settings.name, "started": started.isoformat(timespec="seconds"),
             "seconds": round((datetime.datetime.now(datetime.timezone.utc) - started).total_seconds(), 1),
-            "machine": machine(), "versions": versions(args.only != "runtime"),
+            "machine": machine(), "versions": versions(args.only != "runtime"), "copy_strategy": copy_strategy(),
             "load_average": {"before": load_before, "after": load()},
             "timing": {"sample_s": settings.sample_s, "samples": settings.samples, "statistic": "median"}}
     evaluated = targets.evaluate(results, settings.name)
     print(f"ms_memcopy bench ({settings.name}): {meta['machine']['cpu']}, {meta['machine']['cores_usable']} cores; "
-          f"us = median time per call; 'x name' = our time / that baseline's time (below 1: faster)\n")
+          f"us = median time per call; 'x name' = our time / that baseline's time (below 1: faster)")
+    if meta["copy_strategy"]:
+        print(f"host runtime copy strategy: {meta['copy_strategy']}")
+    print()
     print(report.text_table(results))
     print("Targets:\n" + report.targets_text(evaluated))
     if errors:

@@ -128,6 +128,8 @@ def markdown_document(meta, results, targets):
         "is shared with other jobs (other sessions' builds and tests), so absolute times move with their "
         "load; ratios within one run, whose implementations are sampled in turns, move much less",
         "- software: " + ", ".join(f"{k} {val}" for k, val in v.items() if val != ""),
+        *([f"- host runtime copy strategy (chosen at the first large copy): {meta['copy_strategy']}"]
+          if meta.get("copy_strategy") else []),
         f"- timing: each implementation of a case is calibrated to samples of at least "
         f"{meta['timing']['sample_s']} s, then sampled {', '.join(map(str, samples))} times in rounds (one sample "
         "of every implementation per round); `us` is the median time per call; `x name` is our time / that "

@@ -104,6 +104,7 @@ HOST_PROTOTYPES = {
     "aclhostGetHostWaitCount": (aclError, [POINTER(ctypes.c_uint64)]),
     "aclhostGetLiveResourceCounts": (aclError, [POINTER(ctypes.c_uint64), POINTER(ctypes.c_uint64)]),
     "aclhostGetSocProfile": (c_char_p, []),
+    "aclhostGetCopyStrategy": (c_char_p, []),
 }
 
 _lock = threading.Lock()

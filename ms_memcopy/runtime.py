@@ -549,3 +549,11 @@ def soc_profile():
     """aclhostGetSocProfile(): the emulated SoC profile (MS_MEMCOPY_SOC, default Ascend910B)."""
     raw = _acl_lib.func("aclhostGetSocProfile")()
     return None if raw is None else raw.decode("utf-8", errors="replace")
+
+
+def copy_strategy() -> str:
+    """aclhostGetCopyStrategy(): how this process copies large copies (std::memcpy or streaming stores,
+    threads), with the calibration's measurements or the variable that fixed the choice. The first
+    call calibrates when no large copy has yet (tens of milliseconds)."""
+    raw = _acl_lib.func("aclhostGetCopyStrategy")()
+    return "" if raw is None else raw.decode("utf-8", errors="replace")

@@ -2,8 +2,8 @@
 // rows never written), copies large enough to be split across the copy pool (1D, 2D, batches, sync and
 // async, from several threads at once), a synchronize that runs queued copies itself, deferred
 // streams (aclhostSetStreamDeferred), and copies belonging to a whole large enough for streaming
-// stores (copy_engine.h: kStreamingMinBytes), with unaligned ends; a synchronize that runs queued copies
-// together keeps the order wherever one copy depends on another (a copy of a copy, two copies to one
+// stores where the copy strategy uses them (copy_strategy.h), with unaligned ends; a synchronize that runs
+// queued copies together keeps the order wherever one copy depends on another (a copy of a copy, two copies to one
 // place, a copy that rewrites a queued copy's descriptor) and reports a failing copy in the middle.
 //
 // Build: g++ -std=c++17 -I<include dir> test_copy_engine.cpp -L<lib dir> -lascendcl -Wl,-rpath,<lib dir>
@@ -238,9 +238,9 @@ void TestDeferredStream() {
   (void)aclGetRecentErrMsg();
 }
 
-// Past the streaming threshold (32 MiB): one copy with both ends unaligned, a batch of odd-sized
-// items, and many small copies queued on a deferred stream (then run by the synchronizing thread as one
-// whole), plain and through descriptors. The bytes between the items keep their fill.
+// Past the streaming threshold (the last-level cache, 32 MiB on the VMs this runs on): one copy with both ends
+// unaligned, a batch of odd-sized items, and many small copies queued on a deferred stream (then run by the
+// synchronizing thread as one whole), plain and through descriptors. The bytes between the items keep their fill.
 void TestStreamingCopies(unsigned seed) {
   const size_t n = 33 * kMiB + 77;
   Pair one(n + 64);

@@ -1,38 +1,20 @@
-// Copy engine: std::memcpy for small copies, width-specialized row loops for 2D copies, and a pool of
-// worker threads (started once, at most one thread per usable core) that splits large copies.
+// Copy engine: std::memcpy for small copies, width-specialized row loops for 2D copies, large copies split
+// across the copy pool and stored as the machine's copy strategy says (copy_strategy.h).
 #include "copy_engine.h"
 
-#include <sched.h>
-
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <mutex>
-#include <thread>
 
-#include "acl_host/acl_host_ext.h"
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
+#include "copy_pool.h"
+#include "copy_strategy.h"
+#include "streaming_copy.h"
 
 namespace aclhost {
 namespace {
 
-constexpr size_t kMaxThreads = 8;
 constexpr size_t kMinPartBytes = size_t{1} << 20;  // parts smaller than this are not worth a hand-off
-// One contiguous part per thread: std::memcpy picks non-temporal stores by the size of each call, so
-// parts as large as possible keep the stores of a split copy the same as those of the whole copy (eight
-// 8 MiB parts of a 64 MiB copy ran at half the bandwidth of two 32 MiB parts). A helper that starts late
-// loses nothing: the caller claims the parts nobody has started.
-constexpr size_t kPartsPerThread = 1;
-constexpr size_t kRowCostBytes = 32;                 // a 2D row costs about as much as copying this many bytes
-constexpr std::chrono::microseconds kSpinTime{200};  // how long an idle pool thread or a waiting caller spins
+constexpr size_t kRowCostBytes = 32;               // a 2D row costs about as much as copying this many bytes
 
 bool Overlaps(uintptr_t d, uintptr_t s, size_t dn, size_t sn) { return d < s + sn && s < d + dn; }
 
@@ -40,217 +22,23 @@ bool Overlaps(uintptr_t d, uintptr_t s, size_t dn, size_t sn) { return d < s + s
 thread_local size_t t_run_bytes = 0;
 
 // Whether copies belonging to a whole of `total` bytes (or to the thread's declared run) stream.
-bool Streams(size_t total) { return std::max(total, t_run_bytes) >= kStreamingMinBytes; }
+bool Streams(size_t total) { return std::max(total, t_run_bytes) >= LargeWholeBytes() && GetCopyStrategy().streaming; }
 
-size_t UsableCores() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    const int n = CPU_COUNT(&set);
-    if (n > 0) {
-      return static_cast<size_t>(n);
-    }
-  }
-  const unsigned n = std::thread::hardware_concurrency();
-  return n > 0 ? n : 1;
-}
-
-size_t ConfiguredThreads() {
-  size_t threads = std::min(UsableCores(), kMaxThreads);
-  const char *value = std::getenv(ACLHOST_ENV_COPY_THREADS);
-  if (value != nullptr && *value != '\0') {
-    char *end = nullptr;
-    const unsigned long long wanted = std::strtoull(value, &end, 10);
-    if (end != value && *end == '\0' && wanted > 0) {
-      threads = std::min<size_t>(threads, static_cast<size_t>(wanted));
-    }
-  }
-  return threads;
-}
-
-// One split copy: `parts` parts, claimed by index by the caller and by pool workers.
-class Job {
- public:
-  explicit Job(size_t parts) : parts_(parts) {}
-  virtual ~Job() = default;
-
-  // Runs unclaimed parts until none is left.
-  void RunParts() {
-    for (size_t part = next_.fetch_add(1); part < parts_; part = next_.fetch_add(1)) {
-      RunPart(part);
-    }
-  }
-  bool Exhausted() const { return next_.load() >= parts_; }
-
-  // Pool workers inside RunParts: changed under the pool's mutex, read without it by a caller that spins.
-  std::atomic<size_t> workers{0};
-
- protected:
-  virtual void RunPart(size_t part) = 0;
-
- private:
-  const size_t parts_;
-  std::atomic<size_t> next_{0};
-};
-
-class CopyPool {
- public:
-  static CopyPool &Instance() {
-    // Never destroyed: its threads wait for work until the process ends (like the stream workers).
-    static CopyPool *const pool = new CopyPool(ConfiguredThreads());
-    return *pool;
-  }
-
-  size_t threads() const { return helpers_ + 1; }
-
-  // Runs every part of job on the calling thread and on idle workers; returns when all are done.
-  void Run(Job &job) {
-    if (helpers_ > 0) {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        queue_.push_back(&job);
-        submitted_.fetch_add(1, std::memory_order_release);
-      }
-      work_ready_.notify_all();  // no system call when every worker is spinning
-    }
-    job.RunParts();
-    if (helpers_ == 0) {
-      return;
-    }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      const auto it = std::find(queue_.begin(), queue_.end(), &job);
-      if (it != queue_.end()) {
-        queue_.erase(it);
-      }
-    }
-    // A helper's part is about as long as the caller's: spin a little before sleeping, since waking
-    // a sleeping thread costs tens of microseconds on a virtual machine.
-    if (SpinUntil([&job] { return job.workers.load(std::memory_order_acquire) == 0; })) {
-      return;
-    }
-    std::unique_lock<std::mutex> lock(mutex_);
-    job_done_.wait(lock, [&job] { return job.workers.load(std::memory_order_acquire) == 0; });
-  }
-
- private:
-  explicit CopyPool(size_t threads) : helpers_(threads - 1) {
-    for (size_t i = 0; i < helpers_; ++i) {
-      std::thread(&CopyPool::WorkerLoop, this).detach();
-    }
-  }
-
-  void WorkerLoop() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      if (queue_.empty()) {
-        // Just finished a part: spin a little before sleeping, so that back-to-back large copies
-        // find this worker awake instead of paying a thread wake-up each.
-        const uint64_t seen = submitted_.load(std::memory_order_acquire);
-        lock.unlock();
-        SpinUntil([this, seen] { return submitted_.load(std::memory_order_acquire) != seen; });
-        lock.lock();
-      }
-      work_ready_.wait(lock, [this] { return !queue_.empty(); });
-      Job *job = queue_.front();
-      if (job->Exhausted()) {
-        queue_.pop_front();
-        continue;
-      }
-      job->workers.fetch_add(1, std::memory_order_relaxed);
-      lock.unlock();
-      job->RunParts();
-      lock.lock();
-      job->workers.fetch_sub(1, std::memory_order_release);
-      if (!queue_.empty() && queue_.front() == job) {
-        queue_.pop_front();  // every part is claimed
-      }
-      job_done_.notify_all();
-    }
-  }
-
-  // Polls done() for at most kSpinTime; true when it became true.
-  template <typename Done>
-  static bool SpinUntil(Done done) {
-    const auto until = std::chrono::steady_clock::now() + kSpinTime;
-    while (!done()) {
-      if (std::chrono::steady_clock::now() >= until) {
-        return false;
-      }
-      std::this_thread::yield();
-    }
-    return true;
-  }
-
-  const size_t helpers_;
-  std::atomic<uint64_t> submitted_{0};  // jobs ever queued (lets a spinning worker see new work)
-  std::mutex mutex_;
-  std::condition_variable work_ready_;
-  std::condition_variable job_done_;
-  std::deque<Job *> queue_;
-};
-
-// How many parts to split `work` bytes into (1: do not split).
-size_t PartsFor(size_t work, size_t threads) {
-  if (threads < 2 || work < kParallelMinBytes) {
+// How many parts to split `work` bytes into (1: do not split). One contiguous part per thread: memcpy
+// picks its stores by the size of each call, so parts as large as possible keep the stores of a split copy
+// those of the whole copy; a helper that starts late loses nothing (the caller claims unstarted parts).
+size_t PartsFor(size_t work) {
+  if (work < kParallelMinBytes) {
     return 1;
   }
-  return std::max<size_t>(2, std::min(threads * kPartsPerThread, work / kMinPartBytes));
+  const size_t threads = GetCopyStrategy().threads;
+  if (threads < 2) {
+    return 1;
+  }
+  return std::max<size_t>(2, std::min(threads, work / kMinPartBytes));
 }
 
 // --- 1D ----------------------------------------------------------------------------------------------
-
-#if defined(__SSE2__)
-// One 64-byte line with streaming stores; dst is 16-byte aligned.
-inline void StreamLine(unsigned char *dst, const unsigned char *src) {
-  const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src));
-  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 16));
-  const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 32));
-  const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 48));
-  _mm_stream_si128(reinterpret_cast<__m128i *>(dst), a);
-  _mm_stream_si128(reinterpret_cast<__m128i *>(dst + 16), b);
-  _mm_stream_si128(reinterpret_cast<__m128i *>(dst + 32), c);
-  _mm_stream_si128(reinterpret_cast<__m128i *>(dst + 48), d);
-}
-#endif
-
-// A copy of non-overlapping ranges with streaming stores: the destination's lines are written without
-// being read first and without displacing cached data. Ordinary stores for the unaligned head and the
-// tail; the streaming stores are fenced before returning, so the bytes are visible to whichever thread
-// later observes the copy as complete.
-void CopyStreaming(void *dst, const void *src, size_t n) {
-#if defined(__SSE2__)
-  constexpr size_t kLine = 64;
-  constexpr size_t kPage = 4096;
-  auto *d = static_cast<unsigned char *>(dst);
-  const auto *s = static_cast<const unsigned char *>(src);
-  const size_t head = (kLine - (reinterpret_cast<uintptr_t>(d) & (kLine - 1))) & (kLine - 1);
-  if (n < head + kStreamingMinPieceBytes) {
-    std::memcpy(dst, src, n);
-    return;
-  }
-  std::memcpy(d, s, head);
-  d += head;
-  s += head;
-  n -= head;
-  // Four pages at a time, a line of each in turn, as glibc's own streaming copy does: four read streams
-  // at once keep the memory busier than one (about 10% faster here than page after page).
-  for (; n >= 4 * kPage; d += 4 * kPage, s += 4 * kPage, n -= 4 * kPage) {
-    for (size_t off = 0; off < kPage; off += kLine) {
-      StreamLine(d + off, s + off);
-      StreamLine(d + kPage + off, s + kPage + off);
-      StreamLine(d + 2 * kPage + off, s + 2 * kPage + off);
-      StreamLine(d + 3 * kPage + off, s + 3 * kPage + off);
-    }
-  }
-  for (; n >= kLine; d += kLine, s += kLine, n -= kLine) {
-    StreamLine(d, s);
-  }
-  _mm_sfence();
-  std::memcpy(d, s, n);
-#else
-  std::memcpy(dst, src, n);
-#endif
-}
 
 // One thread's copy: std::memcpy (streaming stores for a piece of a large whole), or std::memmove when
 // the ranges overlap.
@@ -442,7 +230,7 @@ class ItemsJob final : public Job {
 void CopyBytesOf(void *dst, const void *src, size_t n, bool streaming) {
   if (n >= kParallelMinBytes && !Overlaps(reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(src), n, n)) {
     CopyPool &pool = CopyPool::Instance();
-    const size_t parts = PartsFor(n, pool.threads());
+    const size_t parts = PartsFor(n);
     if (parts > 1) {
       BytesJob job(static_cast<unsigned char *>(dst), static_cast<const unsigned char *>(src), n, parts, streaming);
       pool.Run(job);
@@ -483,7 +271,7 @@ void Copy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t wid
   const size_t work = width * height + kRowCostBytes * height;
   if (work >= kParallelMinBytes) {
     CopyPool &pool = CopyPool::Instance();
-    const size_t parts = std::min(height, PartsFor(work, pool.threads()));
+    const size_t parts = std::min(height, PartsFor(work));
     if (parts > 1) {
       RowsJob job(rows, height, loop, parts);
       pool.Run(job);
@@ -504,9 +292,9 @@ void CopyItems(const CopyItem *items, size_t count) {
   const bool streaming = Streams(total);
   if (count > 1 && total >= kParallelMinBytes) {
     CopyPool &pool = CopyPool::Instance();
-    const size_t parts = std::min(count, PartsFor(total, pool.threads()));
+    const size_t parts = std::min(count, PartsFor(total));
     if (parts > 1) {
-      size_t bounds[kMaxThreads * kPartsPerThread + 1];
+      size_t bounds[CopyPool::kMaxThreads + 1];
       size_t part = 0;
       size_t done = 0;
       bounds[0] = 0;

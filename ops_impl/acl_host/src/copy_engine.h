@@ -2,17 +2,15 @@
 // optimized without touching callers.
 //
 // - Small copies are one std::memcpy (std::memmove when the ranges overlap).
-// - Large copies (kParallelMinBytes and more, ranges not overlapping) are split into parts that a pool
-//   of worker threads and the calling thread copy together. The pool has at most one thread per usable
-//   core, counting the caller (MS_MEMCOPY_COPY_THREADS lowers that; 1 disables the pool), and is started
-//   once, at the first large copy; the caller claims parts itself, so a busy pool never delays a copy.
+// - Large copies (kParallelMinBytes and more, ranges not overlapping) are split into one part per thread
+//   of the copy strategy (copy_strategy.h: calibrated at the first large copy, or fixed by
+//   MS_MEMCOPY_COPY_THREADS), which the copy pool's workers and the calling thread copy together.
 // - 2D copies pick a row loop by width: fixed-size moves for narrow rows (1..64 bytes), 16/32-byte
 //   chunks up to 512 bytes, std::memcpy per row beyond; dense rows are one copy.
 // - Copies that are part of a large whole (one copy, a batch, or the copies a waiting thread runs back
-//   to back from a stream: CopyRunScope) of kStreamingMinBytes or more store with non-temporal
-//   (streaming) stores, as std::memcpy does on its own only for one call larger than about the
-//   last-level cache: many smaller copies with ordinary stores read every destination line before
-//   writing it (one and a half times the memory traffic), and nothing they write is read again soon.
+//   to back from a stream: CopyRunScope) of at least the last-level cache store with streaming stores
+//   where the copy strategy found them faster than std::memcpy on this machine (or
+//   MS_MEMCOPY_STREAMING_STORES=1 asks for them); otherwise std::memcpy, which picks its own stores.
 #ifndef MS_MEMCOPY_ACL_HOST_COPY_ENGINE_H_
 #define MS_MEMCOPY_ACL_HOST_COPY_ENGINE_H_
 
@@ -29,11 +27,6 @@ struct CopyItem {
 // Copies of at least this many bytes (1D, a batch, or a 2D copy's bytes plus a per-row cost) are split
 // across the copy pool.
 constexpr size_t kParallelMinBytes = size_t{4} << 20;
-
-// Copies that belong to a whole of at least this many bytes use streaming stores (x86-64; elsewhere
-// std::memcpy), each piece of at least kStreamingMinPieceBytes: smaller pieces stay std::memcpy.
-constexpr size_t kStreamingMinBytes = size_t{32} << 20;
-constexpr size_t kStreamingMinPieceBytes = size_t{4} << 10;
 
 // While alive, the copies of the calling thread count as parts of a whole of `bytes` (at least: an
 // enclosing scope's larger whole stays in force). A stream's waiting thread declares the copies it is

@@ -18,12 +18,16 @@
  *   ACLHOST_ENV_SOC            the emulated SoC profile, resolved once (default: configs/soc_profiles.yaml)
  *   ACLHOST_ENV_DEVICE_COUNT   the device count, 1..1024 (default 8)
  *   ACLHOST_ENV_STRICT_DEVICE  "1": aclrtMalloc memory the host cannot access
- *   ACLHOST_ENV_COPY_THREADS   at most this many threads per large copy (1: no copy pool)
+ *   ACLHOST_ENV_COPY_THREADS   at most this many threads per large copy (1: no copy pool); set, it
+ *                              fixes the copy strategy's threads (no calibration of them)
+ *   ACLHOST_ENV_STREAMING_STORES  "0": large copies never use streaming stores, "1": they do where the
+ *                              build can; anything else: the copy strategy's calibration decides
  */
 #define ACLHOST_ENV_SOC "MS_MEMCOPY_SOC"
 #define ACLHOST_ENV_DEVICE_COUNT "MS_MEMCOPY_DEVICE_COUNT"
 #define ACLHOST_ENV_STRICT_DEVICE "MS_MEMCOPY_STRICT_DEVICE"
 #define ACLHOST_ENV_COPY_THREADS "MS_MEMCOPY_COPY_THREADS"
+#define ACLHOST_ENV_STREAMING_STORES "MS_MEMCOPY_STREAMING_STORES"
 
 #ifdef __cplusplus
 extern "C" {
@@ -122,6 +126,13 @@ ACL_FUNC_VISIBILITY aclError aclhostGetLiveResourceCounts(uint64_t *events, uint
 
 /* The emulated SoC profile name (MS_MEMCOPY_SOC, default Ascend910B). */
 ACL_FUNC_VISIBILITY const char *aclhostGetSocProfile(void);
+
+/*
+ * How this process copies large copies (its copy strategy: store kind, threads, and the calibration's
+ * measurements or the variable that fixed the choice), as one line of text. The first call calibrates
+ * if no large copy has yet (tens of milliseconds). NULL only on an internal error.
+ */
+ACL_FUNC_VISIBILITY const char *aclhostGetCopyStrategy(void);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,129 @@
+"""The copy strategy (copy_strategy.h): how the host runtime moves large copies on this machine, chosen
+by a calibration at the first large copy or fixed by MS_MEMCOPY_STREAMING_STORES / MS_MEMCOPY_COPY_THREADS.
+Each case runs in a child process (the strategy is fixed once per process): the description it reports
+follows the documented rule, and large copies of every kind give numpy's bytes whichever way was chosen."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from ms_memcopy import _paths, _runtime_env
+
+pytestmark = pytest.mark.skipif(not _paths.uses_host_runtime(), reason="the copy strategy is the host runtime's")
+
+# Large copies of each kind the engine has: one unaligned 1D copy past the last-level cache, a batch of
+# odd-sized 64 KiB items written to scattered places, the same items queued on a deferred stream (run
+# together by the synchronizing thread), a pitched 2D copy; every byte checked against numpy.
+CHILD = r"""
+import numpy as np
+from ms_memcopy import runtime as rt
+from ms_memcopy.acl_constants import ACL_MEMCPY_HOST_TO_DEVICE as H2D, ACL_MEMCPY_DEVICE_TO_HOST as D2H
+from ms_memcopy.acl_constants import ACL_MEM_LOCATION_TYPE_DEVICE as DEVICE, ACL_MEM_LOCATION_TYPE_HOST as HOST
+import ctypes
+
+rt.set_device(0)
+n = (40 << 20) + 77
+host = rt.malloc_host(n + 64)
+dev = rt.malloc(n + 64)
+view = lambda p, k: np.frombuffer((ctypes.c_uint8 * k).from_address(p), np.uint8)
+src = np.random.default_rng(1).integers(0, 256, n + 64, dtype=np.uint8)
+view(host, n + 64)[:] = src
+rt.memcpy(dev + 5, n, host + 3, n, H2D)
+back = np.zeros(n + 64, np.uint8)
+rt.memcpy(back.ctypes.data, n, dev + 5, n, D2H)
+assert np.array_equal(back[:n], src[3:3 + n]), "1D copy"
+
+item, count = (64 << 10) + 13, 600
+order = np.random.default_rng(2).permutation(count)
+stride = item + 51
+dsts = [dev + int(order[i]) * stride + 1 for i in range(count)]
+srcs = [host + i * stride + 2 for i in range(count)]
+attr = {"dst_loc": {"id": 0, "type": DEVICE}, "src_loc": {"id": 0, "type": HOST}}
+rt.memcpy_batch(dsts, [item] * count, srcs, [item] * count, [attr], [0])
+dev_bytes = np.zeros(n + 64, np.uint8)
+rt.memcpy(dev_bytes.ctypes.data, n + 64, dev, n + 64, D2H)
+for i in range(count):
+    at = int(order[i]) * stride + 1
+    assert np.array_equal(dev_bytes[at:at + item], src[i * stride + 2:i * stride + 2 + item]), f"batch item {i}"
+
+stream = rt.create_stream()  # queued copies that a synchronizing thread runs as one whole
+rt.set_stream_deferred(stream, True)
+rt.memset(dev, n + 64, 0, n + 64)
+for i in range(count):
+    rt.memcpy_async(dsts[i], item, srcs[i], item, H2D, stream=stream)
+rt.synchronize_stream(stream)
+rt.memcpy(dev_bytes.ctypes.data, n + 64, dev, n + 64, D2H)
+for i in range(count):
+    at = int(order[i]) * stride + 1
+    assert np.array_equal(dev_bytes[at:at + item], src[i * stride + 2:i * stride + 2 + item]), f"queued copy {i}"
+
+width, height, pitch = 3000, 12000, 3072
+rt.memcpy2d(dev, pitch, host, pitch + 8, width, height, H2D)
+rt.memcpy(dev_bytes.ctypes.data, n + 64, dev, n + 64, D2H)
+rows = dev_bytes[:pitch * height].reshape(height, pitch)[:, :width]
+expect = src[:(pitch + 8) * height].reshape(height, pitch + 8)[:, :width]
+assert np.array_equal(rows, expect), "2D copy"
+print(rt.copy_strategy())
+"""
+
+
+def run_child(streaming=None, threads=None):
+    env = dict(os.environ)
+    for name, value in ((_runtime_env.STREAMING_STORES, streaming), (_runtime_env.COPY_THREADS, threads)):
+        env.pop(name, None)
+        if value is not None:
+            env[name] = value
+    result = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env, timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+def parse_choice(text):
+    match = re.match(r"(memcpy|streaming) stores, (\d+) threads?", text)
+    assert match, text
+    return match.group(1), int(match.group(2))
+
+
+def test_calibrated_choice_follows_the_documented_rule():
+    text = run_child()
+    kind, threads = parse_choice(text)
+    cores = min(len(os.sched_getaffinity(0)), 8)
+    measured = {(k, int(t)): float(g) for k, t, g in re.findall(r"(memcpy|streaming) x(\d+) ([\d.]+) GB/s", text)}
+    if cores == 1:
+        assert threads == 1
+    else:
+        assert "calibrated over" in text, text
+        expected_ways = {("memcpy", 1), ("memcpy", cores)}
+        assert expected_ways <= set(measured), text
+        # The rule: per store kind a split only when 5% faster, streaming only when 10% faster.
+        def best(k):
+            one, split = measured.get((k, 1)), measured.get((k, cores))
+            if one is None:
+                return None
+            return (split, cores) if split is not None and split > one * 1.05 else (one, 1)
+        memcpy_best, streaming_best = best("memcpy"), best("streaming")
+        if streaming_best is not None and streaming_best[0] > memcpy_best[0] * 1.10:
+            assert (kind, threads) == ("streaming", streaming_best[1]), text
+        else:
+            assert (kind, threads) == ("memcpy", memcpy_best[1]), text
+    assert "last-level cache" in text
+
+
+@pytest.mark.parametrize("streaming", ["0", "1"])
+def test_environment_fixes_the_choice_and_the_bytes_match(streaming):
+    text = run_child(streaming=streaming, threads="2")
+    kind, threads = parse_choice(text)
+    assert kind == ("streaming" if streaming == "1" else "memcpy"), text
+    assert threads == min(2, len(os.sched_getaffinity(0))), text
+    assert "calibrated" not in text, text  # both choices fixed: nothing measured
+    assert f"{_runtime_env.STREAMING_STORES}={streaming}" in text and _runtime_env.COPY_THREADS in text, text
+
+
+def test_one_thread_fixed_calibrates_only_the_stores():
+    text = run_child(threads="1")
+    kind, threads = parse_choice(text)
+    assert threads == 1, text
+    ways = set(re.findall(r"(memcpy|streaming) x(\d+)", text))
+    assert ways == {("memcpy", "1"), ("streaming", "1")}, text
