@@ -80,42 +80,61 @@ def run_child(streaming=None, threads=None):
     return result.stdout.strip().splitlines()[-1]
 
 
+KINDS = r"(memcpy|streaming|interleaved)"
+
+
 def parse_choice(text):
-    match = re.match(r"(memcpy|streaming) stores, (\d+) threads?", text)
+    match = re.match(KINDS + r" stores, (\d+) threads?", text)
     assert match, text
     return match.group(1), int(match.group(2))
+
+
+def acceptable_choices(measured, cores, slack=0.03):
+    """The (kind, threads) the documented rule picks from the printed speeds: per store kind a split only
+    when 5% faster, of the two streaming kinds the faster, streaming only when 10% faster than memcpy.
+    The speeds are printed to 0.01 GB/s, so near a margin (within `slack`) either side is accepted."""
+    def near(a, b):
+        return abs(a - b) <= slack * max(a, b)
+
+    def best(kind):
+        one, split = measured.get((kind, 1)), measured.get((kind, cores))
+        if one is None:
+            return set()
+        if split is not None and near(split, one * 1.05):
+            return {(one, 1), (split, cores)}
+        return {(split, cores)} if split is not None and split > one * 1.05 else {(one, 1)}
+
+    choices = set()
+    for memcpy_speed, memcpy_threads in best("memcpy"):
+        streaming = [(speed, kind, t) for kind in ("streaming", "interleaved") for speed, t in best(kind)]
+        fastest = max((speed for speed, _, _ in streaming), default=0.0)
+        candidates = [(kind, t) for speed, kind, t in streaming if near(speed, fastest) or speed == fastest]
+        if not streaming or fastest < memcpy_speed * 1.10 or near(fastest, memcpy_speed * 1.10):
+            choices.add(("memcpy", memcpy_threads))
+        if streaming and (fastest > memcpy_speed * 1.10 or near(fastest, memcpy_speed * 1.10)):
+            choices.update(candidates)
+    return choices
 
 
 def test_calibrated_choice_follows_the_documented_rule():
     text = run_child()
     kind, threads = parse_choice(text)
     cores = min(len(os.sched_getaffinity(0)), 8)
-    measured = {(k, int(t)): float(g) for k, t, g in re.findall(r"(memcpy|streaming) x(\d+) ([\d.]+) GB/s", text)}
+    measured = {(k, int(t)): float(g) for k, t, g in re.findall(KINDS + r" x(\d+) ([\d.]+) GB/s", text)}
     if cores == 1:
         assert threads == 1
     else:
         assert "calibrated over" in text, text
-        expected_ways = {("memcpy", 1), ("memcpy", cores)}
-        assert expected_ways <= set(measured), text
-        # The rule: per store kind a split only when 5% faster, streaming only when 10% faster.
-        def best(k):
-            one, split = measured.get((k, 1)), measured.get((k, cores))
-            if one is None:
-                return None
-            return (split, cores) if split is not None and split > one * 1.05 else (one, 1)
-        memcpy_best, streaming_best = best("memcpy"), best("streaming")
-        if streaming_best is not None and streaming_best[0] > memcpy_best[0] * 1.10:
-            assert (kind, threads) == ("streaming", streaming_best[1]), text
-        else:
-            assert (kind, threads) == ("memcpy", memcpy_best[1]), text
+        assert {("memcpy", 1), ("memcpy", cores)} <= set(measured), text
+        assert (kind, threads) in acceptable_choices(measured, cores), text
     assert "last-level cache" in text
 
 
-@pytest.mark.parametrize("streaming", ["0", "1"])
-def test_environment_fixes_the_choice_and_the_bytes_match(streaming):
+@pytest.mark.parametrize("streaming,expected", [("0", "memcpy"), ("1", "streaming"), ("interleaved", "interleaved")])
+def test_environment_fixes_the_choice_and_the_bytes_match(streaming, expected):
     text = run_child(streaming=streaming, threads="2")
     kind, threads = parse_choice(text)
-    assert kind == ("streaming" if streaming == "1" else "memcpy"), text
+    assert kind == expected, text
     assert threads == min(2, len(os.sched_getaffinity(0))), text
     assert "calibrated" not in text, text  # both choices fixed: nothing measured
     assert f"{_runtime_env.STREAMING_STORES}={streaming}" in text and _runtime_env.COPY_THREADS in text, text
@@ -125,5 +144,5 @@ def test_one_thread_fixed_calibrates_only_the_stores():
     text = run_child(threads="1")
     kind, threads = parse_choice(text)
     assert threads == 1, text
-    ways = set(re.findall(r"(memcpy|streaming) x(\d+)", text))
-    assert ways == {("memcpy", "1"), ("streaming", "1")}, text
+    ways = set(re.findall(KINDS + r" x(\d+)", text))
+    assert ways == {("memcpy", "1"), ("streaming", "1"), ("interleaved", "1")}, text

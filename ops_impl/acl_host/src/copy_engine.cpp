@@ -21,8 +21,10 @@ bool Overlaps(uintptr_t d, uintptr_t s, size_t dn, size_t sn) { return d < s + s
 // The whole that the calling thread's copies belong to (CopyRunScope); 0 outside any scope.
 thread_local size_t t_run_bytes = 0;
 
-// Whether copies belonging to a whole of `total` bytes (or to the thread's declared run) stream.
-bool Streams(size_t total) { return std::max(total, t_run_bytes) >= LargeWholeBytes() && GetCopyStrategy().streaming; }
+// The stores of copies belonging to a whole of `total` bytes (or to the thread's declared run).
+StoreKind StoresFor(size_t total) {
+  return std::max(total, t_run_bytes) >= LargeWholeBytes() ? GetCopyStrategy().stores : StoreKind::kMemcpy;
+}
 
 // How many parts to split `work` bytes into (1: do not split). One contiguous part per thread: memcpy
 // picks its stores by the size of each call, so parts as large as possible keep the stores of a split copy
@@ -40,43 +42,40 @@ size_t PartsFor(size_t work) {
 
 // --- 1D ----------------------------------------------------------------------------------------------
 
-// One thread's copy: std::memcpy (streaming stores for a piece of a large whole), or std::memmove when
-// the ranges overlap.
-void CopySerial(void *dst, const void *src, size_t n, bool streaming) {
+// One thread's copy with the given stores, or std::memmove when the ranges overlap.
+void CopySerial(void *dst, const void *src, size_t n, StoreKind stores) {
   if (n == 0 || dst == src) {
     return;
   }
   if (Overlaps(reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(src), n, n)) {
     std::memmove(dst, src, n);
-  } else if (streaming && n >= kStreamingMinPieceBytes) {
-    CopyStreaming(dst, src, n);
   } else {
-    std::memcpy(dst, src, n);
+    CopyWithStores(dst, src, n, stores);
   }
 }
 
 class BytesJob final : public Job {
  public:
-  BytesJob(unsigned char *dst, const unsigned char *src, size_t n, size_t parts, bool streaming)
+  BytesJob(unsigned char *dst, const unsigned char *src, size_t n, size_t parts, StoreKind stores)
       : Job(parts),
         dst_(dst),
         src_(src),
         n_(n),
         part_bytes_(((n + parts - 1) / parts + 63) & ~size_t{63}),
-        streaming_(streaming) {}
+        stores_(stores) {}
 
  private:
   void RunPart(size_t part) override {
     const size_t begin = std::min(n_, part * part_bytes_);
     const size_t end = std::min(n_, begin + part_bytes_);
-    CopySerial(dst_ + begin, src_ + begin, end - begin, streaming_);
+    CopySerial(dst_ + begin, src_ + begin, end - begin, stores_);
   }
 
   unsigned char *dst_;
   const unsigned char *src_;
   size_t n_;
   size_t part_bytes_;
-  bool streaming_;
+  StoreKind stores_;
 };
 
 // --- 2D ----------------------------------------------------------------------------------------------
@@ -211,33 +210,33 @@ class RowsJob final : public Job {
 // Items split into parts of about equal bytes; part k holds items [bounds_[k], bounds_[k + 1]).
 class ItemsJob final : public Job {
  public:
-  ItemsJob(const CopyItem *items, const size_t *bounds, size_t parts, bool streaming)
-      : Job(parts), items_(items), bounds_(bounds), streaming_(streaming) {}
+  ItemsJob(const CopyItem *items, const size_t *bounds, size_t parts, StoreKind stores)
+      : Job(parts), items_(items), bounds_(bounds), stores_(stores) {}
 
  private:
   void RunPart(size_t part) override {
     for (size_t i = bounds_[part]; i < bounds_[part + 1]; ++i) {
-      CopySerial(items_[i].dst, items_[i].src, items_[i].size, streaming_);
+      CopySerial(items_[i].dst, items_[i].src, items_[i].size, stores_);
     }
   }
 
   const CopyItem *items_;
   const size_t *bounds_;
-  bool streaming_;
+  StoreKind stores_;
 };
 
-// CopyBytes, streaming or not as the whole the copy belongs to decides.
-void CopyBytesOf(void *dst, const void *src, size_t n, bool streaming) {
+// CopyBytes with the stores the whole the copy belongs to decides.
+void CopyBytesOf(void *dst, const void *src, size_t n, StoreKind stores) {
   if (n >= kParallelMinBytes && !Overlaps(reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(src), n, n)) {
     CopyPool &pool = CopyPool::Instance();
     const size_t parts = PartsFor(n);
     if (parts > 1) {
-      BytesJob job(static_cast<unsigned char *>(dst), static_cast<const unsigned char *>(src), n, parts, streaming);
+      BytesJob job(static_cast<unsigned char *>(dst), static_cast<const unsigned char *>(src), n, parts, stores);
       pool.Run(job);
       return;
     }
   }
-  CopySerial(dst, src, n, streaming);
+  CopySerial(dst, src, n, stores);
 }
 
 }  // namespace
@@ -246,7 +245,7 @@ CopyRunScope::CopyRunScope(size_t bytes) : saved_(t_run_bytes) { t_run_bytes = s
 
 CopyRunScope::~CopyRunScope() { t_run_bytes = saved_; }
 
-void CopyBytes(void *dst, const void *src, size_t n) { CopyBytesOf(dst, src, n, Streams(n)); }
+void CopyBytes(void *dst, const void *src, size_t n) { CopyBytesOf(dst, src, n, StoresFor(n)); }
 
 void Copy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height) {
   if (width == 0 || height == 0) {
@@ -289,7 +288,7 @@ void CopyItems(const CopyItem *items, size_t count) {
       break;
     }
   }
-  const bool streaming = Streams(total);
+  const StoreKind stores = StoresFor(total);
   if (count > 1 && total >= kParallelMinBytes) {
     CopyPool &pool = CopyPool::Instance();
     const size_t parts = std::min(count, PartsFor(total));
@@ -306,13 +305,13 @@ void CopyItems(const CopyItem *items, size_t count) {
         }
       }
       bounds[++part] = count;
-      ItemsJob job(items, bounds, part, streaming);
+      ItemsJob job(items, bounds, part, stores);
       pool.Run(job);
       return;
     }
   }
   for (size_t i = 0; i < count; ++i) {
-    CopyBytesOf(items[i].dst, items[i].src, items[i].size, streaming);
+    CopyBytesOf(items[i].dst, items[i].src, items[i].size, stores);
   }
 }
 

@@ -59,16 +59,22 @@ size_t ReadLargeWholeBytes() {
   return bytes > 0 ? static_cast<size_t>(bytes) : kFallbackCacheBytes;
 }
 
-// "0" or "1" from the environment; -1 when unset or anything else.
-int BinaryEnv(const char *name) {
-  const char *value = std::getenv(name);
+// The stores MS_MEMCOPY_STREAMING_STORES fixes, or false when it fixes none.
+bool StoresFixedByEnv(StoreKind *kind) {
+  const char *value = std::getenv(ACLHOST_ENV_STREAMING_STORES);
   if (value == nullptr) {
-    return -1;
+    return false;
   }
   if (std::strcmp(value, "0") == 0) {
-    return 0;
+    *kind = StoreKind::kMemcpy;
+  } else if (std::strcmp(value, "1") == 0) {
+    *kind = StoreKind::kStreaming;
+  } else if (std::strcmp(value, "interleaved") == 0) {
+    *kind = StoreKind::kInterleaved;
+  } else {
+    return false;
   }
-  return std::strcmp(value, "1") == 0 ? 1 : -1;
+  return true;
 }
 
 bool ThreadsFixedByEnv() {
@@ -85,8 +91,8 @@ bool ThreadsFixedByEnv() {
 // pieces split into `parts` contiguous runs.
 class PiecesJob final : public Job {
  public:
-  PiecesJob(unsigned char *dst, const unsigned char *src, size_t pieces, size_t stride, size_t parts, bool streaming)
-      : Job(parts), dst_(dst), src_(src), pieces_(pieces), stride_(stride), parts_(parts), streaming_(streaming) {}
+  PiecesJob(unsigned char *dst, const unsigned char *src, size_t pieces, size_t stride, size_t parts, StoreKind stores)
+      : Job(parts), dst_(dst), src_(src), pieces_(pieces), stride_(stride), parts_(parts), stores_(stores) {}
 
  private:
   void RunPart(size_t part) override {
@@ -95,11 +101,7 @@ class PiecesJob final : public Job {
     for (size_t i = begin; i < end; ++i) {
       unsigned char *d = dst_ + (i * stride_ % pieces_) * kCalibrationPiece;
       const unsigned char *s = src_ + i * kCalibrationPiece;
-      if (streaming_) {
-        CopyStreaming(d, s, kCalibrationPiece);
-      } else {
-        std::memcpy(d, s, kCalibrationPiece);
-      }
+      CopyWithStores(d, s, kCalibrationPiece, stores_);
     }
   }
 
@@ -108,11 +110,11 @@ class PiecesJob final : public Job {
   size_t pieces_;
   size_t stride_;
   size_t parts_;
-  bool streaming_;
+  StoreKind stores_;
 };
 
 struct Way {
-  bool streaming;
+  StoreKind stores;
   size_t threads;
   double best_s = std::numeric_limits<double>::infinity();
 };
@@ -137,7 +139,7 @@ bool Calibrate(Way *ways, size_t count, size_t bytes) {
   for (int round = 0; round < kCalibrationRounds; ++round) {
     for (size_t k = 0; k < count; ++k) {
       Way &way = ways[round % 2 == 0 ? k : count - 1 - k];  // alternate the order: drift hits all alike
-      PiecesJob job(dst.get(), src.get(), pieces, stride, way.threads, way.streaming);
+      PiecesJob job(dst.get(), src.get(), pieces, stride, way.threads, way.stores);
       const auto start = std::chrono::steady_clock::now();
       if (way.threads > 1) {
         pool.Run(job);
@@ -154,50 +156,56 @@ bool Calibrate(Way *ways, size_t count, size_t bytes) {
 CopyStrategy Decide() {
   CopyStrategy out;
   const size_t pool_threads = CopyPool::Instance().threads();
-  const int streaming_env = HaveStreamingStores() ? BinaryEnv(ACLHOST_ENV_STREAMING_STORES) : 0;
+  StoreKind fixed_stores = StoreKind::kMemcpy;
+  const bool stores_fixed = !HaveStreamingStores() || StoresFixedByEnv(&fixed_stores);
   const bool threads_fixed = ThreadsFixedByEnv() || pool_threads == 1;
   const size_t bytes =
       std::clamp(LargeWholeBytes(), kCalibrationMinBytes, kCalibrationMaxBytes) / kCalibrationPiece * kCalibrationPiece;
 
-  Way ways[4];
+  Way ways[6];
   size_t count = 0;
-  for (const bool streaming : {false, true}) {
-    if (streaming_env >= 0 && streaming != (streaming_env == 1)) {
+  for (const StoreKind stores : {StoreKind::kMemcpy, StoreKind::kStreaming, StoreKind::kInterleaved}) {
+    if (stores_fixed && stores != fixed_stores) {
       continue;
     }
     if (!threads_fixed) {
-      ways[count++] = Way{streaming, 1};
+      ways[count++] = Way{stores, 1};
     }
-    ways[count++] = Way{streaming, pool_threads};
+    ways[count++] = Way{stores, pool_threads};
   }
   const bool measured = count > 1 && Calibrate(ways, count, bytes);
   if (!measured) {
-    out.streaming = streaming_env == 1;
+    out.stores = fixed_stores;
     out.threads = threads_fixed ? pool_threads : 1;
   } else {
-    // The best of each store kind (a split only when clearly faster), then memcpy against streaming
-    // (streaming only when clearly faster).
-    const Way *best[2] = {nullptr, nullptr};
+    // The best of each store kind (a split only when clearly faster), then memcpy against the fastest
+    // streaming kind (streaming only when clearly faster).
+    const Way *best[3] = {nullptr, nullptr, nullptr};
     for (size_t k = 0; k < count; ++k) {
-      const Way *&slot = best[ways[k].streaming ? 1 : 0];
+      const Way *&slot = best[static_cast<int>(ways[k].stores)];
       if (slot == nullptr || ways[k].best_s * kSplitMargin < slot->best_s) {
         slot = &ways[k];  // ways of one kind come one thread first
       }
     }
-    const Way *chosen = best[0];
-    if (chosen == nullptr || (best[1] != nullptr && best[1]->best_s * kStreamingMargin < chosen->best_s)) {
-      chosen = best[1];
+    const Way *streaming = best[1];
+    if (streaming == nullptr || (best[2] != nullptr && best[2]->best_s < streaming->best_s)) {
+      streaming = best[2];
     }
-    out.streaming = chosen->streaming;
+    const Way *chosen = best[0];
+    if (chosen == nullptr || (streaming != nullptr && streaming->best_s * kStreamingMargin < chosen->best_s)) {
+      chosen = streaming;
+    }
+    out.stores = chosen->stores;
     out.threads = chosen->threads;
   }
 
-  std::string text = std::string(out.streaming ? "streaming" : "memcpy") + " stores, " + std::to_string(out.threads) +
+  std::string text = std::string(StoreKindName(out.stores)) + " stores, " + std::to_string(out.threads) +
                      (out.threads == 1 ? " thread" : " threads");
   std::string why;
-  if (streaming_env >= 0) {
-    why += HaveStreamingStores() ? std::string(ACLHOST_ENV_STREAMING_STORES) + "=" + (streaming_env ? "1" : "0")
-                                 : "no streaming stores in this build";
+  if (stores_fixed) {
+    why += HaveStreamingStores()
+               ? std::string(ACLHOST_ENV_STREAMING_STORES) + "=" + std::getenv(ACLHOST_ENV_STREAMING_STORES)
+               : "no streaming stores in this build";
   }
   if (threads_fixed) {
     why += why.empty() ? "" : ", ";
@@ -213,13 +221,12 @@ CopyStrategy Decide() {
             " KiB pieces:";
     for (size_t k = 0; k < count; ++k) {
       char speed[32];
-      std::snprintf(speed, sizeof(speed), "%.1f", GBps(bytes, ways[k].best_s));
-      text += std::string(k == 0 ? " " : ", ") + (ways[k].streaming ? "streaming" : "memcpy") + " x" +
+      std::snprintf(speed, sizeof(speed), "%.2f", GBps(bytes, ways[k].best_s));
+      text += std::string(k == 0 ? " " : ", ") + StoreKindName(ways[k].stores) + " x" +
               std::to_string(ways[k].threads) + " " + speed + " GB/s";
     }
   }
-  out.description = text;
-  out.description += "; large wholes from " + std::to_string(LargeWholeBytes() >> 20) + " MiB (last-level cache)";
+  out.description = text + "; large wholes from " + std::to_string(LargeWholeBytes() >> 20) + " MiB (last-level cache)";
   return out;
 }
 

@@ -26,6 +26,17 @@ inline void StreamLine(unsigned char *dst, const unsigned char *src) {
 
 }  // namespace
 
+const char *StoreKindName(StoreKind kind) {
+  switch (kind) {
+    case StoreKind::kStreaming:
+      return "streaming";
+    case StoreKind::kInterleaved:
+      return "interleaved";
+    default:
+      return "memcpy";
+  }
+}
+
 bool HaveStreamingStores() {
 #if defined(__SSE2__)
   return true;
@@ -35,14 +46,14 @@ bool HaveStreamingStores() {
 }
 
 // Ordinary stores for the unaligned head and the tail.
-void CopyStreaming(void *dst, const void *src, size_t n) {
+void CopyWithStores(void *dst, const void *src, size_t n, StoreKind kind) {
 #if defined(__SSE2__)
   constexpr size_t kLine = 64;
   constexpr size_t kPage = 4096;
   auto *d = static_cast<unsigned char *>(dst);
   const auto *s = static_cast<const unsigned char *>(src);
   const size_t head = (kLine - (reinterpret_cast<uintptr_t>(d) & (kLine - 1))) & (kLine - 1);
-  if (n < head + kStreamingMinPieceBytes) {
+  if (kind == StoreKind::kMemcpy || n < head + kStreamingMinPieceBytes) {
     std::memcpy(dst, src, n);
     return;
   }
@@ -50,14 +61,14 @@ void CopyStreaming(void *dst, const void *src, size_t n) {
   d += head;
   s += head;
   n -= head;
-  // Four pages at a time, a line of each in turn: four read streams at once keep the memory busier
-  // than one.
-  for (; n >= 4 * kPage; d += 4 * kPage, s += 4 * kPage, n -= 4 * kPage) {
-    for (size_t off = 0; off < kPage; off += kLine) {
-      StreamLine(d + off, s + off);
-      StreamLine(d + kPage + off, s + kPage + off);
-      StreamLine(d + 2 * kPage + off, s + 2 * kPage + off);
-      StreamLine(d + 3 * kPage + off, s + 3 * kPage + off);
+  if (kind == StoreKind::kInterleaved) {
+    for (; n >= 4 * kPage; d += 4 * kPage, s += 4 * kPage, n -= 4 * kPage) {
+      for (size_t off = 0; off < kPage; off += kLine) {
+        StreamLine(d + off, s + off);
+        StreamLine(d + kPage + off, s + kPage + off);
+        StreamLine(d + 2 * kPage + off, s + 2 * kPage + off);
+        StreamLine(d + 3 * kPage + off, s + 3 * kPage + off);
+      }
     }
   }
   for (; n >= kLine; d += kLine, s += kLine, n -= kLine) {
@@ -66,6 +77,7 @@ void CopyStreaming(void *dst, const void *src, size_t n) {
   _mm_sfence();
   std::memcpy(d, s, n);
 #else
+  (void)kind;
   std::memcpy(dst, src, n);
 #endif
 }

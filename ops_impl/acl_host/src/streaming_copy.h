@@ -1,5 +1,5 @@
-// A copy with streaming (non-temporal) stores, one of the two store kinds the copy strategy chooses
-// between (copy_strategy.h).
+// The kinds of stores a large copy can use, among which the copy strategy chooses (copy_strategy.h):
+// the platform's std::memcpy, or streaming (non-temporal) stores, line after line or four pages at a time.
 #ifndef MS_MEMCOPY_ACL_HOST_STREAMING_COPY_H_
 #define MS_MEMCOPY_ACL_HOST_STREAMING_COPY_H_
 
@@ -7,16 +7,27 @@
 
 namespace aclhost {
 
+enum class StoreKind {
+  kMemcpy,       // std::memcpy, which picks its own stores per CPU
+  kStreaming,    // streaming stores, one line after the other
+  kInterleaved,  // streaming stores, a line of each of four pages in turn (four read streams at once)
+};
+
+// "memcpy", "streaming", "interleaved".
+const char *StoreKindName(StoreKind kind);
+
 // Whether this build has streaming stores (x86-64 with SSE2); elsewhere CopyStreaming is std::memcpy.
 bool HaveStreamingStores();
 
 // Pieces smaller than this are copied with std::memcpy even when the whole streams.
 constexpr size_t kStreamingMinPieceBytes = size_t{4} << 10;
 
-// Copies n bytes between non-overlapping ranges: the destination's lines are written without being read
-// first and without displacing cached data. The stores are fenced before returning, so the bytes are
-// visible to whichever thread later observes the copy as complete.
-void CopyStreaming(void *dst, const void *src, size_t n);
+// Copies n bytes between non-overlapping ranges with the given stores. Streaming stores write the
+// destination's lines without reading them first and without displacing cached data; they are fenced
+// before returning, so the bytes are visible to whichever thread later observes the copy as complete.
+// Pieces below kStreamingMinPieceBytes, and every piece where the build has no streaming stores, are
+// std::memcpy.
+void CopyWithStores(void *dst, const void *src, size_t n, StoreKind kind);
 
 }  // namespace aclhost
 
