@@ -95,8 +95,9 @@ class HostBlocksSpec:
 
     Examples:
         >>> from ms_memcopy.offload import HostBlocksSpec
-        >>> print(HostBlocksSpec([3, 0]).medium())
-        CPU
+        >>> spec = HostBlocksSpec([3, 0])
+        >>> print(spec.medium(), list(spec.block_ids))
+        CPU [3, 0]
     """
 
     block_ids: Sequence[int]
@@ -151,8 +152,10 @@ class _Flight:
 
 
 class OffloadingHandler:
-    """Stores and loads of a BlockPool's blocks at numbers the caller chooses, in the shape of vLLM v1's
-    CPU-GPU offloading handler (see the module docstring for the specs and the host block layout).
+    """Stores and loads of a BlockPool's blocks at block numbers the caller chooses (vLLM v1's handler shape).
+
+    The interface is that of vLLM v1's CPU-GPU offloading handler; the module docstring has the specs
+    and the host block layout.
 
     ``transfer_async(job_id, (src_spec, dst_spec))`` starts a store (device spec, host spec) or a load
     (host spec, device spec) on the handler's TransferQueue and returns True; ``get_finished()`` returns
@@ -184,6 +187,9 @@ class OffloadingHandler:
             range or twice as destinations or sources, group_sizes that do not add up to the device
             blocks, block_indices of another length, host blocks too few or too many for the device
             blocks, a job id already in flight or unreported. Nothing is written on an error.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
 
     Examples:
         >>> import numpy as np
