@@ -302,3 +302,38 @@ def test_bad_job_ids_and_construction_name_the_argument():
     finally:
         handler.close()
         pool.close()
+
+
+@pytest.mark.parametrize("seen_by", ["wait", "get_finished"])
+def test_a_failed_copy_is_reported_with_success_false(monkeypatch, seen_by):
+    """The queue raises a job's error when the copy failed on its stream: the handler reports the job with
+    success=False instead of raising, keeps every block and goes on. The error is injected into the
+    queue call that retires the job, after the real call (so the queue's books are those of a retired job)."""
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    pool, handler = make_handler(1)
+    try:
+        name = "wait" if seen_by == "wait" else "finished"
+        real = getattr(handler.queue, name)
+
+        def failing(*args):
+            before = handler.queue.pending
+            result = real(*args)
+            if handler.queue.pending != before:
+                raise RuntimeError("injected copy failure")
+            return result
+
+        monkeypatch.setattr(handler.queue, name, failing)
+        handler.transfer_async(1, (DeviceBlocksSpec([0]), HostBlocksSpec([0])))
+        if seen_by == "wait":
+            handler.wait({1})  # does not raise
+        results = []
+        while not results:
+            results = handler.get_finished()
+        monkeypatch.undo()
+        assert [(r.job_id, r.success) for r in results] == [(1, False)]
+        assert pool.num_free_blocks == 0 and pool.num_free_host_blocks == 0
+        handler.transfer_async(2, (DeviceBlocksSpec([1]), HostBlocksSpec([1])))
+        assert [(r.job_id, r.success) for r in finish(handler, [2])] == [(2, True)]
+    finally:
+        handler.close()
+        pool.close()
