@@ -369,11 +369,12 @@ class OffloadingHandler:
         except Exception:
             self._reclaim()  # nothing moved: the freed destinations are the handler's again
             raise
-        if self.queue.destination(queue_job) != destinations:  # a pool that hands out blocks otherwise
+        given = self.queue.destination(queue_job)
+        if given != destinations:  # a pool that hands out blocks in another order: a bug, not an input mistake
             self.queue.wait(queue_job)
             self._reclaim()
-            raise RuntimeError(f"OffloadingHandler: the pool gave job {job_id} blocks "
-                               f"{self.queue.destination(queue_job)} instead of {destinations}")
+            raise RuntimeError(f"OffloadingHandler: the pool gave job {job_id} blocks {given} instead of "
+                               f"{destinations} (they were written)")
         self._flights[job_id] = _Flight(queue_job, device_set, host_set, len(sources) * self.device_block_bytes,
                                         (DEVICE, HOST) if store else (HOST, DEVICE), self._submitted)
         self._submitted += 1
