@@ -1,140 +1,17 @@
-"""An offloading handler with the shape of vLLM v1's CPU-GPU one, over a BlockPool and a TransferQueue.
-
-vLLM v1's offloading connector hands its worker-side handler jobs of the form
-``transfer_async(job_id, (src_spec, dst_spec))``: device blocks to host blocks (a store) or host blocks
-to device blocks (a load), the block numbers chosen by vLLM (its KV cache manager on the device side,
-its offloading manager on the host side). ``get_finished()`` reports each finished job once, with its
-bytes and seconds; ``wait(job_ids)`` blocks until some have finished.
-
-    pool = BlockPool(num_caches=2, num_blocks=64, num_host_blocks=4 * 32, block_shape=(16, 128), dtype=ms.float16)
-    handler = OffloadingHandler(pool, block_size_factor=4)    # 32 host blocks of 4 device blocks each
-    handler.transfer_async(1, (DeviceBlocksSpec([8, 9, 10, 11]), HostBlocksSpec([5])))   # store
-    handler.transfer_async(2, (HostBlocksSpec([5]), DeviceBlocksSpec([20, 21, 22, 23]))) # load (after job 1)
-    handler.wait({2})
-    for result in handler.get_finished():   # TransferResult(job_id, success, transfer_size, transfer_time, ...)
-        ...
-
-Host blocks: with ``block_size_factor`` N, host block h holds N device blocks, the pool's host blocks
-``h*N .. h*N + N - 1`` (so the pool has N times as many host blocks as the handler). In the pool's
-cache-major host layout, device block j of host block h of cache l starts at byte
-``(l * H + h * N + j) * block_bytes``, H = ``pool.num_host_blocks``: each cache's host blocks are one
-contiguous range, as vLLM's CPU tensor per cache is.
-
-Specs: any object with ``medium()`` ("GPU" for device blocks, "CPU" for host blocks, vLLM's medium
-names) and ``block_ids`` works, so vLLM's own GPULoadStoreSpec and CPULoadStoreSpec are taken unchanged;
-DeviceBlocksSpec and HostBlocksSpec are the same for code without vLLM. A device spec may carry
-``group_sizes`` (the blocks of each KV cache group, in order; None: one group) and ``block_indices``
-(the logical block index of each group's first block; None: 0): a group of n device blocks starting at
-logical block L uses ``ceil((L % N + n) / N)`` host blocks, the first ``L % N`` device blocks of its
-first host block skipped, and each group starts a new host block.
-"""
+"""OffloadingHandler: vLLM v1's CPU-GPU handler interface over a BlockPool and its TransferQueue."""
 import logging
 import time
-from dataclasses import dataclass
-from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Iterable, List, Optional, Tuple
 
 import numpy as np
 
-from .nn import BlockPool, TransferQueue
-from .ops._args import check_int
+from ..nn import BlockPool, TransferQueue
+from ..ops._args import check_int
+from .specs import DEVICE, HOST, TransferResult, checked_block_ids, checked_counts, spec_medium
 
-__all__ = ["OffloadingHandler", "TransferResult", "DeviceBlocksSpec", "HostBlocksSpec"]
+__all__ = ["OffloadingHandler"]
 
-_log = logging.getLogger(__name__)
-
-DEVICE, HOST = "GPU", "CPU"  # vLLM's medium names (vllm-ascend keeps them for the NPU)
-
-
-@dataclass(frozen=True)
-class DeviceBlocksSpec:
-    """The device blocks of a transfer, as vLLM's GPULoadStoreSpec holds them.
-
-    Args:
-        block_ids (Sequence[int]): device block numbers, ordered by KV cache group.
-        group_sizes (Sequence[int], optional): the blocks of each group, adding up to len(block_ids);
-            None: one group.
-        block_indices (Sequence[int], optional): the logical index of each group's first block (a group
-            starting at L skips the first ``L % block_size_factor`` device blocks of its first host
-            block); None: every group starts at a host block's first device block.
-
-    Raises:
-        None: an OffloadingHandler checks the numbers (ValueError/TypeError naming ``spec[i]``).
-
-    Supported Platforms:
-        ``Ascend`` ``CPU``
-
-    Examples:
-        >>> from ms_memcopy.offload import DeviceBlocksSpec
-        >>> spec = DeviceBlocksSpec([4, 5, 9], group_sizes=[2, 1], block_indices=[0, 6])
-        >>> print(spec.medium(), list(spec.block_ids), spec.group_sizes)
-        GPU [4, 5, 9] [2, 1]
-    """
-
-    block_ids: Sequence[int]
-    group_sizes: Optional[Sequence[int]] = None
-    block_indices: Optional[Sequence[int]] = None
-
-    @staticmethod
-    def medium() -> str:
-        return DEVICE
-
-
-@dataclass(frozen=True)
-class HostBlocksSpec:
-    """The host blocks of a transfer, each of ``block_size_factor`` device blocks (vLLM's CPULoadStoreSpec).
-
-    Args:
-        block_ids (Sequence[int]): host block numbers of the handler (host block h is the pool's host
-            blocks ``h*N .. h*N + N - 1``, N the handler's block_size_factor).
-
-    Raises:
-        None: an OffloadingHandler checks the numbers (ValueError/TypeError naming ``spec[i]``).
-
-    Supported Platforms:
-        ``Ascend`` ``CPU``
-
-    Examples:
-        >>> from ms_memcopy.offload import HostBlocksSpec
-        >>> spec = HostBlocksSpec([3, 0])
-        >>> print(spec.medium(), list(spec.block_ids))
-        CPU [3, 0]
-    """
-
-    block_ids: Sequence[int]
-
-    @staticmethod
-    def medium() -> str:
-        return HOST
-
-
-class TransferResult(NamedTuple):
-    """A finished job of an OffloadingHandler, with the fields of vLLM's TransferResult.
-
-    Args:
-        job_id (int): the id given to ``transfer_async``.
-        success (bool): whether the copy completed.
-        transfer_size (int): the bytes moved, over all caches.
-        transfer_time (float): the seconds from ``transfer_async`` until the handler saw the job finished.
-        transfer_type (tuple[str, str]): ("GPU", "CPU") for a store, ("CPU", "GPU") for a load.
-
-    Raises:
-        None.
-
-    Supported Platforms:
-        ``Ascend`` ``CPU``
-
-    Examples:
-        >>> from ms_memcopy.offload import TransferResult
-        >>> result = TransferResult(3, True, 4096, 0.001, ("GPU", "CPU"))
-        >>> print(result.job_id, result.success, result.transfer_size, result[:2])
-        3 True 4096 (3, True)
-    """
-
-    job_id: int
-    success: bool
-    transfer_size: int
-    transfer_time: float
-    transfer_type: Tuple[str, str]
+_log = logging.getLogger("ms_memcopy.offload")
 
 
 class _Flight:
@@ -252,7 +129,7 @@ class OffloadingHandler:
             raise ValueError(f"job_id {job_id} is still in flight or unreported: job ids must be unique")
         if not isinstance(spec, (tuple, list)) or len(spec) != 2:
             raise TypeError(f"spec must be a pair (src_spec, dst_spec), not {type(spec).__name__}")
-        media = tuple(_medium(s, f"spec[{i}]") for i, s in enumerate(spec))
+        media = tuple(spec_medium(s, f"spec[{i}]") for i, s in enumerate(spec))
         if set(media) != {DEVICE, HOST}:
             raise ValueError(f"spec: a transfer goes {DEVICE} -> {HOST} (store) or {HOST} -> {DEVICE} (load), "
                              f"got {media[0]} -> {media[1]}")
@@ -327,15 +204,15 @@ class OffloadingHandler:
 
     def _pairs(self, device_spec, host_spec, device_arg, host_arg):
         """The pool's device blocks and host blocks of a transfer, pair by pair, in the device spec's order."""
-        device = _block_ids(device_spec, device_arg, self.num_device_blocks, "device")
-        host = _block_ids(host_spec, host_arg, self.num_host_blocks, "host")
-        sizes = _counts(getattr(device_spec, "group_sizes", None), f"{device_arg}.group_sizes")
+        device = checked_block_ids(device_spec, device_arg, self.num_device_blocks, "device")
+        host = checked_block_ids(host_spec, host_arg, self.num_host_blocks, "host")
+        sizes = checked_counts(getattr(device_spec, "group_sizes", None), f"{device_arg}.group_sizes")
         if sizes is None:
             sizes = [len(device)]
         elif sum(sizes) != len(device):
             raise ValueError(f"{device_arg}.group_sizes = {sizes} add up to {sum(sizes)}, not to the "
                              f"{len(device)} block_ids")
-        starts = _counts(getattr(device_spec, "block_indices", None), f"{device_arg}.block_indices")
+        starts = checked_counts(getattr(device_spec, "block_indices", None), f"{device_arg}.block_indices")
         if starts is None:
             starts = [0] * len(sizes)
         elif len(starts) != len(sizes):
@@ -398,39 +275,3 @@ class OffloadingHandler:
             self.pool.allocate(self.pool.num_free_blocks)
         if self.pool.num_free_host_blocks:
             self.pool.allocate_host(self.pool.num_free_host_blocks)
-
-
-def _medium(spec, argument):
-    medium = getattr(spec, "medium", None)
-    if not callable(medium) or not hasattr(spec, "block_ids"):
-        raise TypeError(f"{argument} must be a block spec with medium() and block_ids (DeviceBlocksSpec, "
-                        f"HostBlocksSpec or vLLM's GPULoadStoreSpec/CPULoadStoreSpec), not {type(spec).__name__}")
-    value = medium()
-    if value not in (DEVICE, HOST):
-        raise ValueError(f"{argument}.medium() must be {DEVICE!r} or {HOST!r}, got {value!r}")
-    return value
-
-
-def _block_ids(spec, argument, count, side):
-    """spec.block_ids as a 1-D int64 array of numbers in [0, count)."""
-    ids = np.asarray(spec.block_ids)
-    if ids.size == 0:
-        return np.zeros(0, np.int64)
-    if ids.ndim != 1 or ids.dtype == np.bool_ or not np.issubdtype(ids.dtype, np.integer):
-        raise TypeError(f"{argument}.block_ids must be a 1-D sequence of ints, got {ids.dtype} of shape {ids.shape}")
-    bad = ids[(ids < 0) | (ids >= count)]
-    if bad.size:
-        raise ValueError(f"{argument}.block_ids: {side} block(s) {bad.tolist()} out of range [0, {count})")
-    return ids.astype(np.int64)
-
-
-def _counts(values, argument):
-    """None, or values as a list of non-negative ints."""
-    if values is None:
-        return None
-    values = np.asarray(values)
-    if values.ndim != 1 or (values.size and (values.dtype == np.bool_ or not np.issubdtype(values.dtype, np.integer))):
-        raise TypeError(f"{argument} must be a 1-D sequence of ints")
-    if (values < 0).any():
-        raise ValueError(f"{argument} must hold non-negative ints, got {values.tolist()}")
-    return [int(v) for v in values]
