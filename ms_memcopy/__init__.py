@@ -3,8 +3,8 @@
 Importing the package loads nothing heavy: ``runtime`` (ACL calls, raising
 AclError), ``acl`` (the same calls in pyACL conventions) and ``HostBuffer``
 load on first attribute access, and none of them imports MindSpore; ``ops``
-(the copy primitives) and ``nn`` (Cells built on them) import MindSpore when
-first used.
+(the copy primitives), ``nn`` (Cells built on them) and ``offload`` (a vLLM-shaped
+offloading handler over them) import MindSpore when first used.
 """
 import importlib
 
@@ -13,7 +13,7 @@ from .errors import AclError
 
 __version__ = "0.1.0"
 
-_LAZY_SUBMODULES = ("runtime", "acl", "ops", "nn")
+_LAZY_SUBMODULES = ("runtime", "acl", "ops", "nn", "offload")
 _LAZY_ATTRIBUTES = {"HostBuffer": "host_buffer"}  # name -> submodule defining it
 
 __all__ = ["AclError", "HostBuffer", "get_include", "get_acl_library", "__version__", *_LAZY_SUBMODULES]

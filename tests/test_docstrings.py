@@ -1,5 +1,5 @@
-"""The public API's documentation: every public class and function of ms_memcopy, ms_memcopy.ops and
-ms_memcopy.nn has a MindSpore-style docstring (a one-line summary, then Args, Inputs, Outputs or
+"""The public API's documentation: every public class and function of ms_memcopy, ms_memcopy.ops,
+ms_memcopy.nn and ms_memcopy.offload has a MindSpore-style docstring (a one-line summary, then Args, Inputs, Outputs or
 Returns, Raises, Supported Platforms, Examples), type hints on its signature, and Examples that
 run (PYNATIVE_MODE, CPU) and print what the docstring says."""
 import doctest
@@ -12,13 +12,14 @@ import mindspore as ms
 
 import ms_memcopy
 import ms_memcopy.nn
+import ms_memcopy.offload
 import ms_memcopy.ops
 
 
 def public_objects():
     """(qualified name, object) of every public class and function (modules and values left out)."""
     found = []
-    for module in (ms_memcopy, ms_memcopy.ops, ms_memcopy.nn):
+    for module in (ms_memcopy, ms_memcopy.ops, ms_memcopy.nn, ms_memcopy.offload):
         for name in module.__all__:
             obj = getattr(module, name)
             if inspect.isclass(obj) or inspect.isfunction(obj):
@@ -46,7 +47,8 @@ def test_the_public_api_is_all_here():
     names = {name.rsplit(".", 1)[1] for name in IDS}
     assert {"AclError", "HostBuffer", "get_include", "get_acl_library", "MemcpyBatch", "Memcpy2D", "MemcpyWithDesc",
             "MemcpyWithCondition", "SwapBlocks", "CopyBlocks", "BlockPool", "OutOfBlocks", "BlockSlots",
-            "SwapOutBlocks", "SwapInBlocks", "TransferQueue", "TransferPending"} == names
+            "SwapOutBlocks", "SwapInBlocks", "TransferQueue", "TransferPending", "OffloadingHandler", "TransferResult",
+            "DeviceBlocksSpec", "HostBlocksSpec"} == names
 
 
 @pytest.mark.parametrize("name,obj", PUBLIC, ids=IDS)
