@@ -549,3 +549,8 @@ def soc_profile():
     """aclhostGetSocProfile(): the emulated SoC profile (MS_MEMCOPY_SOC, default Ascend910B)."""
     raw = _acl_lib.func("aclhostGetSocProfile")()
     return None if raw is None else raw.decode("utf-8", errors="replace")
+
+
+from . import _host_register  # noqa: E402  (the aclrtHostRegister family lives in _host_register.py)
+from ._host_register import *  # noqa: E402,F403
+__all__ += _host_register.__all__
