@@ -4,6 +4,7 @@ taking the pinned (asynchronous) path."""
 import ctypes
 import re
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,6 +28,10 @@ def aligned(nbytes, pages_before=1):
     return raw[start:start + nbytes]
 
 
+def _address(ptr):
+    return ptr if isinstance(ptr, int) else ptr.ctypes.data
+
+
 @pytest.fixture
 def registrations(acl_device):
     """Registers through rt and unregisters whatever is still registered when the test ends."""
@@ -36,13 +41,13 @@ def registrations(acl_device):
         @staticmethod
         def v1(ptr, size, register_type=C.ACL_HOST_REGISTER_MAPPED):
             dev = rt.host_register(ptr, size, register_type)
-            live.append(ptr)
+            live.append(_address(ptr))
             return dev
 
         @staticmethod
         def v2(ptr, size, flag=PINNED):
             rt.host_register_v2(ptr, size, flag)
-            live.append(ptr)
+            live.append(_address(ptr))
 
         @staticmethod
         def unregister(ptr):
@@ -55,7 +60,7 @@ def registrations(acl_device):
 
 
 def test_header_values_are_cann_91s():
-    text = (_paths.shipped_include() / "acl" / "acl_rt.h").read_text()
+    text = (Path(_paths.shipped_include()) / "acl" / "acl_rt.h").read_text()
     defines = {m[1]: int(m[2], 16) for m in re.finditer(r"#define (ACL_HOST_REG_\w+) 0x([0-9A-Fa-f]+)UL", text)}
     assert defines == {"ACL_HOST_REG_MAPPED": 0x2, "ACL_HOST_REG_IOMEMORY": 0x4, "ACL_HOST_REG_READONLY": 0x8,
                        "ACL_HOST_REG_PINNED": 0x10000000}
