@@ -20,7 +20,7 @@ def _call(api, *args):
         raise AclError(ret, api, None, _acl_lib.new_err_msg())
 
 
-def host_register(ptr, size, register_type) -> int:
+def host_register(ptr: object, size: int, register_type: int) -> int:
     """aclrtHostRegister(ptr, size, type, &devPtr): registers [ptr, ptr+size) (ACL_HOST_REGISTER_MAPPED,
     _IOMEMORY, _READONLY) as device-accessible; returns the device address (the host runtime: ptr itself)."""
     size = cv.size(size, "size")
@@ -30,14 +30,14 @@ def host_register(ptr, size, register_type) -> int:
     return out.value or 0
 
 
-def host_register_v2(ptr, size, flag) -> None:
+def host_register_v2(ptr: object, size: int, flag: int) -> None:
     """aclrtHostRegisterV2(ptr, size, flag): registers [ptr, ptr+size) with an OR of ACL_HOST_REG_MAPPED,
     _IOMEMORY, _READONLY and _PINNED (pageable memory made page-locked)."""
     size = cv.size(size, "size")
     _call("aclrtHostRegisterV2", cv.address(ptr, "ptr", need=size), size, cv.uint32(flag, "flag"))
 
 
-def host_get_device_pointer(ptr, flag=0) -> int:
+def host_get_device_pointer(ptr: object, flag: int = 0) -> int:
     """aclrtHostGetDevicePointer(pHost, &pDevice, flag): the device address of a mapped registration
     starting at ptr (flag is reserved: 0)."""
     out = ctypes.c_void_p()
@@ -45,6 +45,6 @@ def host_get_device_pointer(ptr, flag=0) -> int:
     return out.value or 0
 
 
-def host_unregister(ptr) -> None:
+def host_unregister(ptr: object) -> None:
     """aclrtHostUnregister(ptr): ends the registration that starts at ptr."""
     _call("aclrtHostUnregister", cv.address(ptr, "ptr"))

@@ -216,7 +216,7 @@ class HostBuffer:
         self._open(_Allocation(int(nbytes), pinned))
 
     @classmethod
-    def wrap(cls, obj) -> "HostBuffer":
+    def wrap(cls, obj: object) -> "HostBuffer":
         """A pinned HostBuffer over the memory of an existing object, registered with aclrtHostRegisterV2.
 
         obj: a writable, C-contiguous object with the buffer protocol and at least one byte: a numpy
@@ -263,7 +263,7 @@ class HostBuffer:
         return self._pinned
 
     @property
-    def registered(self):
+    def registered(self) -> bool:
         """True for a buffer made by :meth:`wrap` (memory of another object, pinned by registration)."""
         return self._registered
 
