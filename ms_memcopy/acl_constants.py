@@ -84,3 +84,13 @@ globals().update(_acl_error_codes.read_error_codes(_paths.shipped_include()))
 SIZE_MAX = 2**64 - 1
 
 __all__ = [name for name in dir() if name.startswith("ACL_")] + ["SIZE_MAX"]
+
+# aclrtHostRegisterType (aclrtHostRegister) and the aclrtHostRegisterV2 flags (ACL_HOST_REG_*)
+ACL_HOST_REGISTER_MAPPED = 0
+ACL_HOST_REGISTER_IOMEMORY = 0x04
+ACL_HOST_REGISTER_READONLY = 0x08
+ACL_HOST_REG_MAPPED = 0x2
+ACL_HOST_REG_IOMEMORY = 0x4
+ACL_HOST_REG_READONLY = 0x8
+ACL_HOST_REG_PINNED = 0x10000000
+__all__ += [name for name in dir() if name.startswith("ACL_HOST_REG")]

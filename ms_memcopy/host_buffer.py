@@ -2,9 +2,11 @@
 
 Pinned buffers come from aclrtMallocHost (copies into them are asynchronous on
 a stream); pageable ones are ordinary process memory (ACL copies them
-synchronously). Each buffer is registered in the kernels' HostBuffer table, and
-the primitives refer to it by that id, so a kernel launched after close() fails
-cleanly instead of touching freed memory.
+synchronously). ``HostBuffer.wrap(obj)`` pins memory that already exists (a
+numpy array, a memoryview, an mmap) by registering it (aclrtHostRegisterV2).
+Each buffer is registered in the kernels' HostBuffer table, and the primitives
+refer to it by that id, so a kernel launched after close() fails cleanly
+instead of touching freed memory.
 
 Ordering: a HostBuffer knows what may still be copying into or out of it: the
 MindSpore launches of the primitives built on it (PYNATIVE_MODE queues them and
@@ -23,10 +25,11 @@ import numpy as np
 
 from . import _kernels_lib
 from ._framework import acl_device, sync_launches
-from .acl_constants import ACL_ERROR_RT_CONTEXT_NULL
+from .acl_constants import ACL_ERROR_RT_CONTEXT_NULL, ACL_HOST_REG_PINNED
 from .errors import AclError
 
 _ALIGNMENT = 64
+_REGISTER_ALIGNMENT = 4096  # CANN: the start of a host registration must be 4 KiB aligned
 
 
 class _Allocation:
@@ -50,6 +53,49 @@ class _Allocation:
             shift = (-raw.ctypes.data) % _ALIGNMENT
             self._keepalive = raw
             self.ptr = raw.ctypes.data + shift
+
+
+class _RegisteredMemory:
+    """Memory of an existing object, pinned by aclrtHostRegisterV2(ACL_HOST_REG_PINNED) until
+    unregister(). Holds the object and a buffer export of it for as long as the buffer or a numpy view
+    lives, so the memory stays valid (an mmap cannot be closed, a bytearray not resized meanwhile).
+
+    The registration starts at the page holding the object's first byte (CANN wants a 4 KiB aligned
+    start) and ends at its last byte, so two wrapped objects may not share a page (507910)."""
+
+    def __init__(self, obj):
+        try:
+            view = memoryview(obj)
+        except TypeError:
+            raise TypeError(f"obj must support the buffer protocol (numpy array, memoryview, mmap, bytearray), "
+                            f"not {type(obj).__name__}") from None
+        if view.readonly:
+            raise ValueError("obj is read-only; HostBuffer.wrap needs writable memory, as copies to host write "
+                             "into it (copy the data into a writable buffer, or open the mmap with write access)")
+        if not view.c_contiguous:
+            raise ValueError("obj must be C-contiguous: one registration covers one contiguous range")
+        if view.nbytes == 0:
+            raise ValueError("obj has no bytes; a host registration needs at least one")
+        self._owner = obj
+        self._export = np.frombuffer(view.cast("B"), dtype=np.uint8)  # the address, and the export held
+        self.nbytes = view.nbytes
+        self.pinned = True
+        self.ptr = self._export.ctypes.data
+        self.registered_base = self.ptr - self.ptr % _REGISTER_ALIGNMENT
+        from . import runtime
+
+        _ensure_current_context(runtime)
+        runtime.host_register_v2(self.registered_base, self.ptr + self.nbytes - self.registered_base,
+                                 ACL_HOST_REG_PINNED)
+        self._registered = True
+
+    def unregister(self):
+        """Ends the registration (idempotent); the memory stays the owner's."""
+        if self._registered:
+            self._registered = False
+            from . import runtime
+
+            runtime.host_unregister(self.registered_base)
 
 
 def _ensure_current_context(runtime):
@@ -167,14 +213,44 @@ class HostBuffer:
             raise ValueError(f"nbytes must be >= 0, got {nbytes}")
         if not isinstance(pinned, bool):
             raise TypeError(f"pinned must be a bool, not {type(pinned).__name__}")
-        self._allocation = _Allocation(int(nbytes), pinned)
-        self._nbytes = int(nbytes)
-        self._pinned = pinned
+        self._open(_Allocation(int(nbytes), pinned))
+
+    @classmethod
+    def wrap(cls, obj: object) -> "HostBuffer":
+        """A pinned HostBuffer over the memory of an existing object, registered with aclrtHostRegisterV2.
+
+        obj: a writable, C-contiguous object with the buffer protocol and at least one byte: a numpy
+        array, a ``memoryview``, an ``mmap.mmap`` (for example of a file in /dev/shm), a ``bytearray``.
+        The buffer's bytes are obj's bytes (no copy): copies into and out of it take the pinned,
+        asynchronous path, like a buffer from aclrtMallocHost. obj is kept alive, and its buffer
+        exported, while the buffer or a numpy view of it lives; ``close()`` unregisters the memory.
+        The registration covers obj's bytes from the start of the 4 KiB page holding its first byte
+        (CANN wants an aligned start), so two wrapped objects may not share a page.
+
+        Raises:
+            TypeError: obj has no buffer protocol.
+            ValueError: obj is read-only (refused: copies to host write into the buffer), not
+                C-contiguous, or empty.
+            AclError: the registration failed, e.g. 507910 when the memory overlaps another
+                registration.
+        """
+        buffer = cls.__new__(cls)
+        buffer._allocation = None  # closed, until _open succeeds
+        buffer._open(_RegisteredMemory(obj))
+        return buffer
+
+    def _open(self, allocation):
+        self._allocation = allocation
+        self._nbytes = allocation.nbytes
+        self._pinned = allocation.pinned
+        self._registered = isinstance(allocation, _RegisteredMemory)
         self._used_by_primitives = False
         self._id_lease = _IdLease()
         self._before_close = []  # weak methods that launch copies into or out of the buffer still held back
         self._id = self._id_lease.id
-        if _kernels_lib.library().msmc_hostbuffer_open(self._id, self._allocation.ptr, self._nbytes, int(pinned)) != 0:
+        if _kernels_lib.library().msmc_hostbuffer_open(self._id, allocation.ptr, self._nbytes, int(self._pinned)) != 0:
+            self._release_registration()
+            self._allocation = None
             raise RuntimeError(f"the kernels library refused to register the HostBuffer as id {self._id}")
 
     # -- properties ---------------------------------------------------------------------------
@@ -185,6 +261,11 @@ class HostBuffer:
     @property
     def pinned(self):
         return self._pinned
+
+    @property
+    def registered(self) -> bool:
+        """True for a buffer made by :meth:`wrap` (memory of another object, pinned by registration)."""
+        return self._registered
 
     @property
     def closed(self):
@@ -269,12 +350,19 @@ class HostBuffer:
         if self._used_by_primitives:
             sync_launches()
         ret = _kernels_lib.library().msmc_hostbuffer_close(self._id)
-        self._allocation = None
+        try:
+            self._release_registration()
+        finally:
+            self._allocation = None
         self._id_lease = None  # the id is free again once no primitive built on this buffer is alive
         if ret not in (0, -1):
             raise AclError(ret, "aclrtSynchronizeStream")
         if error is not None:
             raise error
+
+    def _release_registration(self):
+        if isinstance(self._allocation, _RegisteredMemory):
+            self._allocation.unregister()
 
     def __enter__(self):
         self._check_open()

@@ -77,7 +77,7 @@ __all__ = [
     "memcpy_batch", "memcpy_batch_async", "memcpy_batch_v2", "memcpy_batch_async_v2",
     "register_device_memory", "unregister_device_memory", "register_device_memory_batch",
     "unregister_device_memory_batch", "get_mem_location", "set_stream_deferred",
-    "launch_host_func", "soc_profile",
+    "launch_host_func", "soc_profile", "copy_strategy",
     "MemLocation", "LiveResourceCounts",
 ]
 
@@ -557,3 +557,8 @@ def copy_strategy() -> str:
     call calibrates when no large copy has yet (tens of milliseconds)."""
     raw = _acl_lib.func("aclhostGetCopyStrategy")()
     return "" if raw is None else raw.decode("utf-8", errors="replace")
+
+
+from . import _host_register  # noqa: E402  (the aclrtHostRegister family lives in _host_register.py)
+from ._host_register import *  # noqa: E402,F403
+__all__ += _host_register.__all__

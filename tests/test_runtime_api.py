@@ -44,12 +44,13 @@ def test_public_api_covers_every_c_call():
                 "get_memcpy_desc_size", "set_memcpy_desc", "memcpy_async_with_desc", "memcpy_batch",
                 "memcpy_batch_async", "memcpy_batch_v2", "memcpy_batch_async_v2", "register_device_memory",
                 "unregister_device_memory", "register_device_memory_batch", "unregister_device_memory_batch",
-                "get_mem_location", "set_stream_deferred", "launch_host_func", "soc_profile", "get_run_mode",
+                "get_mem_location", "set_stream_deferred", "launch_host_func", "soc_profile", "copy_strategy", "get_run_mode",
                 "synchronize_device", "create_context", "destroy_context", "set_current_context",
                 "get_current_context", "get_mem_info", "memset", "memset_async", "device_can_access_peer",
                 "device_enable_peer_access", "device_disable_peer_access", "device_peer_access_status",
                 "create_event", "create_event_with_flag", "destroy_event", "record_event", "query_event_status",
-                "synchronize_event", "host_wait_count", "live_resource_counts", "complete_stream"}
+                "synchronize_event", "host_wait_count", "live_resource_counts", "complete_stream",
+                "host_register", "host_register_v2", "host_get_device_pointer", "host_unregister"}
     assert expected <= set(rt.__all__)
     assert len(_acl_lib.PROTOTYPES) + len(_acl_lib.HOST_PROTOTYPES) == len(expected)  # one function per C call
     for name in expected:

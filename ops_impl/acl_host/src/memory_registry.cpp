@@ -38,6 +38,8 @@ const char *MemKindName(MemKind kind) {
       return "device memory (aclrtMalloc)";
     case MemKind::kFramework:
       return "device memory (aclhostRegisterDeviceMemory)";
+    case MemKind::kRegisteredHost:
+      return "registered host memory (aclrtHostRegister)";
     case MemKind::kUnregistered:
       break;
   }
@@ -47,6 +49,7 @@ const char *MemKindName(MemKind kind) {
 int MemInfo::LocationType() const {
   switch (kind) {
     case MemKind::kPinnedHost:
+    case MemKind::kRegisteredHost:
       return ACL_MEM_LOCATION_TYPE_HOST;
     case MemKind::kDevice:
     case MemKind::kFramework:
@@ -79,9 +82,11 @@ aclError MemoryRegistry::Allocate(const char *api, MemKind kind, int32_t device,
   {
     std::unique_lock<std::shared_mutex> lock = WriteLock();
     const uintptr_t key = reinterpret_cast<uintptr_t>(base);
-    // A fresh allocation can only collide with framework registrations of memory the framework no
-    // longer owns; drop such stale registrations so the new allocation is what the address means.
+    // A fresh allocation can only collide with registrations of memory its owner no longer owns
+    // (framework memory, or host memory freed without aclrtHostUnregister); drop such stale
+    // registrations so the new allocation is what the address means.
     const uintptr_t end = key + bytes;
+    DropHostRegistrationsLocked(key, end);
     auto it = entries_.lower_bound(key);
     if (it != entries_.begin() && std::prev(it)->first + std::prev(it)->second.size > key) {
       it = std::prev(it);
@@ -147,6 +152,7 @@ aclError MemoryRegistry::Release(const char *api, const char *param, MemKind kin
     storage = std::move(it->second.storage);
     entries_.erase(it);
     nested_registrations_.erase(nested_registrations_.lower_bound(begin), nested_registrations_.lower_bound(end));
+    DropHostRegistrationsLocked(begin, end);
   }
   drain();             // copies a batch enqueued between the first drain and the removal
   return ACL_SUCCESS;  // storage is freed here, after the copies that could use it

@@ -1,7 +1,8 @@
-// The memory registry: which host addresses the runtime treats as device memory, pinned host memory or
-// framework memory registered as device memory. Everything else is pageable (UNREGISTERED). Every call
-// that moves or sets bytes of registered memory does so at MemInfo::HostAddress of the address it was
-// given (strict device memory is not readable at its own address; allocation_storage.h).
+// The memory registry: which host addresses the runtime treats as device memory, pinned host memory
+// (allocated, or registered by aclrtHostRegister*) or framework memory registered as device memory.
+// Everything else is pageable (UNREGISTERED). Every call that moves or sets bytes of registered memory
+// does so at MemInfo::HostAddress of the address it was given (strict device memory is not readable at
+// its own address; allocation_storage.h).
 #ifndef MS_MEMCOPY_ACL_HOST_MEMORY_REGISTRY_H_
 #define MS_MEMCOPY_ACL_HOST_MEMORY_REGISTRY_H_
 
@@ -21,10 +22,17 @@
 namespace aclhost {
 
 enum class MemKind : uint8_t {
-  kUnregistered,  // pageable host memory (malloc, stack, numpy, ...)
-  kPinnedHost,    // aclrtMallocHost
-  kDevice,        // aclrtMalloc
-  kFramework,     // aclhostRegisterDeviceMemory: framework-owned memory declared as device memory
+  kUnregistered,    // pageable host memory (malloc, stack, numpy, ...)
+  kPinnedHost,      // aclrtMallocHost
+  kDevice,          // aclrtMalloc
+  kFramework,       // aclhostRegisterDeviceMemory: framework-owned memory declared as device memory
+  kRegisteredHost,  // aclrtHostRegister / aclrtHostRegisterV2: existing host memory, now pinned
+};
+
+// What aclrtHostRegister / aclrtHostRegisterV2 asked for (host_registration.cpp has the rules).
+struct HostRegisterRequest {
+  bool mapped = false;  // MAPPED, IOMEMORY or READONLY: aclrtHostGetDevicePointer answers for it
+  bool pinned = false;  // ACL_HOST_REG_PINNED: refused on memory that already is pinned
 };
 
 const char *MemKindName(MemKind kind);
@@ -64,6 +72,14 @@ class MemoryRegistry {
   // shared lock from validating an item until it is enqueued, so every copy that saw the allocation
   // is on a stream before it leaves the registry, and the second drain lets it finish first.
   aclError Release(const char *api, const char *param, MemKind kind, void *ptr, void (*drain)());
+
+  // Registered host memory (host_registration.cpp). CheckHostOverlap: 507910 when [ptr, ptr + size)
+  // overlaps a host registration (CANN checks this before anything else of the range). RegisterHost
+  // checks alignment, overlap and the memory underneath under the write lock, then records it.
+  aclError CheckHostOverlap(const char *api, const void *ptr, uint64_t size) const;
+  aclError RegisterHost(const char *api, void *ptr, uint64_t size, HostRegisterRequest request);
+  aclError UnregisterHost(const char *api, void *ptr);  // 507911 unless ptr is a registration's base
+  aclError HostDevicePointer(const char *api, void *pHost, void **pDevice) const;
 
   // Framework registration (see acl_host_ext.h for the rules).
   aclError Register(const char *api, void *ptr, size_t size, int32_t device);
@@ -152,6 +168,17 @@ class MemoryRegistry {
   // Stores the message for "ptr is not the base of an allocation of kind" and returns 107000.
   aclError BaseMismatchLocked(const char *api, const char *param, MemKind kind, const void *ptr) const;
 
+  struct HostRegistration {
+    size_t size = 0;
+    HostRegisterRequest request;
+    bool nested = false;  // inside an aclrtMallocHost allocation: no entry of its own in entries_
+  };
+  // The host registration overlapping [begin, end), or host_registrations_.end().
+  std::map<uintptr_t, HostRegistration>::const_iterator FindHostOverlapLocked(uintptr_t begin, uintptr_t end) const;
+  // Forgets the host registrations overlapping [begin, end): of memory an allocation now reuses, or inside
+  // an aclrtMallocHost allocation being freed.
+  void DropHostRegistrationsLocked(uintptr_t begin, uintptr_t end);
+
   // The exclusive lock, counted in writers_waiting_ while it is awaited.
   std::unique_lock<std::shared_mutex> WriteLock();
 
@@ -168,6 +195,9 @@ class MemoryRegistry {
   std::vector<EntryMap::node_type> spare_nodes_;
   // Registrations that lie inside a device allocation of the same device: counted, no new entry.
   std::map<uintptr_t, uint64_t> nested_registrations_;
+  // aclrtHostRegister* registrations by base; disjoint. Those not nested in an aclrtMallocHost allocation
+  // also have a kRegisteredHost entry in entries_, which is what lookups read.
+  std::map<uintptr_t, HostRegistration> host_registrations_;
 };
 
 }  // namespace aclhost

@@ -56,6 +56,18 @@ typedef struct {
   uint8_t rsv[16];
 } aclrtMemcpyBatchAttr;
 
+/* Host register flags (aclrtHostRegisterV2). */
+#define ACL_HOST_REG_MAPPED 0x2UL
+#define ACL_HOST_REG_IOMEMORY 0x4UL
+#define ACL_HOST_REG_READONLY 0x8UL
+#define ACL_HOST_REG_PINNED 0x10000000UL
+
+typedef enum {
+  ACL_HOST_REGISTER_MAPPED = 0,
+  ACL_HOST_REGISTER_IOMEMORY = 0x04,
+  ACL_HOST_REGISTER_READONLY = 0x08
+} aclrtHostRegisterType;
+
 /* Event creation flags (aclrtCreateEventWithFlag). */
 #define ACL_EVENT_SYNC 0x00000001U
 #define ACL_EVENT_CAPTURE_STREAM_PROGRESS 0x00000002U
@@ -139,6 +151,12 @@ ACL_FUNC_VISIBILITY aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, si
 ACL_FUNC_VISIBILITY aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count);
 ACL_FUNC_VISIBILITY aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count,
                                               aclrtStream stream);
+
+/* Registered host memory */
+ACL_FUNC_VISIBILITY aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterType type, void **devPtr);
+ACL_FUNC_VISIBILITY aclError aclrtHostRegisterV2(void *ptr, uint64_t size, uint32_t flag);
+ACL_FUNC_VISIBILITY aclError aclrtHostGetDevicePointer(void *pHost, void **pDevice, uint32_t flag);
+ACL_FUNC_VISIBILITY aclError aclrtHostUnregister(void *ptr);
 
 /* Memory copies */
 ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
