@@ -23,12 +23,24 @@ def _first_existing(*candidates):
 
 
 def cann_home():
-    """The CANN installation named by ASCEND_HOME_PATH/ASCEND_TOOLKIT_HOME, or None."""
-    for var in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"):
-        path = os.environ.get(var)
+    """The CANN installation to use, or None: the directory named by ASCEND_HOME_PATH or
+    ASCEND_TOOLKIT_HOME, else the one ASCEND_OPP_PATH lies in (the parent of its ``opp`` directory, or
+    its part before the first ``opp`` as MindSpore's CustomOpBuilder derives it), whichever first has
+    include/acl/acl.h."""
+    candidates = [os.environ.get(var) for var in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME")]
+    opp = os.environ.get("ASCEND_OPP_PATH")
+    if opp:
+        candidates += [str(parent) for parent in Path(opp).parents if (parent / "opp").is_dir()][:1]
+        candidates.append(opp.split("opp")[0])
+    for path in candidates:
         if path and (Path(path) / "include" / "acl" / "acl.h").exists():
             return Path(path)
     return None
+
+
+CANN_MISSING = ("ms_memcopy was built against CANN, and no CANN installation with include/acl/acl.h is set: "
+                "source CANN's set_env.sh (it sets ASCEND_HOME_PATH and ASCEND_OPP_PATH), or set "
+                "ASCEND_HOME_PATH to the toolkit's directory")
 
 
 def uses_host_runtime():
@@ -46,8 +58,9 @@ def configs_dir():
 def get_include() -> str:
     """The directory to add with -I so that ``#include "acl/acl.h"`` declares the ACL API in use.
 
-    CANN's include directory when ms_memcopy was built against CANN, else the headers of the host
-    ACL runtime ms_memcopy ships.
+    CANN's include directory when ms_memcopy was built against CANN (:func:`cann_home`), else the headers
+    of the host ACL runtime ms_memcopy ships. A CANN build never falls back to the shipped headers: code
+    compiled against them would not match CANN's library.
 
     Args:
         None.
@@ -56,7 +69,8 @@ def get_include() -> str:
         str, the directory.
 
     Raises:
-        FileNotFoundError: the installation has no ACL headers.
+        FileNotFoundError: the installation has no ACL headers, or it was built against CANN and no CANN
+            installation is set.
 
     Supported Platforms:
         ``Ascend`` ``CPU``
@@ -69,8 +83,9 @@ def get_include() -> str:
     """
     if not uses_host_runtime():
         cann = cann_home()
-        if cann is not None:
-            return str(cann / "include")
+        if cann is None:
+            raise FileNotFoundError(CANN_MISSING)
+        return str(cann / "include")
     return shipped_include()
 
 

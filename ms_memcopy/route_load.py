@@ -40,7 +40,8 @@ def load(backend=None, build_dir=None):
         (:func:`register_tuple_pass`).
 
     Raises:
-        RuntimeError: MindSpore refused the graph pass.
+        RuntimeError: MindSpore refused the graph pass; or backend "Ascend" with a build of the host runtime,
+            or with no CANN installation set (its headers are what the module compiles against).
     """
     backend = _check_backend(backend or default_backend())
     if backend == "Ascend" and _paths.uses_host_runtime():
@@ -48,6 +49,8 @@ def load(backend=None, build_dir=None):
                            f"{_paths.HOST_ACL_LIBRARY}), so it cannot run on an NPU: reinstall it with CANN's "
                            "environment set (source CANN's set_env.sh, which sets ASCEND_HOME_PATH and "
                            "ASCEND_OPP_PATH), e.g. pip install --force-reinstall --no-deps .")
+    if backend == "Ascend" and _paths.cann_home() is None:
+        raise RuntimeError(_paths.CANN_MISSING)
     with _lock:
         module = _modules.get(backend)
         if module is not None:
