@@ -2,6 +2,7 @@
 #include "stream.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -11,6 +12,7 @@
 
 #include "acl/acl_rt.h"
 #include "copy_engine.h"
+#include "order_check.h"
 
 namespace aclhost {
 namespace {
@@ -156,12 +158,18 @@ size_t QueuedCopyBytes(const std::deque<std::unique_ptr<StreamTask>> &queue) {
   return total;
 }
 
+uint64_t NextSerial() {
+  static std::atomic<uint64_t> next{0};
+  return next.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 }  // namespace
 
 Stream::Stream(int32_t device, uint64_t context)
-    : device_(device), context_(context), state_(std::make_shared<State>()) {}
+    : device_(device), context_(context), serial_(NextSerial()), state_(std::make_shared<State>()) {}
 
 Stream::~Stream() {
+  ForgetOrderedStream(serial_);
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->stopping = true;
