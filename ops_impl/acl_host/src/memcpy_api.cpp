@@ -38,8 +38,8 @@
 #include "device.h"
 #include "error_state.h"
 #include "memcpy_common.h"
-#include "order_check.h"
 #include "memory_registry.h"
+#include "order_check.h"
 #include "peer_access.h"
 #include "stream_table.h"
 

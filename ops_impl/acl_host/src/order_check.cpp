@@ -82,7 +82,8 @@ class SpanList {
     }
   }
   void Seal() {
-    std::sort(spans_.begin(), spans_.end(), [](const Span &a, const Span &b) { return a.region.begin < b.region.begin; });
+    std::sort(spans_.begin(), spans_.end(),
+              [](const Span &a, const Span &b) { return a.region.begin < b.region.begin; });
     max_end_.resize(spans_.size());
     uintptr_t reach = 0;
     for (size_t k = 0; k < spans_.size(); ++k) {
@@ -95,10 +96,9 @@ class SpanList {
       return nullptr;
     }
     const uintptr_t q_end = End(q);
-    size_t k = static_cast<size_t>(
-        std::lower_bound(spans_.begin(), spans_.end(), q_end,
-                         [](const Span &s, uintptr_t end) { return s.region.begin < end; }) -
-        spans_.begin());
+    size_t k = static_cast<size_t>(std::lower_bound(spans_.begin(), spans_.end(), q_end,
+                                                    [](const Span &s, uintptr_t end) { return s.region.begin < end; }) -
+                                   spans_.begin());
     while (k > 0) {
       --k;
       if (max_end_[k] <= q.begin) {
@@ -136,11 +136,13 @@ Access MakeAccess(const char *api, const AccessPart *parts, size_t count) {
   return access;
 }
 
+thread_local uint64_t t_worker_stream = 0;  // SetOrderWorkerStream
+
 struct StreamOrder {
   const void *handle = nullptr;
   int32_t device = -1;
   uint64_t launches = 0;
-  OrderClock clock;                    // the other streams' launches ordered before this one's next launch
+  OrderClock clock;                   // the other streams' launches ordered before this one's next launch
   std::map<uint64_t, Access> queued;  // by launch number
 };
 
@@ -213,6 +215,12 @@ class Tracker {
       drained->handle = after->handle;
       drained->device = after->stream.device();
       drained_serial = after->stream.serial();
+    } else if (t_worker_stream != 0) {  // a host function: in its stream's order
+      const auto it = streams_.find(t_worker_stream);
+      if (it != streams_.end()) {
+        drained = &it->second;
+        drained_serial = t_worker_stream;
+      }
     }
     Clash clash{};
     if (FindClash(parts, count, drained_serial, drained, &clash)) {
@@ -354,8 +362,8 @@ class Tracker {
     return false;
   }
 
-  aclError Report(const char *api, const StreamOrder *self, const AccessPart *parts, size_t count,
-                  const Clash &clash, size_t *racing_part) {
+  aclError Report(const char *api, const StreamOrder *self, const AccessPart *parts, size_t count, const Clash &clash,
+                  size_t *racing_part) {
     ++races_;
     if (racing_part != nullptr) {
       *racing_part = clash.part;
@@ -415,6 +423,8 @@ bool OrderCheckOn() {
   static const bool on = ReadStrictOrderEnv();
   return on;
 }
+
+void SetOrderWorkerStream(uint64_t stream_serial) noexcept { t_worker_stream = stream_serial; }
 
 void ReleaseOrderedAccess(uint64_t stream, uint64_t launch) noexcept { Tracker::Instance().Release(stream, launch); }
 

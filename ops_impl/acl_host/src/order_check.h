@@ -62,8 +62,7 @@ struct StreamRef {
 namespace order_detail {
 aclError CheckLaunch(const char *api, StreamRef on, const AccessPart *parts, size_t count, OrderTicket *ticket,
                      size_t *racing_part);
-aclError CheckHost(const char *api, const StreamRef *after, const AccessPart *parts, size_t count,
-                   size_t *racing_part);
+aclError CheckHost(const char *api, const StreamRef *after, const AccessPart *parts, size_t count, size_t *racing_part);
 void Capture(const Stream &stream, OrderClock *clock);
 void Merge(const Stream &stream, const OrderClock &clock);
 void Retire(const OrderClock &clock);
@@ -122,6 +121,10 @@ inline void ForgetOrderedStream(uint64_t stream_serial) {
     order_detail::Forget(stream_serial);
   }
 }
+
+// Marks the calling thread as the worker of the stream with this serial: the accesses of a host function
+// running there are in that stream's order (ordered after its earlier tasks, before its later ones).
+void SetOrderWorkerStream(uint64_t stream_serial) noexcept;
 
 // aclhostGetOrderCheckCounts: the accesses tracked now, and the races reported so far.
 void OrderCheckCounts(uint64_t *queued_accesses, uint64_t *races);

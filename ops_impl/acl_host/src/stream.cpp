@@ -166,7 +166,9 @@ uint64_t NextSerial() {
 }  // namespace
 
 Stream::Stream(int32_t device, uint64_t context)
-    : device_(device), context_(context), serial_(NextSerial()), state_(std::make_shared<State>()) {}
+    : device_(device), context_(context), serial_(NextSerial()), state_(std::make_shared<State>()) {
+  state_->serial = serial_;
+}
 
 Stream::~Stream() {
   ForgetOrderedStream(serial_);
@@ -265,6 +267,7 @@ bool Stream::TakeFailure(aclError *code, std::string *message) {
 
 void Stream::WorkerLoop(const std::shared_ptr<State> &state) {
   State &st = *state;
+  SetOrderWorkerStream(st.serial);  // host functions run here, in the stream's order
   std::unique_lock<std::mutex> lock(st.mutex);
   for (;;) {
     st.work_ready.wait(lock, [&st] { return (!st.queue.empty() && !st.busy) || (st.stopping && st.queue.empty()); });

@@ -94,6 +94,7 @@ class Stream {
     aclError failure_code = 0;
     std::string failure_message;
     std::thread::id worker_id;
+    uint64_t serial = 0;  // the stream's serial(), for the worker thread
   };
 
   static void WorkerLoop(const std::shared_ptr<State> &state);
