@@ -105,6 +105,7 @@ HOST_PROTOTYPES = {
     "aclhostGetHostWaitCount": (aclError, [POINTER(ctypes.c_uint64)]),
     "aclhostGetLiveResourceCounts": (aclError, [POINTER(ctypes.c_uint64), POINTER(ctypes.c_uint64)]),
     "aclhostGetOrderCheckCounts": (aclError, [POINTER(ctypes.c_uint64), POINTER(ctypes.c_uint64)]),
+    "aclhostCheckHostAccess": (aclError, [c_void_p, c_size_t, c_int32]),
     "aclhostGetSocProfile": (c_char_p, []),
 }
 

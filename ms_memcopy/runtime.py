@@ -48,7 +48,8 @@ exactly these ways:
   any C call; values C checks itself (kinds, zero sizes, NULL) go to C.
 * ``register_device_memory``, ``unregister_device_memory``, their ``_batch`` forms,
   ``get_mem_location``, ``set_stream_deferred``, ``launch_host_func``, ``host_wait_count``,
-  ``live_resource_counts``, ``order_check_counts``, ``complete_stream`` and ``soc_profile`` exist only
+  ``live_resource_counts``, ``order_check_counts``, ``check_host_access``, ``complete_stream`` and
+  ``soc_profile`` exist only
   with the host runtime (NotImplementedError naming the call otherwise).
   ``launch_host_func(stream, fn)`` takes any Python callable (no userData:
   use a closure); the wrapper keeps it alive until the stream has run it.
@@ -71,7 +72,7 @@ __all__ = [
     "create_stream", "destroy_stream", "synchronize_stream", "synchronize_stream_with_timeout",
     "create_event", "create_event_with_flag", "destroy_event", "record_event", "query_event_status",
     "synchronize_event", "stream_wait_event", "host_wait_count", "live_resource_counts", "order_check_counts",
-    "complete_stream",
+    "check_host_access", "complete_stream",
     "malloc", "malloc_host", "free", "free_host", "get_mem_info", "memset", "memset_async",
     "memcpy", "memcpy_async", "memcpy_async_with_condition", "memcpy2d", "memcpy2d_async",
     "get_memcpy_desc_size", "set_memcpy_desc", "memcpy_async_with_desc",
@@ -321,6 +322,13 @@ def order_check_counts():
     queued, races = ctypes.c_uint64(), ctypes.c_uint64()
     _call("aclhostGetOrderCheckCounts", ctypes.byref(queued), ctypes.byref(races))
     return OrderCheckCounts(queued.value, races.value)
+
+
+def check_host_access(ptr, size, write=False):
+    """aclhostCheckHostAccess(ptr, size, write): under strict ordering (MS_MEMCOPY_STRICT_ORDER=1), raises
+    AclError 107000 naming both accesses when reading (or, with write, writing) size bytes at ptr on the
+    host now would race with a queued copy or memset; returns None otherwise. Host runtime only."""
+    _call("aclhostCheckHostAccess", cv.address(ptr, "ptr"), cv.size(size, "size"), 1 if write else 0)
 
 
 def malloc(size, policy=ACL_MEM_MALLOC_HUGE_FIRST):

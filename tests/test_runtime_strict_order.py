@@ -121,6 +121,8 @@ with Hold(s1):  # a synchronous host call, then the same after the event's synch
     rt.memcpy_async(a, N, host[0], N, H2D, s1)
     rt.record_event(event, s1)
     out["host_sync_copy"] = outcome(rt.memcpy, host[2], N, a, N, D2H)
+    out["declared_read"] = outcome(rt.check_host_access, a + N - 1, 1)  # numpy or a kernel about to read
+    out["declared_elsewhere"] = outcome(rt.check_host_access, b, N, True)
     out["host_memset"] = outcome(rt.memset, a + 8, 8, 0, 8)
 rt.synchronize_event(event)
 out["host_after_event"] = outcome(rt.memcpy, host[2], N, a, N, D2H)
@@ -247,6 +249,17 @@ def test_a_synchronous_host_call_races_with_a_queued_copy(strict):
         assert f"which aclrtMemcpyAsync on stream {s1} writes" in race["message"]
 
 
+def test_a_declared_host_access_is_checked_as_a_synchronous_call(strict, off):
+    s1 = _streams(strict)[0]
+    race = strict["declared_read"]
+    assert race["code"] == 107000
+    assert race["message"].startswith("aclhostCheckHostAccess: ordering race: aclhostCheckHostAccess on the host "
+                                      f"reads bytes [{strict['a'] + 4095:#x}, {strict['a'] + 4096:#x}), which "
+                                      f"aclrtMemcpyAsync on stream {s1} writes"), race["message"]
+    assert strict["declared_elsewhere"] == {"code": 0}
+    assert off["declared_read"] == {"code": 0}
+
+
 def test_memset_and_batch_items_are_checked_and_the_batch_names_its_item(strict):
     assert strict["memset_async"]["code"] == 107000
     assert "aclrtMemsetAsync on stream" in strict["memset_async"]["message"]
@@ -260,7 +273,7 @@ def test_the_tracker_stays_flat_over_ten_thousand_launches(strict):
     assert flat == {"after": 0, "new_races": 0}  # finished copies left the tracker
     assert strict["queued_while_held"] == 100  # while they are queued, they are tracked
     expected = ["write_write", "recorded_not_waited", "event_before_copy", "write_after_read", "read_after_write",
-                "columns_meet", "host_sync_copy", "host_memset", "memset_async", "batch"]
+                "columns_meet", "host_sync_copy", "declared_read", "host_memset", "memset_async", "batch"]
     assert strict["races"] == len(expected)  # one report per refused call
 
 

@@ -1451,6 +1451,51 @@ void TestEvents(aclrtStream stream) {
   CHECK(events1 == events0 && pinned1 == pinned0);
 }
 
+// aclrtStreamWaitEvent: a download on a second stream that waits for an event recorded after an upload held
+// on the first stream runs after the upload, and strict ordering (when on) counts no race; the codes.
+void TestStreamWaitEvent(aclrtStream stream) {
+  constexpr size_t n = 4096;
+  aclrtStream second = nullptr;
+  CHECK_RET(aclrtCreateStream(&second), ACL_SUCCESS);
+  aclrtEvent uploaded = nullptr;
+  CHECK_RET(aclrtCreateEvent(&uploaded), ACL_SUCCESS);
+  auto *src = static_cast<unsigned char *>(PinnedAlloc(n));
+  auto *out = static_cast<unsigned char *>(PinnedAlloc(n));
+  void *dev = DeviceAlloc(n);
+  Fill(src, n, 11);
+  std::memset(out, 0, n);
+  CHECK_RET(aclrtMemset(dev, n, 0, n), ACL_SUCCESS);
+  uint64_t queued = 0;
+  uint64_t races = 0;
+  CHECK_RET(aclhostGetOrderCheckCounts(&queued, &races), ACL_SUCCESS);
+  const uint64_t races_before = races;
+  Gate gate;
+  CHECK_RET(aclhostLaunchHostFunc(stream, Gate::Wait, &gate), ACL_SUCCESS);
+  CHECK_RET(aclrtMemcpyAsync(dev, n, src, n, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_SUCCESS);
+  CHECK_RET(aclrtRecordEvent(uploaded, stream), ACL_SUCCESS);
+  CHECK_RET(aclrtStreamWaitEvent(second, uploaded), ACL_SUCCESS);
+  CHECK_RET(aclrtMemcpyAsync(out, n, dev, n, ACL_MEMCPY_DEVICE_TO_HOST, second), ACL_SUCCESS);
+  CHECK_RET(aclhostGetOrderCheckCounts(&queued, &races), ACL_SUCCESS);
+  CHECK(queued == (StrictOrder() ? 2U : 0U));
+  gate.Open();
+  CHECK_RET(aclrtSynchronizeStream(second), ACL_SUCCESS);
+  CHECK(Same(out, src, n));
+  CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+  CHECK_RET(aclhostGetOrderCheckCounts(&queued, &races), ACL_SUCCESS);
+  CHECK(queued == 0 && races == races_before);
+  CHECK_RET(aclrtStreamWaitEvent(second, nullptr), ACL_ERROR_INVALID_PARAM);
+  CHECK_RET(aclrtStreamWaitEvent(reinterpret_cast<aclrtStream>(0xDEAD), uploaded), ACL_ERROR_RT_INVALID_HANDLE);
+  CHECK_RET(aclrtStreamWaitEvent(second, reinterpret_cast<aclrtEvent>(0xDEAD)), ACL_ERROR_RT_INVALID_HANDLE);
+  CHECK_RET(aclhostGetOrderCheckCounts(nullptr, &races), ACL_ERROR_INVALID_PARAM);
+  CHECK_RET(aclhostCheckHostAccess(nullptr, 1, 0), ACL_ERROR_INVALID_PARAM);
+  CHECK_RET(aclhostCheckHostAccess(dev, n, 1), ACL_SUCCESS);  // nothing queued
+  CHECK_RET(aclrtDestroyEvent(uploaded), ACL_SUCCESS);
+  CHECK_RET(aclrtDestroyStream(second), ACL_SUCCESS);
+  CHECK_RET(aclrtFree(dev), ACL_SUCCESS);
+  CHECK_RET(aclrtFreeHost(src), ACL_SUCCESS);
+  CHECK_RET(aclrtFreeHost(out), ACL_SUCCESS);
+}
+
 // Peer devices: the three peer-access calls and a device-to-device copy between devices 0 and 1, which runs
 // only once each device has enabled the other (507013 otherwise: at the call for aclrtMemcpy, at the next
 // synchronize for aclrtMemcpyAsync).
@@ -1550,6 +1595,7 @@ int main() {
   TestFreeDuringBatch(stream);
   TestMemsetAndInfo(stream);
   TestEvents(stream);
+  TestStreamWaitEvent(stream);
   TestPeerAccess(stream);
   CHECK_RET(aclrtDestroyStream(stream), ACL_SUCCESS);
   TestContexts();

@@ -7,7 +7,6 @@
 #include "error_state.h"
 #include "event.h"
 #include "memory_registry.h"
-#include "order_check.h"
 
 extern "C" aclError aclhostGetLiveResourceCounts(uint64_t *events, uint64_t *pinnedAllocations) {
   constexpr const char *api = "aclhostGetLiveResourceCounts";
@@ -18,18 +17,6 @@ extern "C" aclError aclhostGetLiveResourceCounts(uint64_t *events, uint64_t *pin
     }
     *events = aclhost::EventTable::Instance().Count();
     *pinnedAllocations = aclhost::MemoryRegistry::Instance().AllocationCount(aclhost::MemKind::kPinnedHost);
-    return ACL_SUCCESS;
-  });
-}
-
-extern "C" aclError aclhostGetOrderCheckCounts(uint64_t *queuedAccesses, uint64_t *races) {
-  constexpr const char *api = "aclhostGetOrderCheckCounts";
-  return aclhost::GuardedCall(api, [&]() -> aclError {
-    if (queuedAccesses == nullptr || races == nullptr) {
-      return aclhost::Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected where to store the count",
-                           queuedAccesses == nullptr ? "queuedAccesses" : "races");
-    }
-    aclhost::OrderCheckCounts(queuedAccesses, races);
     return ACL_SUCCESS;
   });
 }

@@ -132,6 +132,14 @@ ACL_FUNC_VISIBILITY aclError aclhostGetLiveResourceCounts(uint64_t *events, uint
  */
 ACL_FUNC_VISIBILITY aclError aclhostGetOrderCheckCounts(uint64_t *queuedAccesses, uint64_t *races);
 
+/*
+ * Strict ordering: declares that the calling thread is about to read (write 0) or write (write != 0) size
+ * bytes at ptr outside any ACL call (numpy, a framework kernel). Returns ACL_ERROR_RT_PARAM_INVALID
+ * (107000) with the race report when that access races with a queued copy or memset, as a synchronous
+ * aclrtMemcpy would; 0 otherwise, and always 0 while the check is off. size 0: 0; ptr NULL: 100000.
+ */
+ACL_FUNC_VISIBILITY aclError aclhostCheckHostAccess(const void *ptr, size_t size, int32_t write);
+
 /* The emulated SoC profile name (MS_MEMCOPY_SOC, default Ascend910B). */
 ACL_FUNC_VISIBILITY const char *aclhostGetSocProfile(void);
 
