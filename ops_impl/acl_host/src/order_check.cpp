@@ -334,6 +334,9 @@ class Tracker {
   bool FindClash(const AccessPart *parts, size_t count, uint64_t self_serial, const StreamOrder *self,
                  Clash *clash) const {
     for (size_t i = 0; i < count; ++i) {
+      if (parts[i].read.width == 0 && parts[i].write.width == 0) {
+        continue;  // a batch item outside the run being checked
+      }
       for (const auto &entry : streams_) {
         if (self != nullptr && entry.first == self_serial) {
           continue;  // the stream orders its own accesses
