@@ -282,16 +282,16 @@ aclError CheckItemsOrder(const char *api, const BatchArgs &a, size_t begin, size
   if (!OrderCheckOn()) {
     return ACL_SUCCESS;
   }
-  std::vector<AccessPart> parts(a.count);  // indexed by item, so that reports name the item
+  std::vector<AccessPart> parts(end - begin);
   for (size_t i = begin; i < end; ++i) {
-    parts[i] = AccessPart{Bytes(a.srcs[i], a.sizes[i]), Bytes(a.dsts[i], a.sizes[i])};
+    parts[i - begin] = AccessPart{Bytes(a.srcs[i], a.sizes[i]), Bytes(a.dsts[i], a.sizes[i])};
   }
   size_t racing = 0;
   const aclError ret = launch_on != nullptr
-                           ? CheckOrderedLaunch(api, *launch_on, parts.data(), parts.size(), ticket, &racing)
-                           : CheckHostAccess(api, after, parts.data(), parts.size(), &racing);
+                           ? CheckOrderedLaunch(api, *launch_on, parts.data(), parts.size(), ticket, &racing, begin)
+                           : CheckHostAccess(api, after, parts.data(), parts.size(), &racing, begin);
   if (ret != ACL_SUCCESS) {
-    SetFailIndex(a, racing);
+    SetFailIndex(a, begin + racing);
   }
   return ret;
 }

@@ -116,17 +116,27 @@ class SpanList {
   std::vector<uintptr_t> max_end_;
 };
 
+// The item number of part `part` in reports, or kNoItems for none.
+size_t ItemNumber(size_t part, size_t count, size_t first_item) {
+  if (first_item != kNoItems) {
+    return first_item + part;
+  }
+  return count > 1 ? part : kNoItems;
+}
+
 struct Access {
   const char *api = nullptr;
-  bool several = false;  // more than one part: reports name the item
+  size_t count = 0;
+  size_t first_item = kNoItems;
   SpanList reads;
   SpanList writes;
 };
 
-Access MakeAccess(const char *api, const AccessPart *parts, size_t count) {
+Access MakeAccess(const char *api, const AccessPart *parts, size_t count, size_t first_item) {
   Access access;
   access.api = api;
-  access.several = count > 1;
+  access.count = count;
+  access.first_item = first_item;
   for (size_t i = 0; i < count; ++i) {
     access.reads.Add(parts[i].read, i);
     access.writes.Add(parts[i].write, i);
@@ -188,15 +198,15 @@ class Tracker {
   }
 
   aclError CheckLaunch(const char *api, StreamRef on, const AccessPart *parts, size_t count, OrderTicket *ticket,
-                       size_t *racing_part) {
-    Access access = MakeAccess(api, parts, count);
+                       size_t *racing_part, size_t first_item) {
+    Access access = MakeAccess(api, parts, count, first_item);
     std::lock_guard<std::mutex> lock(mutex_);
     StreamOrder &self = State(on.stream);
     self.handle = on.handle;
     self.device = on.stream.device();
     Clash clash{};
     if (FindClash(parts, count, on.stream.serial(), &self, &clash)) {
-      return Report(api, &self, parts, count, clash, racing_part);
+      return Report(api, &self, parts, count, first_item, clash, racing_part);
     }
     const uint64_t launch = ++self.launches;
     self.queued.emplace(launch, std::move(access));
@@ -206,7 +216,7 @@ class Tracker {
   }
 
   aclError CheckHost(const char *api, const StreamRef *after, const AccessPart *parts, size_t count,
-                     size_t *racing_part) {
+                     size_t *racing_part, size_t first_item) {
     std::lock_guard<std::mutex> lock(mutex_);
     StreamOrder *drained = nullptr;
     uint64_t drained_serial = 0;
@@ -224,7 +234,7 @@ class Tracker {
     }
     Clash clash{};
     if (FindClash(parts, count, drained_serial, drained, &clash)) {
-      return Report(api, drained, parts, count, clash, racing_part);
+      return Report(api, drained, parts, count, first_item, clash, racing_part);
     }
     return ACL_SUCCESS;
   }
@@ -334,9 +344,6 @@ class Tracker {
   bool FindClash(const AccessPart *parts, size_t count, uint64_t self_serial, const StreamOrder *self,
                  Clash *clash) const {
     for (size_t i = 0; i < count; ++i) {
-      if (parts[i].read.width == 0 && parts[i].write.width == 0) {
-        continue;  // a batch item outside the run being checked
-      }
       for (const auto &entry : streams_) {
         if (self != nullptr && entry.first == self_serial) {
           continue;  // the stream orders its own accesses
@@ -365,8 +372,8 @@ class Tracker {
     return false;
   }
 
-  aclError Report(const char *api, const StreamOrder *self, const AccessPart *parts, size_t count, const Clash &clash,
-                  size_t *racing_part) {
+  aclError Report(const char *api, const StreamOrder *self, const AccessPart *parts, size_t count, size_t first_item,
+                  const Clash &clash, size_t *racing_part) {
     ++races_;
     if (racing_part != nullptr) {
       *racing_part = clash.part;
@@ -381,11 +388,13 @@ class Tracker {
     Label(other_where, sizeof(other_where), *clash.other_stream);
     char item[32] = "";
     char other_item[32] = "";
-    if (count > 1) {
-      (void)std::snprintf(item, sizeof(item), " (item %zu)", clash.part);
+    const size_t number = ItemNumber(clash.part, count, first_item);
+    const size_t other_number = ItemNumber(clash.other_span->part, clash.other->count, clash.other->first_item);
+    if (number != kNoItems) {
+      (void)std::snprintf(item, sizeof(item), " (item %zu)", number);
     }
-    if (clash.other->several) {
-      (void)std::snprintf(other_item, sizeof(other_item), " (item %zu)", clash.other_span->part);
+    if (other_number != kNoItems) {
+      (void)std::snprintf(other_item, sizeof(other_item), " (item %zu)", other_number);
     }
     char mine[96];
     char theirs[96];
@@ -434,13 +443,13 @@ void ReleaseOrderedAccess(uint64_t stream, uint64_t launch) noexcept { Tracker::
 namespace order_detail {
 
 aclError CheckLaunch(const char *api, StreamRef on, const AccessPart *parts, size_t count, OrderTicket *ticket,
-                     size_t *racing_part) {
-  return Tracker::Instance().CheckLaunch(api, on, parts, count, ticket, racing_part);
+                     size_t *racing_part, size_t first_item) {
+  return Tracker::Instance().CheckLaunch(api, on, parts, count, ticket, racing_part, first_item);
 }
 
-aclError CheckHost(const char *api, const StreamRef *after, const AccessPart *parts, size_t count,
-                   size_t *racing_part) {
-  return Tracker::Instance().CheckHost(api, after, parts, count, racing_part);
+aclError CheckHost(const char *api, const StreamRef *after, const AccessPart *parts, size_t count, size_t *racing_part,
+                   size_t first_item) {
+  return Tracker::Instance().CheckHost(api, after, parts, count, racing_part, first_item);
 }
 
 void Capture(const Stream &stream, OrderClock *clock) { Tracker::Instance().Capture(stream, clock); }

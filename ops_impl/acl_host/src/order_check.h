@@ -53,6 +53,9 @@ using OrderClock = std::vector<std::pair<uint64_t, uint64_t>>;
 // Whether MS_MEMCOPY_STRICT_ORDER is "1", read once, at the first call that asks.
 bool OrderCheckOn();
 
+// No item numbers: a call whose parts are not items of a batch.
+constexpr size_t kNoItems = SIZE_MAX;
+
 // Names a stream in race reports: its handle, or NULL for a default stream.
 struct StreamRef {
   const Stream &stream;
@@ -61,8 +64,9 @@ struct StreamRef {
 
 namespace order_detail {
 aclError CheckLaunch(const char *api, StreamRef on, const AccessPart *parts, size_t count, OrderTicket *ticket,
-                     size_t *racing_part);
-aclError CheckHost(const char *api, const StreamRef *after, const AccessPart *parts, size_t count, size_t *racing_part);
+                     size_t *racing_part, size_t first_item);
+aclError CheckHost(const char *api, const StreamRef *after, const AccessPart *parts, size_t count, size_t *racing_part,
+                   size_t first_item);
 void Capture(const Stream &stream, OrderClock *clock);
 void Merge(const Stream &stream, const OrderClock &clock);
 void Retire(const OrderClock &clock);
@@ -72,10 +76,12 @@ void Forget(uint64_t stream_serial);
 
 // A launch on `on` that makes the parts' accesses when the stream runs it: ACL_ERROR_RT_PARAM_INVALID
 // (107000) with a message naming both calls when a part races with a queued access (*racing_part: its
-// index), else the access is tracked and *ticket (to be moved into the task) holds it.
+// index), else the access is tracked and *ticket (to be moved into the task) holds it. first_item: the
+// parts are items first_item, first_item + 1, ... of a batch (reports name the item), or kNoItems.
 inline aclError CheckOrderedLaunch(const char *api, StreamRef on, const AccessPart *parts, size_t count,
-                                   OrderTicket *ticket, size_t *racing_part = nullptr) {
-  return OrderCheckOn() ? order_detail::CheckLaunch(api, on, parts, count, ticket, racing_part) : ACL_SUCCESS;
+                                   OrderTicket *ticket, size_t *racing_part = nullptr, size_t first_item = kNoItems) {
+  return OrderCheckOn() ? order_detail::CheckLaunch(api, on, parts, count, ticket, racing_part, first_item)
+                        : ACL_SUCCESS;
 }
 
 // An access the calling thread makes now (a synchronous call, or the host side of an asynchronous one):
@@ -83,8 +89,8 @@ inline aclError CheckOrderedLaunch(const char *api, StreamRef on, const AccessPa
 // drains first (the pageable rule), whose own and ordered accesses complete before the access; NULL
 // for none.
 inline aclError CheckHostAccess(const char *api, const StreamRef *after, const AccessPart *parts, size_t count,
-                                size_t *racing_part = nullptr) {
-  return OrderCheckOn() ? order_detail::CheckHost(api, after, parts, count, racing_part) : ACL_SUCCESS;
+                                size_t *racing_part = nullptr, size_t first_item = kNoItems) {
+  return OrderCheckOn() ? order_detail::CheckHost(api, after, parts, count, racing_part, first_item) : ACL_SUCCESS;
 }
 
 // aclrtRecordEvent: the stream's clock now (empty when off).
