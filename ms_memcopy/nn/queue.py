@@ -41,11 +41,11 @@ import numpy as np
 import mindspore as ms
 from mindspore import nn, ops
 
-from . import runtime
-from .host_buffer import HostBuffer, _ensure_current_context
-from .ops import CopyBlocks, MemcpyBatch, SwapBlocks
-from .ops._args import check_host_buffer, check_int, check_shape, num_elements
-from .ops._dtypes import DtypeLike, itemsize, ms_dtype
+from .. import runtime
+from ..host_buffer import HostBuffer, _ensure_current_context
+from ..ops import CopyBlocks, MemcpyBatch, SwapBlocks
+from ..ops._args import check_host_buffer, check_int, check_shape, num_elements
+from ..ops._dtypes import DtypeLike, itemsize, ms_dtype
 
 
 __all__ = ["BlockPool", "OutOfBlocks", "TransferQueue", "TransferPending", "BlockSlots", "SwapOutBlocks",
