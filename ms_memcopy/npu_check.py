@@ -202,7 +202,7 @@ def check_main_thread_context():
 
 def _launches_of(run):
     """run(), then the kernels' launch counter growth (graph, eager) once every launch has run."""
-    from . import _kernels_lib
+    from ._extension import _kernels_lib
 
     _wait_for_device()
     before = _kernels_lib.launch_counts()
@@ -430,7 +430,8 @@ def _timed(call, calls, finish):
 def check_eager_distinct_values(name):
     """DISTINCT_CALLS eager calls with distinct values against as many with a repeated value (after
     a warm-up): the per-call times, and the kernel-owned resources must not grow."""
-    from . import HostBuffer, _kernels_lib
+    from . import HostBuffer
+    from ._extension import _kernels_lib
 
     _set_mode("pynative")
     with HostBuffer(2 * 256 * 256, pinned=True) as buf:
@@ -459,7 +460,8 @@ def check_eager_distinct_values(name):
 
 def _host_wait_count():
     """The host runtime's count of host waits for the device, or None on CANN (which has none)."""
-    from . import _paths, runtime
+    from . import runtime
+    from ._extension import _paths
 
     return runtime.host_wait_count() if _paths.uses_host_runtime() else None
 
@@ -598,7 +600,8 @@ def free_device_memory():
     unused counts as free too. On the host runtime the device memory is host memory, so MemAvailable
     bounds it."""
     import mindspore as ms
-    from . import _paths, runtime
+    from . import runtime
+    from ._extension import _paths
     from .errors import AclError
 
     note = ""
@@ -744,7 +747,7 @@ def run_checks(big=True):
     """Rows for every check, in the order of the module's docstring, on the device MindSpore is set to.
     big: attempt the 4 GiB copy."""
     rows = [_row("ACL context of the main thread", "-", "-", check_main_thread_context)]
-    from . import _kernels_lib
+    from ._extension import _kernels_lib
 
     for mode in CHECK_MODES:
         for op_name in op_defs.all_op_defs():
@@ -784,7 +787,7 @@ def table(rows):
 
 def environment_problem():
     """Why this environment cannot run the check on an NPU, or None."""
-    from . import _paths
+    from ._extension import _paths
 
     home, opp = os.environ.get("ASCEND_HOME_PATH"), os.environ.get("ASCEND_OPP_PATH")
     if not home and not opp:
@@ -818,7 +821,7 @@ def main(argv=None):
             return 2
     import mindspore as ms
 
-    from . import op_def_route
+    from ._extension import op_def_route
 
     target = "CPU" if args.dry_run else "Ascend"
     ms.set_device(target)

@@ -7,7 +7,7 @@ from typing import Callable, Tuple
 import numpy as np
 import mindspore as ms
 
-from .. import _kernels_lib
+from .._extension import _kernels_lib
 
 _names = itertools.count()
 

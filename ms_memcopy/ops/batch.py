@@ -6,7 +6,7 @@ import numpy as np
 import mindspore as ms
 
 from ..host_buffer import HostBuffer
-from .. import op_def_route
+from .._extension import op_def_route
 from ._args import check_host_buffer, check_int, check_shape, eager_int64
 from ._dtypes import DtypeLike, ms_dtype
 from ._errors import labelled_errors

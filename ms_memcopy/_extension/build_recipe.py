@@ -15,7 +15,8 @@ import importlib.util
 import os
 from pathlib import Path
 
-from . import acl_error_codes, dtypes, route_codegen
+from .. import acl_error_codes, dtypes
+from . import route_codegen
 
 STD = "-std=c++17"
 WARNINGS = ("-Wall", "-Wextra")
