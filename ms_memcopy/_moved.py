@@ -14,6 +14,8 @@ MOVED = {
     "_kernels_lib": "_extension._kernels_lib",
     "_paths": "_extension._paths",
     "build_recipe": "_extension.build_recipe",
+    "info": "tools.info",
+    "npu_check": "tools.npu_check",
     "op_def_route": "_extension.op_def_route",
     "route_ascend_check": "_extension.route_ascend_check",
     "route_build": "_extension.route_build",

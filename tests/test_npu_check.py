@@ -142,13 +142,14 @@ def test_context_failures_and_missing_memory_are_reported_in_words(tmp_path):
     script.write_text(textwrap.dedent("""
         import threading
         import mindspore as ms
-        from ms_memcopy import npu_check, runtime
+        from ms_memcopy import runtime
+        from ms_memcopy.tools.npu_check import _common, device_checks
 
         ms.set_device("CPU")
         rows = []
 
         def query():
-            rows.append(npu_check._row("mem info", "-", "-", runtime.get_mem_info, npu_check.ACL_HBM_MEM))
+            rows.append(_common._row("mem info", "-", "-", runtime.get_mem_info, _common.ACL_HBM_MEM))
 
         thread = threading.Thread(target=query, name="no-device-thread")
         thread.start()
@@ -156,10 +157,10 @@ def test_context_failures_and_missing_memory_are_reported_in_words(tmp_path):
         print(rows[0].result)
         kernel_error = RuntimeError("ms_memcopy SwapBlocks(d2h): AclError: aclrtMallocHost failed: "
                                     "ACL_ERROR_RT_CONTEXT_NULL (107002): no context")
-        print(npu_check.failure_text(kernel_error))
-        print(npu_check.failure_text(ValueError("ms_memcopy Memcpy2D(extract): row = 9: out of range")))
-        npu_check.free_device_memory = lambda: (3 * npu_check.GiB, "")
-        print(npu_check.check_big_desc_copy(True))
+        print(_common.failure_text(kernel_error))
+        print(_common.failure_text(ValueError("ms_memcopy Memcpy2D(extract): row = 9: out of range")))
+        device_checks.free_device_memory = lambda: (3 * _common.GiB, "")
+        print(device_checks.check_big_desc_copy(True))
     """))
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=clean_env(),
                             timeout=300)
