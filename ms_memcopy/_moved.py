@@ -11,6 +11,12 @@ import sys
 
 #: old name under ms_memcopy -> new name under ms_memcopy
 MOVED = {
+    "_acl_lib": "_acl.library",
+    "acl_constants": "_acl.constants",
+    "acl_error_codes": "_acl.error_codes",
+    "acl_limits": "_acl.limits",
+    "_convert": "_acl.convert",
+    "runtime": "_acl.runtime",
     "_kernels_lib": "_extension._kernels_lib",
     "_paths": "_extension._paths",
     "build_recipe": "_extension.build_recipe",

@@ -6,7 +6,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 import mindspore as ms
 
-from .. import runtime
+from .._acl import runtime
 from ..host_buffer import _ensure_current_context
 from ..ops import CopyBlocks, SwapBlocks
 from ..ops._args import check_int

@@ -26,7 +26,7 @@ def soc_profiles():
 
 def emulated_soc():
     """The SoC profile the host runtime emulates, as the runtime resolved it (None if MS_MEMCOPY_SOC is invalid)."""
-    from .. import runtime
+    from .._acl import runtime
 
     return runtime.soc_profile()
 

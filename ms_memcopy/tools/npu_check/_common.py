@@ -6,7 +6,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ... import acl_limits
+from ..._acl import limits as acl_limits
 
 CHECK_MODES = ("pynative", "graph O0")
 BLOCKS, BLOCK_BYTES = 1024, 64 << 10

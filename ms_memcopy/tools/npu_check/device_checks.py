@@ -6,7 +6,7 @@ import zlib
 
 import numpy as np
 
-from ... import acl_limits
+from ..._acl import limits as acl_limits
 from ._common import (
     ACL_HBM_MEM, _as_numpy, BIG_COPY_BYTES, BIG_COPY_NEEDS, BLOCK_BYTES, BLOCKS, CONTEXT_ERRORS, DISTINCT_CALLS,
     GiB, _int64, _set_mode, _wait_for_device)
@@ -14,7 +14,7 @@ from ._common import (
 
 def _host_wait_count():
     """The host runtime's count of host waits for the device, or None on CANN (which has none)."""
-    from ... import runtime
+    from ..._acl import runtime
     from ..._extension import _paths
 
     return runtime.host_wait_count() if _paths.uses_host_runtime() else None
@@ -154,7 +154,7 @@ def free_device_memory():
     unused counts as free too. On the host runtime the device memory is host memory, so MemAvailable
     bounds it."""
     import mindspore as ms
-    from ... import runtime
+    from ..._acl import runtime
     from ..._extension import _paths
     from ...errors import AclError
 

@@ -14,7 +14,7 @@ from ._common import (
 
 def check_main_thread_context():
     """Which ACL device is current on the main thread (a pinned HostBuffer is allocated here)."""
-    from ... import runtime
+    from ..._acl import runtime
     from ...errors import AclError
 
     try:

@@ -58,10 +58,10 @@ import itertools
 import threading
 from collections import namedtuple
 
-from . import _acl_lib
-from . import _convert as cv
-from .acl_constants import ACL_MEM_MALLOC_HUGE_FIRST, SIZE_MAX
-from .errors import AclError
+from . import library as _acl_lib
+from . import convert as cv
+from .constants import ACL_MEM_MALLOC_HUGE_FIRST, SIZE_MAX
+from ..errors import AclError
 
 __all__ = [
     "init", "finalize", "get_recent_err_msg", "get_soc_name",
