@@ -1,7 +1,7 @@
 """Build of ms_memcopy's C++ parts.
 
 Shared libraries are built into ms_memcopy/_lib with g++ (or $CXX), their sources, include directories
-and flags taken from ms_memcopy/build_recipe.py, the one compile recipe (the C++ tests and the sanitizer
+and flags taken from ms_memcopy/_extension/build_recipe.py, the one compile recipe (the C++ tests and the sanitizer
 runs use it too):
 
 - libascendcl.so: the host ACL runtime (ops_impl/acl_host), a drop-in subset of
@@ -34,7 +34,7 @@ from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
-from ms_memcopy import build_recipe as recipe  # noqa: E402  (sources, include directories, flags)
+from ms_memcopy._extension import build_recipe as recipe  # noqa: E402  (sources, include directories, flags)
 
 HOST_INCLUDE = ROOT / recipe.HOST_INCLUDE
 KERNEL_SOURCES = ROOT / recipe.KERNELS
@@ -140,7 +140,7 @@ class BuildSharedLibsAndRoute(BuildSharedLibs):
             return
         package_parent = ROOT if (self.inplace or getattr(self, "editable_mode", False)) else Path(self.build_lib)
         backend = "Ascend" if cann_home() else "CPU"
-        script = ("import sys; sys.path.insert(0, sys.argv[1]); from ms_memcopy import op_def_route as r; "
+        script = ("import sys; sys.path.insert(0, sys.argv[1]); from ms_memcopy._extension import op_def_route as r; "
                   "print(r.build(sys.argv[2], r.packaged_build_dir(sys.argv[2])))")
         try:
             import mindspore  # noqa: F401  (only to know whether the route can be built here)

@@ -8,8 +8,11 @@ offloading handler over them) import MindSpore when first used.
 """
 import importlib
 
-from ._paths import get_acl_library, get_include
+from . import _moved
+from ._extension._paths import get_acl_library, get_include
 from .errors import AclError
+
+_moved.install(__name__)  # the modules' paths before they moved into subpackages keep working
 
 __version__ = "0.1.0"
 

@@ -19,12 +19,12 @@ def main(argv=None):
     if rest and args.command != "bench":
         parser.error("unrecognized arguments: " + " ".join(rest))
     if args.command == "info":
-        from .info import report
+        from .tools.info import report
 
         print(report())
         return 0
     if args.command == "npu-check":
-        from .npu_check import main as npu_check_main
+        from .tools.npu_check import main as npu_check_main
 
         return npu_check_main((["--dry-run"] if args.dry_run else []) + (["--big"] if args.big else []))
     from .benchmarks.cli import main as bench_main

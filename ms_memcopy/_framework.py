@@ -2,7 +2,7 @@
 import re
 import sys
 
-from . import _paths
+from ._extension import _paths
 
 
 def _pynative_executor():

@@ -11,7 +11,7 @@ import functools
 
 import yaml
 
-from . import _paths
+from ._extension import _paths
 
 #: The C++ table, generated into the kernels' and the module's build directories.
 TABLE_FILE = "dtypes.inc"

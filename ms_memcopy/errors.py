@@ -1,8 +1,8 @@
 """The one error type of ms_memcopy's raising layers: :class:`AclError`."""
 from typing import Optional
 
-from . import _paths
-from .acl_error_codes import error_names, read_error_codes
+from ._extension import _paths
+from ._acl.error_codes import error_names, read_error_codes
 
 #: aclError code -> its name in the ACL headers, for every code the headers define.
 ERROR_NAMES = error_names(read_error_codes(_paths.shipped_include()))

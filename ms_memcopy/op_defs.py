@@ -43,7 +43,8 @@ from typing import Optional, Tuple, Union
 
 import yaml
 
-from . import _paths, dtypes as _dtypes
+from . import dtypes as _dtypes
+from ._extension import _paths
 
 # An input whose dtype is fixed to int64 holds host values (offsets, rows, columns, block ids): the
 # op_def route declares it value-dependent, so its kernel gets the values on the host.

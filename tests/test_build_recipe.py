@@ -8,7 +8,7 @@ from ms_memcopy import build_recipe as recipe
 ROOT = Path(__file__).resolve().parents[1]
 # The files that compile C++ code (route_ascend_check.py compiles with CustomOpBuilder's own flags).
 BUILDERS = ("setup.py", "ops_impl/tools/run_sanitizers.py", "tests/test_cpp_programs.py", "tests/test_cpp_kernels.py",
-            "ms_memcopy/route_build.py")
+            "ms_memcopy/_extension/route_build.py")
 
 
 def test_no_builder_restates_a_flag():

@@ -2,7 +2,7 @@
 ms_memcopy.acl)."""
 import functools
 
-from .. import _acl_lib
+from .._acl import library as _acl_lib
 from .args import pyacl_args
 
 __all__ = ["init", "finalize", "get_recent_err_msg", "get_soc_name"]

@@ -25,7 +25,7 @@ import functools
 import inspect
 import warnings
 
-from .. import _acl_lib
+from .._acl import library as _acl_lib
 
 __all__ = ["pyacl_args", "CALLER_STACKLEVEL"]
 

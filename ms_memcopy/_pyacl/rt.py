@@ -6,9 +6,9 @@ below, see args.py) and returns what the wrapper returns: the aclError ``ret``, 
 import ctypes
 import functools
 
-from .. import _acl_lib
-from .. import _convert as cv
-from ..acl_constants import ACL_ERROR_INVALID_PARAM, SIZE_MAX
+from .._acl import library as _acl_lib
+from .._acl import convert as cv
+from .._acl.constants import ACL_ERROR_INVALID_PARAM, SIZE_MAX
 from .args import pyacl_args
 
 __all__ = [

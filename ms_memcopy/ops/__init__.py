@@ -28,16 +28,21 @@ Validation has one place per kind of mistake, each error raised before anything 
 Every error of these checks reads "ms_memcopy <primitive>(<mode>): <argument> ...", the prefix the
 kernels give theirs (the op's label, :func:`._errors.labelled_errors`).
 
-The modules, one job each: one per family (``batch``, ``blocks``, ``condition``, ``desc``,
-``memcpy2d``, with the stem of configs/ops/<family>.yaml), and what they share: ``_errors`` (the error
+The modules, one job each: one per family, with the stem of configs/ops/<family>.yaml (found from
+those files: each exports its public classes in ``__all__`` and its sample calls in ``SAMPLES``), and
+what they share: ``_errors`` (the error
 prefix, jit_level O2), ``_dtypes`` (dtype names, sizes, the supported ones), ``_args`` (argument
 checks), ``_host_values`` (an eager call's int64 values, read once), ``_primitive`` (CopyPrimitive,
-GradientOp), ``_variadic`` (OpCell, the base of the Cells) and ``_bprop`` (bprop registration).
+GradientOp), ``_variadic`` (OpCell, the base of the Cells), ``_bprop`` (bprop registration) and ``_samples``
+(Sample, the sample calls' helpers).
 """
-from .batch import MemcpyBatch
-from .blocks import CopyBlocks, SwapBlocks
-from .condition import MemcpyWithCondition
-from .desc import MemcpyWithDesc
-from .memcpy2d import Memcpy2D
+import importlib as _importlib
 
-__all__ = ["MemcpyBatch", "Memcpy2D", "MemcpyWithDesc", "MemcpyWithCondition", "SwapBlocks", "CopyBlocks"]
+from .. import op_defs as _op_defs
+
+__all__ = []
+for _family in _op_defs.families():  # one module per configs/ops/<family>.yaml, exporting its __all__
+    _module = _importlib.import_module(f"{__name__}.{_family}")
+    globals().update((_name, getattr(_module, _name)) for _name in _module.__all__)
+    __all__ += _module.__all__
+del _family, _module

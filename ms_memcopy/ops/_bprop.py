@@ -1,7 +1,7 @@
 """Registering a primitive's bprop as the gradient of its op_def primitive ``Custom_ms_memcopy_<op>``."""
 from mindspore.ops._grad_experimental.grad_base import bprop_getters
 
-from .. import route_codegen
+from .._extension import route_codegen
 
 
 _op_def_bprops = {}

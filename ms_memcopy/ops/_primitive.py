@@ -4,7 +4,7 @@ import numpy as np
 from mindspore import ops
 from mindspore.ops.primitive import _run_op
 
-from .. import _kernels_lib, op_def_route, route_codegen
+from .._extension import _kernels_lib, op_def_route, route_codegen
 from .._framework import recording_gradients
 from ..op_defs import op_def
 from ._args import check_dtypes, check_same_dtype, check_tensors

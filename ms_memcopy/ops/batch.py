@@ -1,14 +1,17 @@
 """MemcpyBatch: many tensors to or from a HostBuffer in one aclrtMemcpyBatchAsync per 4096 items."""
-from typing import Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence
+
+import numpy as np
 
 import mindspore as ms
 
 from ..host_buffer import HostBuffer
-from .. import op_def_route
+from .._extension import op_def_route
 from ._args import check_host_buffer, check_int, check_shape, eager_int64
 from ._dtypes import DtypeLike, ms_dtype
 from ._errors import labelled_errors
 from ._primitive import CopyPrimitive
+from ._samples import Sample, int64
 from ._variadic import OpCell
 
 _DIRECTIONS = ("d2h", "h2d")
@@ -26,6 +29,9 @@ def _h2d_outputs(shapes, dtypes):
     shapes = [check_shape(s, f"shapes[{i}]") for i, s in enumerate(shapes)]
     dtypes = [ms_dtype(d, f"dtypes[{i}]") for i, d in enumerate(dtypes)]
     return shapes, dtypes
+
+
+__all__ = ["MemcpyBatch"]
 
 
 class MemcpyBatch(OpCell):
@@ -186,3 +192,35 @@ class _BatchPrimitive(CopyPrimitive):
     def _check_eager(self, inputs):
         check_host_buffer(self.host_buffer)
         self._check_input_count(len(inputs))
+
+
+# ---- the sample calls of this family (ms_memcopy.samples gathers them; numpy expectations) ----
+
+def _batch_tensors():
+    return np.arange(6, dtype=np.float32), np.arange(12, dtype=np.int16).reshape(3, 4) - 5
+
+
+_BATCH_OFFSETS = (0, 64)
+
+
+def _sample_batch_d2h(buf):
+    a, b = _batch_tensors()
+    return Sample("memcpy_batch_d2h", MemcpyBatch("d2h", buf, num_tensors=2),
+                  (ms.Tensor(a), ms.Tensor(b), int64(*_BATCH_OFFSETS)), np.array([a.nbytes, b.nbytes], np.int64),
+                  (("host_buffer[0:24]", lambda: buf.numpy(np.float32, a.shape, offset=0).copy(), a),
+                   ("host_buffer[64:88]", lambda: buf.numpy(np.int16, b.shape, offset=64).copy(), b)))
+
+
+def _sample_batch_h2d(buf):
+    a, b = _batch_tensors()
+    buf.numpy(np.float32, a.shape, offset=0)[:] = a
+    buf.numpy(np.int16, b.shape, offset=64)[:] = b
+    return Sample("memcpy_batch_h2d", MemcpyBatch("h2d", buf, shapes=[a.shape, b.shape], dtypes=[ms.float32, ms.int16]),
+                  (int64(*_BATCH_OFFSETS),), (a, b))
+
+
+#: op name -> sample(host_buffer): one per op of configs/ops/batch.yaml.
+SAMPLES: Dict[str, Callable[[HostBuffer], Sample]] = {
+    "memcpy_batch_d2h": _sample_batch_d2h,
+    "memcpy_batch_h2d": _sample_batch_h2d,
+}

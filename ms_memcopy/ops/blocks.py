@@ -6,6 +6,7 @@ destination block) pairs applied to every cache; eager calls also take a numpy a
 pairs. Each call returns an int64 tensor of one value, the bytes moved (L * n * block bytes).
 """
 import numbers
+from typing import Callable, Dict
 
 import numpy as np
 import mindspore as ms
@@ -16,6 +17,7 @@ from ._dtypes import dtype_name
 from ._errors import labelled_errors
 from ._host_values import reading_host_values_once, remember_host_values
 from ._primitive import CopyPrimitive
+from ._samples import Sample, parameter
 from ._variadic import OpCell
 
 _DIRECTIONS = ("d2h", "h2d")
@@ -46,6 +48,9 @@ def _mapping_values(mapping):
     if values.ndim != 2 or values.shape[1] != 2:
         raise ValueError(f"block_mapping must have shape [n, 2], got {list(values.shape)}")
     return values.astype(np.int64, copy=False)
+
+
+__all__ = ["SwapBlocks", "CopyBlocks"]
 
 
 class _BlockPrimitive(CopyPrimitive):
@@ -238,3 +243,65 @@ class _CopyBlocksPrimitive(_BlockPrimitive):
 
     def __init__(self, *, num_caches: int):
         super().__init__("copy_blocks", num_caches, {})
+
+
+# ---- the sample calls of this family (ms_memcopy.samples gathers them; numpy expectations) ----
+
+# Blocks: 2 caches of 4 blocks of (2, 4) float32 (32 bytes); host block h of cache l at byte (l * H + h) * 32.
+_CACHES, _BLOCK_SHAPE = 2, (2, 4)
+_BLOCK_BYTES = int(np.prod(_BLOCK_SHAPE)) * 4
+
+
+def _cache_values():
+    return [np.arange(4 * 8, dtype=np.float32).reshape(4, *_BLOCK_SHAPE) + 100 * l for l in range(_CACHES)]
+
+
+def _host_blocks(buf):
+    per_cache = buf.nbytes // (_CACHES * _BLOCK_BYTES)
+    return buf.numpy(np.float32, (_CACHES, per_cache, *_BLOCK_SHAPE))
+
+
+def _sample_swap_d2h(buf):
+    values = _cache_values()
+    mapping = np.array([[1, 0], [3, 2]], np.int64)  # (device block, host block)
+    expected = [np.stack([v[1], v[3]]) for v in values]
+    return Sample("swap_blocks_d2h", SwapBlocks("d2h", buf, num_caches=_CACHES),
+                  (*[parameter(v) for v in values], ms.Tensor(mapping)),
+                  np.array([_CACHES * len(mapping) * _BLOCK_BYTES], np.int64),
+                  tuple((f"host cache {l}, blocks 0 and 2", lambda l=l: _host_blocks(buf)[l, [0, 2]].copy(),
+                         expected[l]) for l in range(_CACHES)))
+
+
+def _sample_swap_h2d(buf):
+    values = _cache_values()
+    host = _host_blocks(buf)
+    host[:] = -np.arange(host.size, dtype=np.float32).reshape(host.shape)
+    mapping = np.array([[2, 0], [0, 3]], np.int64)  # (host block, device block)
+    expected = [v.copy() for v in values]
+    for l in range(_CACHES):
+        expected[l][0], expected[l][3] = host[l, 2], host[l, 0]
+    caches = [parameter(v) for v in values]
+    return Sample("swap_blocks_h2d", SwapBlocks("h2d", buf, num_caches=_CACHES), (*caches, ms.Tensor(mapping)),
+                  np.array([_CACHES * len(mapping) * _BLOCK_BYTES], np.int64),
+                  tuple((f"caches[{l}]", caches[l].asnumpy, expected[l]) for l in range(_CACHES)))
+
+
+def _sample_copy_blocks(buf):
+    del buf
+    values = _cache_values()
+    mapping = np.array([[0, 2], [1, 3]], np.int64)  # (source block, destination block)
+    expected = [v.copy() for v in values]
+    for l in range(_CACHES):
+        expected[l][2], expected[l][3] = values[l][0], values[l][1]
+    caches = [parameter(v) for v in values]
+    return Sample("copy_blocks", CopyBlocks(num_caches=_CACHES), (*caches, ms.Tensor(mapping)),
+                  np.array([_CACHES * len(mapping) * _BLOCK_BYTES], np.int64),
+                  tuple((f"caches[{l}]", caches[l].asnumpy, expected[l]) for l in range(_CACHES)))
+
+
+#: op name -> sample(host_buffer): one per op of configs/ops/blocks.yaml.
+SAMPLES: Dict[str, Callable[[HostBuffer], Sample]] = {
+    "swap_blocks_d2h": _sample_swap_d2h,
+    "swap_blocks_h2d": _sample_swap_h2d,
+    "copy_blocks": _sample_copy_blocks,
+}

@@ -1,12 +1,19 @@
 """MemcpyWithCondition: copies through aclrtMemcpyAsyncWithCondition."""
-from typing import Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence
+
+import numpy as np
+import mindspore as ms
 
 from ..host_buffer import HostBuffer
 from ._args import check_host_buffer, check_shape
 from ._dtypes import DtypeLike, ms_dtype
 from ._primitive import CopyPrimitive, GradientOp
+from ._samples import Sample, int64, matrix
 
 _DIRECTIONS = ("d2d", "d2h", "h2d")
+
+
+__all__ = ["MemcpyWithCondition"]
 
 
 class MemcpyWithCondition(CopyPrimitive):
@@ -91,3 +98,33 @@ class MemcpyWithCondition(CopyPrimitive):
     def _check_eager(self, inputs):
         if self.direction != "d2d":
             check_host_buffer(self.host_buffer)
+
+
+# ---- the sample calls of this family (ms_memcopy.samples gathers them; numpy expectations) ----
+
+def _sample_cond_d2d(buf):
+    del buf
+    x = matrix()
+    return Sample("memcpy_cond_d2d", MemcpyWithCondition("d2d"), (ms.Tensor(x),), x)
+
+
+def _sample_cond_d2h(buf):
+    x = matrix()
+    return Sample("memcpy_cond_d2h", MemcpyWithCondition("d2h", host_buffer=buf), (ms.Tensor(x), int64(256)),
+                  np.array([x.nbytes], np.int64),
+                  (("host_buffer[256:376]", lambda: buf.numpy(np.float32, x.shape, offset=256).copy(), x),))
+
+
+def _sample_cond_h2d(buf):
+    x = matrix() - 7
+    buf.numpy(np.float32, x.shape, offset=256)[:] = x
+    return Sample("memcpy_cond_h2d", MemcpyWithCondition("h2d", host_buffer=buf, shape=x.shape, dtype=ms.float32),
+                  (int64(256),), x)
+
+
+#: op name -> sample(host_buffer): one per op of configs/ops/condition.yaml.
+SAMPLES: Dict[str, Callable[[HostBuffer], Sample]] = {
+    "memcpy_cond_d2d": _sample_cond_d2d,
+    "memcpy_cond_d2h": _sample_cond_d2h,
+    "memcpy_cond_h2d": _sample_cond_h2d,
+}

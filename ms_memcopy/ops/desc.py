@@ -1,10 +1,16 @@
 """MemcpyWithDesc: device-to-device copies through a memory-copy descriptor."""
-from typing import Optional
+from typing import Callable, Dict, Optional
 
+import mindspore as ms
 from mindspore import ops
 
+from ..host_buffer import HostBuffer
 from ._args import check_int
 from ._primitive import CopyPrimitive, GradientOp
+from ._samples import Sample, int64, matrix
+
+
+__all__ = ["MemcpyWithDesc"]
 
 
 class MemcpyWithDesc(CopyPrimitive):
@@ -64,3 +70,24 @@ class MemcpyWithDesc(CopyPrimitive):
         flat = ops.zeros_like(x).reshape(1, -1)
         dx = self._grad_insert(flat, dout.reshape(1, -1), ops.zeros_like(start), start)
         return dx.reshape(x.shape), ops.zeros_like(start)
+
+
+# ---- the sample calls of this family (ms_memcopy.samples gathers them; numpy expectations) ----
+
+def _sample_desc_copy(buf):
+    del buf
+    x = matrix()
+    return Sample("memcpy_desc_copy", MemcpyWithDesc(), (ms.Tensor(x),), x)
+
+
+def _sample_desc_window(buf):
+    del buf
+    x = matrix()
+    return Sample("memcpy_desc_window", MemcpyWithDesc(count=4), (ms.Tensor(x), int64(7)), x.reshape(-1)[7:11])
+
+
+#: op name -> sample(host_buffer): one per op of configs/ops/desc.yaml.
+SAMPLES: Dict[str, Callable[[HostBuffer], Sample]] = {
+    "memcpy_desc_copy": _sample_desc_copy,
+    "memcpy_desc_window": _sample_desc_window,
+}

@@ -3,16 +3,22 @@
 Every tensor is seen as a matrix: its leading dimensions are the rows, its last dimension the
 columns (a 1-D tensor is one row, a scalar a 1x1 matrix).
 """
-from typing import Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence
 
+import numpy as np
+import mindspore as ms
 from mindspore import ops
 
 from ..host_buffer import HostBuffer
 from ._args import check_host_buffer, check_in_place_target, check_int, check_shape, matrix_view
 from ._dtypes import DtypeLike, itemsize, ms_dtype
 from ._primitive import CopyPrimitive, GradientOp
+from ._samples import Sample, int64, matrix, parameter
 
 _MODES = ("extract", "insert", "write", "d2h", "h2d")
+
+
+__all__ = ["Memcpy2D"]
 
 
 class Memcpy2D(CopyPrimitive):
@@ -159,3 +165,70 @@ class Memcpy2D(CopyPrimitive):
             check_in_place_target(inputs[0], "dst")
         elif self.mode in ("d2h", "h2d"):
             check_host_buffer(self.host_buffer)
+
+
+# ---- the sample calls of this family (ms_memcopy.samples gathers them; numpy expectations) ----
+
+def _sample_extract(buf):
+    del buf
+    x = matrix()
+    return Sample("memcpy2d_extract", Memcpy2D("extract", height=2, width=3), (ms.Tensor(x), int64(1), int64(2)),
+                  x[1:3, 2:5])
+
+
+def _sample_extract_like(buf):
+    del buf
+    x = matrix()
+    # In GRADIENT_ONLY: Memcpy2D("insert")'s bprop builds this op (src's gradient).
+    return Sample("memcpy2d_extract_like", GradientOp("memcpy2d_extract_like"),
+                  (ms.Tensor(x), ms.Tensor(np.zeros((3, 2), np.float32)), int64(2), int64(4)), x[2:5, 4:6])
+
+
+def _sample_insert(buf):
+    del buf
+    x, src = matrix(), -np.ones((2, 3), np.float32)
+    expected = x.copy()
+    expected[3:5, 0:3] = src
+    return Sample("memcpy2d_insert", Memcpy2D("insert"), (ms.Tensor(x), ms.Tensor(src), int64(3), int64(0)),
+                  expected)
+
+
+_PITCH = 32  # host bytes per row of the 2-D samples: rows of 24 bytes, 8 bytes of padding each
+
+
+def _host_rows(buf, offset, rows):
+    return buf.numpy(np.uint8, (rows, _PITCH), offset=offset)[:, :24].copy().view(np.float32)
+
+
+def _sample_2d_d2h(buf):
+    x = matrix()
+    return Sample("memcpy2d_d2h", Memcpy2D("d2h", host_buffer=buf, pitch=_PITCH), (ms.Tensor(x), int64(128)),
+                  np.array([x.nbytes], np.int64), (("host_buffer rows from 128", lambda: _host_rows(buf, 128, 5), x),))
+
+
+def _sample_2d_h2d(buf):
+    x = matrix() * 2
+    buf.numpy(np.uint8, (5, _PITCH), offset=128)[:, :24] = x.view(np.uint8)
+    return Sample("memcpy2d_h2d", Memcpy2D("h2d", host_buffer=buf, pitch=_PITCH, shape=x.shape, dtype=ms.float32),
+                  (int64(128),), x)
+
+
+def _sample_write(buf):
+    del buf
+    dst, src = matrix(), -np.arange(4, dtype=np.float32).reshape(1, 4)
+    expected = dst.copy()
+    expected[2:3, 1:5] = src
+    target = parameter(dst)
+    return Sample("memcpy2d_write", Memcpy2D("write"), (target, ms.Tensor(src), int64(2), int64(1)),
+                  np.array([src.nbytes], np.int64), (("dst", target.asnumpy, expected),))
+
+
+#: op name -> sample(host_buffer): one per op of configs/ops/memcpy2d.yaml.
+SAMPLES: Dict[str, Callable[[HostBuffer], Sample]] = {
+    "memcpy2d_extract": _sample_extract,
+    "memcpy2d_extract_like": _sample_extract_like,
+    "memcpy2d_insert": _sample_insert,
+    "memcpy2d_d2h": _sample_2d_d2h,
+    "memcpy2d_h2d": _sample_2d_h2d,
+    "memcpy2d_write": _sample_write,
+}

@@ -1,5 +1,5 @@
-// What every op body shares: dtype sizes, the helpers of body_helpers.h, the registry the bodies of
-// bodies/<family>.cpp add themselves to, and the kernel state's attributes.
+// What every op body shares: dtype sizes, the helpers of body_helpers.h, and the registries the bodies
+// and attributes of bodies/<family>.cpp add themselves to.
 #include "op_bodies.h"
 
 #include <cstdio>
@@ -170,45 +170,48 @@ const OpBody *FindOpBody(const char *op) {
   return nullptr;
 }
 
+// ---- the attributes: each bodies/<family>.cpp registers the ones it reads ----
+
 namespace {
 
-struct AttrField {
-  const char *name;
-  int64_t KernelState::*member;
-  bool non_negative;
-};
+std::vector<AttrSpec> &AttrRegistry() {
+  static std::vector<AttrSpec> attrs;  // constructed on first use, as Registry()
+  return attrs;
+}
 
-const AttrField kAttrFields[] = {{"buffer_id", &KernelState::buffer_id, false},
-                                 {"height", &KernelState::height, true},
-                                 {"width", &KernelState::width, true},
-                                 {"pitch", &KernelState::pitch, true},
-                                 {"count", &KernelState::count, true}};
+const AttrSpec *FindAttr(const char *name) {
+  for (const AttrSpec &a : AttrRegistry()) {
+    if (std::strcmp(a.name, name) == 0) {
+      return &a;
+    }
+  }
+  return nullptr;
+}
 
 }  // namespace
 
-const char *const *AttrNames() {
-  static const auto names = [] {
-    std::vector<const char *> v;
-    for (const AttrField &f : kAttrFields) {
-      v.push_back(f.name);
+bool RegisterAttrs(const AttrSpec *attrs, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    const AttrSpec *known = FindAttr(attrs[i].name);
+    if (known == nullptr) {
+      AttrRegistry().push_back(attrs[i]);
+    } else if (known->non_negative != attrs[i].non_negative) {
+      std::fprintf(stderr, "ms_memcopy: attribute %s is registered twice with different rules\n", attrs[i].name);
+      std::abort();
     }
-    v.push_back(nullptr);
-    return v;
-  }();
-  return names.data();
+  }
+  return true;
 }
 
 void SetAttr(KernelState &s, const char *name, int64_t value) {
-  for (const AttrField &f : kAttrFields) {
-    if (std::strcmp(f.name, name) == 0) {
-      if (f.non_negative && value < 0) {
-        throw InputError(name, "must not be negative, got " + std::to_string(value));
-      }
-      s.*f.member = value;
-      return;
-    }
+  const AttrSpec *spec = FindAttr(name);
+  if (spec == nullptr) {
+    throw std::invalid_argument(std::string("attribute ") + name + " is not read by any op body (bodies/*.cpp)");
   }
-  throw std::invalid_argument(std::string("attribute ") + name + " is not read by any op body (op_bodies.cpp)");
+  if (spec->non_negative && value < 0) {
+    throw InputError(name, "must not be negative, got " + std::to_string(value));
+  }
+  s.StoreAttr(name, value);
 }
 
 }  // namespace msmc

@@ -15,6 +15,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -40,72 +43,52 @@ MSMC_KERNELS_API size_t ItemSize(const char *dtype, const char *argument);
 MSMC_KERNELS_API size_t NumElements(const TensorArg &t, const char *argument);
 MSMC_KERNELS_API size_t NumBytes(const TensorArg &t, const char *argument);
 
-// Per kernel instance: the primitive's attributes, and buffers reused across launches.
-struct KernelState {
-  int64_t buffer_id = 0;
-  int64_t height = 0;
-  int64_t width = 0;
-  int64_t pitch = 0;
-  int64_t count = 0;
+// Per kernel instance: the primitive's int attributes under their names in configs/ops/<family>.yaml
+// (the entries set each one from the tables generated from the definitions, SetAttr), the int64
+// results every body writes, and the state of the op's family, which bodies/<family>.cpp defines and
+// keeps in Family<T>() (its copiers and plans, reused across launches).
+class KernelState {
+ public:
+  // The value of attribute `name`, 0 when the entry did not set it.
+  int64_t Attr(const char *name) const {
+    for (const auto &attr : attrs_) {
+      if (attr.first == name) {
+        return attr.second;
+      }
+    }
+    return 0;
+  }
+  void StoreAttr(const char *name, int64_t value) {
+    for (auto &attr : attrs_) {
+      if (attr.first == name) {
+        attr.second = value;
+        return;
+      }
+    }
+    attrs_.emplace_back(name, value);
+  }
+  // The family's own state, created on first use; a state serves the bodies of one family.
+  template <class T>
+  T &Family() {
+    static const char tag = 0;
+    if (family_ == nullptr) {
+      family_ = std::make_shared<T>();
+      family_tag_ = &tag;
+    } else if (family_tag_ != &tag) {
+      throw std::logic_error("a KernelState serves the bodies of one family");
+    }
+    return *static_cast<T *>(family_.get());
+  }
+
   int32_t device = 0;
-  BatchCopier batch;
-  DescCopier desc;
-  std::vector<BatchItem> items;
   std::vector<int64_t> host_results;  // int64 outputs computed on the host (from shapes)
   ResultStaging results;              // ... and written to the device through pinned slots
-  std::vector<size_t> nbytes;         // a batch plan: the bytes of each item
-  std::vector<size_t> host_offsets;   // ... and where it lies in the HostBuffer (empty: offsets unknown)
-  std::vector<std::pair<int64_t, size_t>> destinations;  // (block, pair index) of a block mapping, sorted
+
+ private:
+  std::vector<std::pair<std::string, int64_t>> attrs_;
+  std::shared_ptr<void> family_;
+  const void *family_tag_ = nullptr;
 };
-
-// MemcpyBatch d2h: tensors[i] -> HostBuffer[offsets[i]:], out[i] = bytes of tensors[i].
-MSMC_KERNELS_API void BatchD2H(KernelState &s, const TensorArg *tensors, size_t k, const TensorArg &offsets,
-                               const TensorArg &out, aclrtStream stream);
-// MemcpyBatch h2d: HostBuffer[offsets[i]:] -> outputs[i].
-MSMC_KERNELS_API void BatchH2D(KernelState &s, const TensorArg &offsets, const TensorArg *outputs, size_t k,
-                               aclrtStream stream);
-// Memcpy2D extract: y = x[row:row+height, col:col+width] on the 2-D view of x.
-MSMC_KERNELS_API void Extract2D(KernelState &s, const TensorArg &x, const TensorArg &row, const TensorArg &col,
-                                const TensorArg &y, aclrtStream stream);
-// Memcpy2D extract with the region shaped like the 2-D view of `like` (the gradient of insert).
-MSMC_KERNELS_API void ExtractLike2D(KernelState &s, const TensorArg &x, const TensorArg &like, const TensorArg &row,
-                                    const TensorArg &col, const TensorArg &y, aclrtStream stream);
-// Memcpy2D insert: y = dst with y[row:row+h, col:col+w] = src (h, w from the 2-D view of src).
-MSMC_KERNELS_API void Insert2D(KernelState &s, const TensorArg &dst, const TensorArg &src, const TensorArg &row,
-                               const TensorArg &col, const TensorArg &y, aclrtStream stream);
-// Memcpy2D write: dst[row:row+h, col:col+w] = src in place (h, w from the 2-D view of src);
-// out[0] = bytes written.
-MSMC_KERNELS_API void Write2D(KernelState &s, const TensorArg &dst, const TensorArg &src, const TensorArg &row,
-                              const TensorArg &col, const TensorArg &out, aclrtStream stream);
-// Memcpy2D d2h: rows of x -> HostBuffer[offset + r*pitch:], out[0] = bytes written.
-MSMC_KERNELS_API void D2H2D(KernelState &s, const TensorArg &x, const TensorArg &offset, const TensorArg &out,
-                            aclrtStream stream);
-// Memcpy2D h2d: HostBuffer[offset + r*pitch:] -> rows of y.
-MSMC_KERNELS_API void H2D2D(KernelState &s, const TensorArg &offset, const TensorArg &y, aclrtStream stream);
-// MemcpyWithDesc: y = x.
-MSMC_KERNELS_API void DescCopy(KernelState &s, const TensorArg &x, const TensorArg &y, aclrtStream stream);
-// MemcpyWithDesc window: y = x.flat[start:start+count].
-MSMC_KERNELS_API void DescWindow(KernelState &s, const TensorArg &x, const TensorArg &start, const TensorArg &y,
-                                 aclrtStream stream);
-// MemcpyWithCondition: y = x; x -> HostBuffer[offset:] (out[0] = bytes); HostBuffer[offset:] -> y.
-MSMC_KERNELS_API void CondD2D(KernelState &s, const TensorArg &x, const TensorArg &y, aclrtStream stream);
-MSMC_KERNELS_API void CondD2H(KernelState &s, const TensorArg &x, const TensorArg &offset, const TensorArg &out,
-                              aclrtStream stream);
-MSMC_KERNELS_API void CondH2D(KernelState &s, const TensorArg &offset, const TensorArg &y, aclrtStream stream);
-
-// Block movement over L caches of shape [num_blocks, *block_shape] (all of one shape and dtype) with a
-// block_mapping int64 [n, 2] of (source block, destination block) pairs applied to every cache; the
-// mapping is checked whole before any byte moves; out[0] = bytes moved.
-// SwapBlocks d2h: block m[i][0] of caches[l] -> host block m[i][1] of host cache l, where host cache l
-// is the l-th of L equal parts of the HostBuffer (host block h of cache l at (l * H + h) * block bytes).
-MSMC_KERNELS_API void SwapBlocksD2H(KernelState &s, const TensorArg *caches, size_t num_caches,
-                                    const TensorArg &block_mapping, const TensorArg &out, aclrtStream stream);
-// SwapBlocks h2d: host block m[i][0] of host cache l -> block m[i][1] of caches[l], in place.
-MSMC_KERNELS_API void SwapBlocksH2D(KernelState &s, const TensorArg *caches, size_t num_caches,
-                                    const TensorArg &block_mapping, const TensorArg &out, aclrtStream stream);
-// CopyBlocks: block m[i][0] of caches[l] -> block m[i][1] of caches[l], in place.
-MSMC_KERNELS_API void CopyBlocks(KernelState &s, const TensorArg *caches, size_t num_caches,
-                                 const TensorArg &block_mapping, const TensorArg &out, aclrtStream stream);
 
 // One op of configs/ops/<family>.yaml as the entry layers run it: every entry (PyNative function, CPU
 // and Ascend KernelMods) finds the op's body by its op name (FindOpBody). `args` holds the op's tensors
@@ -129,11 +112,19 @@ MSMC_KERNELS_API const OpBody *FindOpBody(const char *op);
 bool RegisterOpBodies(const OpBody *bodies, size_t count);
 #define MSMC_REGISTER_OP_BODIES(table) \
   const bool kOpBodiesRegistered = ::msmc::RegisterOpBodies((table), sizeof(table) / sizeof((table)[0]))
-// Sets attribute `name` of a KernelState; throws std::invalid_argument for a name no body reads
-// and InputError for a negative value.
+// An int attribute of configs/ops/<family>.yaml that bodies/<family>.cpp reads, and whether it must
+// not be negative. Each body file registers its own (MSMC_REGISTER_ATTRS, at static-init time); two
+// families may register one name alike (buffer_id).
+struct AttrSpec {
+  const char *name;
+  bool non_negative;
+};
+bool RegisterAttrs(const AttrSpec *attrs, size_t count);
+#define MSMC_REGISTER_ATTRS(table) \
+  const bool kAttrsRegistered = ::msmc::RegisterAttrs((table), sizeof(table) / sizeof((table)[0]))
+// Sets attribute `name` of a KernelState; throws std::invalid_argument for a name no body registered
+// and InputError for a negative value of a non-negative one.
 MSMC_KERNELS_API void SetAttr(KernelState &s, const char *name, int64_t value);
-// The attribute names SetAttr knows, ending with nullptr.
-MSMC_KERNELS_API const char *const *AttrNames();
 
 }  // namespace msmc
 

@@ -7,7 +7,7 @@
 The runtime sources (ops_impl/acl_host/src/*.cpp, with soc_profiles.inc generated from
 configs/soc_profiles.yaml into a temporary directory) are compiled with the sanitizer flags into a
 libascendcl.so that every program links, so that the sanitizers see the runtime's own code. Sources,
-include directories and flags (the sanitizer variants included) are ms_memcopy/build_recipe.py's, as
+include directories and flags (the sanitizer variants included) are ms_memcopy/_extension/build_recipe.py's, as
 for the wheel and the C++ tests. The programs of
 tests/cpp_kernels also get the copy kernels' sources (ops_impl/kernels, without the MindSpore entry
 layers). Each pass then runs a short run of the model-based test (tests/runtime_model.py) against the
@@ -30,7 +30,7 @@ MODEL_TEST = ROOT / "tests" / "runtime_model.py"
 
 sys.path.insert(0, str(ROOT))
 from ms_memcopy import _runtime_env  # noqa: E402
-from ms_memcopy import build_recipe as recipe  # noqa: E402  (sources, include directories, flags)
+from ms_memcopy._extension import build_recipe as recipe  # noqa: E402  (sources, include directories, flags)
 
 HOST_INCLUDE = ROOT / recipe.HOST_INCLUDE
 TEST_PROGRAMS = ROOT / recipe.CPP_TESTS

@@ -1,4 +1,4 @@
-// The block bodies of the copy kernels (SwapBlocksD2H/H2D, CopyBlocks in ops_impl/kernels/bodies/blocks.cpp):
+// The block bodies of the copy kernels (swap_blocks_d2h/h2d, copy_blocks in ops_impl/kernels/bodies/blocks.cpp):
 // all L x n copies of a call go through one aclrtMemcpyBatchAsync per 4096 items (blocks adjacent on
 // both sides merged first), device-to-device block copies through one descriptor copy each, and a bad
 // mapping is refused before any ACL copy call. The program counts the ACL calls by defining them
@@ -132,6 +132,13 @@ struct Fixture {
     return msmc::TensorArg{mapping, mapping_shape, 2, "int64"};
   }
   msmc::TensorArg Out() { return msmc::TensorArg{out, out_shape, 1, "int64"}; }
+  // Runs the body of op (swap_blocks_d2h, swap_blocks_h2d, copy_blocks) on the caches, mapping and Out().
+  void Run(const char *op, msmc::KernelState &s, const msmc::TensorArg &block_mapping) {
+    std::vector<msmc::TensorArg> args = Caches();
+    args.push_back(block_mapping);
+    args.push_back(Out());
+    msmc::FindOpBody(op)->run(s, args.data(), args.size(), stream);
+  }
   int64_t Result() {
     int64_t n = -1;
     Require(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
@@ -151,15 +158,14 @@ struct Fixture {
 
 void TestSwapOutChunksAndMerges(Fixture &f) {
   msmc::KernelState s;
-  s.buffer_id = f.buffer_id;
+  msmc::SetAttr(s, "buffer_id", f.buffer_id);
   std::vector<int64_t> pairs;
   for (int64_t i = 0; i < 2500; ++i) {  // reversed: no two items adjacent on both sides
     pairs.push_back(2499 - i);
     pairs.push_back(i);
   }
   ResetCounts();
-  const auto caches = f.Caches();
-  msmc::SwapBlocksD2H(s, caches.data(), kCaches, f.Mapping(pairs), f.Out(), f.stream);
+  f.Run("swap_blocks_d2h", s, f.Mapping(pairs));
   Expect(f.Result() == static_cast<int64_t>(kCaches * 2500 * kBlockBytes), "d2h returns the bytes moved");
   Expect(batch_calls == 2 && batch_items == 5000,
          "5000 items in two batch calls, got " + std::to_string(batch_calls) + " / " + std::to_string(batch_items));
@@ -173,7 +179,7 @@ void TestSwapOutChunksAndMerges(Fixture &f) {
     pairs.push_back(i);
   }
   ResetCounts();
-  msmc::SwapBlocksD2H(s, caches.data(), kCaches, f.Mapping(pairs), f.Out(), f.stream);
+  f.Run("swap_blocks_d2h", s, f.Mapping(pairs));
   f.Result();
   Expect(batch_calls == 1 && batch_items == 2, "adjacent blocks merge: 1 call of 2 items, got " +
                                                    std::to_string(batch_calls) + " / " + std::to_string(batch_items));
@@ -182,10 +188,9 @@ void TestSwapOutChunksAndMerges(Fixture &f) {
 
 void TestSwapInAndCopy(Fixture &f) {
   msmc::KernelState s;
-  s.buffer_id = f.buffer_id;
-  const auto caches = f.Caches();
+  msmc::SetAttr(s, "buffer_id", f.buffer_id);
   ResetCounts();
-  msmc::SwapBlocksH2D(s, caches.data(), kCaches, f.Mapping({0, 2599, 5, 2598}), f.Out(), f.stream);
+  f.Run("swap_blocks_h2d", s, f.Mapping({0, 2599, 5, 2598}));
   Expect(f.Result() == static_cast<int64_t>(kCaches * 2 * kBlockBytes), "h2d returns the bytes moved");
   Expect(batch_calls == 1 && batch_items == 4, "h2d: one batch call of 4 items");
   Expect(f.DeviceValue(1, 2599) == f.HostValue(1, 0) && f.DeviceValue(0, 2598) == f.HostValue(0, 5),
@@ -197,7 +202,7 @@ void TestSwapInAndCopy(Fixture &f) {
     pairs.push_back(2 * i);
     pairs.push_back(1001 + 2 * i);
   }
-  msmc::CopyBlocks(s, caches.data(), kCaches, f.Mapping(pairs), f.Out(), f.stream);
+  f.Run("copy_blocks", s, f.Mapping(pairs));
   f.Result();
   Expect(batch_calls == 0 && desc_copies == 100 && async_copies == 0,
          "copy: one descriptor copy per block, got " + std::to_string(desc_copies));
@@ -206,14 +211,13 @@ void TestSwapInAndCopy(Fixture &f) {
 
 void TestBadMappingMovesNothing(Fixture &f) {
   msmc::KernelState s;
-  s.buffer_id = f.buffer_id;
-  const auto caches = f.Caches();
+  msmc::SetAttr(s, "buffer_id", f.buffer_id);
   const std::vector<std::vector<int64_t>> bad = {{0, 1, 2600, 2}, {0, 2500}, {0, 1, 2, 1}, {-1, 0}};
   for (const auto &pairs : bad) {
     ResetCounts();
     bool refused = false;
     try {
-      msmc::SwapBlocksD2H(s, caches.data(), kCaches, f.Mapping(pairs), f.Out(), f.stream);
+      f.Run("swap_blocks_d2h", s, f.Mapping(pairs));
     } catch (const msmc::InputError &e) {
       refused = std::strstr(e.what(), "ValueError: block_mapping") != nullptr;
     }
@@ -222,7 +226,7 @@ void TestBadMappingMovesNothing(Fixture &f) {
   ResetCounts();
   bool refused = false;
   try {
-    msmc::CopyBlocks(s, caches.data(), kCaches, f.Mapping({3, 4, 4, 5}), f.Out(), f.stream);
+    f.Run("copy_blocks", s, f.Mapping({3, 4, 4, 5}));
   } catch (const msmc::InputError &e) {
     refused = std::strstr(e.what(), "block 4 is read by pair 1 and written by pair 0") != nullptr;
   }
@@ -232,31 +236,30 @@ void TestBadMappingMovesNothing(Fixture &f) {
 // The op_def route hands block_mapping over as host values (TensorArg::host_values): the bodies read
 // the pairs from there, in a kernel state that has never read a mapping back from device memory.
 void TestHostValuesMapping(Fixture &f) {
-  const auto caches = f.Caches();
   std::vector<int64_t> pairs = {7, 3, 2590, 4};
   int64_t shape[2] = {2, 2};
   const msmc::TensorArg mapping{pairs.data(), shape, 2, "int64", true};
   {
     msmc::KernelState s;
-    s.buffer_id = f.buffer_id;
-    msmc::SwapBlocksD2H(s, caches.data(), kCaches, mapping, f.Out(), f.stream);
+    msmc::SetAttr(s, "buffer_id", f.buffer_id);
+    f.Run("swap_blocks_d2h", s, mapping);
     Expect(f.Result() == static_cast<int64_t>(kCaches * 2 * kBlockBytes), "d2h from host values: bytes moved");
     Expect(f.HostValue(0, 3) == 7 && f.HostValue(1, 4) == 102590, "d2h from host values: blocks land");
   }
   {
     msmc::KernelState s;
     pairs = {7, 2000, 2590, 2001};
-    msmc::CopyBlocks(s, caches.data(), kCaches, mapping, f.Out(), f.stream);
+    f.Run("copy_blocks", s, mapping);
     f.Result();
     Expect(f.DeviceValue(1, 2000) == 100007 && f.DeviceValue(0, 2001) == 2590, "copy from host values: blocks land");
   }
   {
     msmc::KernelState s;
-    s.buffer_id = f.buffer_id;
+    msmc::SetAttr(s, "buffer_id", f.buffer_id);
     pairs = {0, 2599, 1, 2599};
     bool refused = false;
     try {
-      msmc::SwapBlocksH2D(s, caches.data(), kCaches, mapping, f.Out(), f.stream);
+      f.Run("swap_blocks_h2d", s, mapping);
     } catch (const msmc::InputError &e) {
       refused = std::strstr(e.what(), "device block 2599 is written twice") != nullptr;
     }

@@ -53,7 +53,7 @@ void ExpectText(const std::string &got, const std::string &want, const std::stri
 
 void TestBatch() {
   msmc::KernelState s;
-  s.buffer_id = kBufferId;
+  msmc::SetAttr(s, "buffer_id", kBufferId);
   const std::vector<int64_t> four = {4};
   const std::vector<int64_t> two = {2};
   const std::vector<int64_t> past_end = {0, 50};
@@ -77,15 +77,15 @@ void TestBatch() {
              "nothing was copied",
              "batch h2d: an offset past the end");
   msmc::KernelState closed;
-  closed.buffer_id = kBufferId + 1;
+  msmc::SetAttr(closed, "buffer_id", kBufferId + 1);
   ExpectText(CheckText("memcpy_batch_h2d", closed, {Tensor(two, "int64"), x, x}),
              "host_buffer: the HostBuffer is closed", "batch h2d: a HostBuffer that is not open");
 }
 
 void TestMemcpy2D() {
   msmc::KernelState s;
-  s.height = 2;
-  s.width = 1;
+  msmc::SetAttr(s, "height", 2);
+  msmc::SetAttr(s, "width", 1);
   const std::vector<int64_t> matrix = {4, 5};
   const std::vector<int64_t> region = {2, 1};
   const std::vector<int64_t> one = {1};
@@ -101,23 +101,23 @@ void TestMemcpy2D() {
   ExpectText(CheckText("memcpy2d_extract", s, {x, Tensor(three, "int64"), Values(one, zero), y}),
              "row must hold 1 value(s), got 3", "extract: a row of three values, its values unknown");
   msmc::KernelState tall;
-  tall.height = 5;
-  tall.width = 1;
+  msmc::SetAttr(tall, "height", 5);
+  msmc::SetAttr(tall, "width", 1);
   const std::vector<int64_t> tall_region = {5, 1};
   ExpectText(CheckText("memcpy2d_extract", tall,
                        {x, Tensor(one, "int64"), Tensor(one, "int64"), Tensor(tall_region, "float32")}),
              "height 5 exceeds the 4 rows of x", "extract: a region taller than x, whatever the corner");
   msmc::KernelState pitched;
-  pitched.buffer_id = kBufferId;
-  pitched.pitch = 8;
+  msmc::SetAttr(pitched, "buffer_id", kBufferId);
+  msmc::SetAttr(pitched, "pitch", 8);
   ExpectText(CheckText("memcpy2d_d2h", pitched, {x, Tensor(one, "int64"), Tensor(one, "int64")}),
              "pitch 8 is smaller than a row (20 bytes)", "d2h: the pitch, whatever the offset");
 }
 
 void TestDescAndCondition() {
   msmc::KernelState s;
-  s.count = 3;
-  s.buffer_id = kBufferId;
+  msmc::SetAttr(s, "count", 3);
+  msmc::SetAttr(s, "buffer_id", kBufferId);
   const std::vector<int64_t> ten = {10};
   const std::vector<int64_t> window = {3};
   const std::vector<int64_t> one = {1};
@@ -136,7 +136,7 @@ void TestDescAndCondition() {
 
 void TestBlocks() {
   msmc::KernelState s;
-  s.buffer_id = kBufferId;
+  msmc::SetAttr(s, "buffer_id", kBufferId);
   const std::vector<int64_t> cache = {6, 2};  // 6 blocks of 8 bytes; the HostBuffer holds 4 per cache
   const std::vector<int64_t> pairs = {1, 2};
   const std::vector<int64_t> one = {1};

@@ -1,6 +1,6 @@
 // MemcpyBatch: tensors to and from a HostBuffer in one batched call.
-// Definitions: configs/ops/batch.yaml; primitives: ms_memcopy/ops/batch.py. The bodies register
-// themselves below (op_bodies.h), under the names of the definitions.
+// Definitions: configs/ops/batch.yaml; primitives: ms_memcopy/ops/batch.py. The bodies, and the
+// attributes they read, register themselves below (op_bodies.h) under the names of the definitions.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -17,9 +17,21 @@ using namespace bodies;  // NOLINT(build/namespaces)
 
 namespace {
 
+// The batch plan of one kernel instance, reused across launches.
+struct BatchState {
+  BatchCopier copier;
+  std::vector<BatchItem> items;
+  std::vector<size_t> nbytes;                            // the bytes of each item
+  std::vector<size_t> host_offsets;                      // ... and where it lies in the HostBuffer (empty: unknown)
+  std::vector<std::pair<int64_t, size_t>> destinations;  // (host offset, item), sorted
+};
+
+const AttrSpec kAttrs[] = {{"buffer_id", false}};
+MSMC_REGISTER_ATTRS(kAttrs);
+
 // InputError when two items of s's plan write overlapping bytes of the HostBuffer (d2h: the copies
 // of a batch run in no order).
-void CheckOverlap(KernelState &s) {
+void CheckOverlap(BatchState &s) {
   s.destinations.clear();
   for (size_t i = 0; i < s.nbytes.size(); ++i) {
     if (s.nbytes[i] > 0) {
@@ -41,7 +53,7 @@ void CheckOverlap(KernelState &s) {
 
 // The check of both directions: s.nbytes[i] = bytes of tensors[i] and, when the offsets are known,
 // s.host_offsets[i] = where it lies in a HostBuffer of `capacity` bytes.
-void CheckBatch(KernelState &s, const TensorArg *tensors, size_t k, const TensorArg &offsets, size_t capacity,
+void CheckBatch(BatchState &s, const TensorArg *tensors, size_t k, const TensorArg &offsets, size_t capacity,
                 bool d2h) {
   if (d2h) {
     const size_t given = NumElements(offsets, "offsets");
@@ -68,47 +80,49 @@ void CheckBatch(KernelState &s, const TensorArg *tensors, size_t k, const Tensor
   }
 }
 
-}  // namespace
-
+// MemcpyBatch d2h: tensors[i] -> HostBuffer[offsets[i]:], out[i] = bytes of tensors[i].
 void BatchD2H(KernelState &s, const TensorArg *tensors, size_t k, const TensorArg &offsets, const TensorArg &out,
               aclrtStream stream) {
-  HostBufferLease buffer(s.buffer_id, "host_buffer", stream);
+  BatchState &b = s.Family<BatchState>();
+  HostBufferLease buffer(s.Attr("buffer_id"), "host_buffer", stream);
   std::vector<int64_t> values;
-  CheckBatch(s, tensors, k, ValuesOnHost(offsets, &values), buffer.nbytes(), true);
-  s.items.resize(k);
+  CheckBatch(b, tensors, k, ValuesOnHost(offsets, &values), buffer.nbytes(), true);
+  b.items.resize(k);
   s.host_results.resize(k);
   for (size_t i = 0; i < k; ++i) {
-    s.items[i] = BatchItem{buffer.data() + s.host_offsets[i], tensors[i].data, s.nbytes[i]};
-    s.host_results[i] = static_cast<int64_t>(s.nbytes[i]);
+    b.items[i] = BatchItem{buffer.data() + b.host_offsets[i], tensors[i].data, b.nbytes[i]};
+    s.host_results[i] = static_cast<int64_t>(b.nbytes[i]);
   }
-  s.batch.Run(s.items.data(), k, ACL_MEMCPY_DEVICE_TO_HOST, s.device, nullptr, stream);
+  b.copier.Run(b.items.data(), k, ACL_MEMCPY_DEVICE_TO_HOST, s.device, nullptr, stream);
   WriteResults(s, out, stream);
 }
 
+// MemcpyBatch h2d: HostBuffer[offsets[i]:] -> outputs[i].
 void BatchH2D(KernelState &s, const TensorArg &offsets, const TensorArg *outputs, size_t k, aclrtStream stream) {
-  HostBufferLease buffer(s.buffer_id, "host_buffer", stream);
+  BatchState &b = s.Family<BatchState>();
+  HostBufferLease buffer(s.Attr("buffer_id"), "host_buffer", stream);
   std::vector<int64_t> values;
-  CheckBatch(s, outputs, k, ValuesOnHost(offsets, &values), buffer.nbytes(), false);
-  s.items.resize(k);
+  CheckBatch(b, outputs, k, ValuesOnHost(offsets, &values), buffer.nbytes(), false);
+  b.items.resize(k);
   for (size_t i = 0; i < k; ++i) {
-    s.items[i] = BatchItem{outputs[i].data, buffer.data() + s.host_offsets[i], s.nbytes[i]};
+    b.items[i] = BatchItem{outputs[i].data, buffer.data() + b.host_offsets[i], b.nbytes[i]};
   }
-  s.batch.Run(s.items.data(), k, ACL_MEMCPY_HOST_TO_DEVICE, s.device, nullptr, stream);
+  b.copier.Run(b.items.data(), k, ACL_MEMCPY_HOST_TO_DEVICE, s.device, nullptr, stream);
 }
-
-namespace {
 
 const OpBody kBodies[] = {
     {"memcpy_batch_d2h", "MemcpyBatch(d2h)",
      [](KernelState &s, const TensorArg *a, size_t n) {
-       CheckBatch(s, a, n - 2, a[n - 2], HostBufferBytes(s.buffer_id, "host_buffer"), true);
+       CheckBatch(s.Family<BatchState>(), a, n - 2, a[n - 2], HostBufferBytes(s.Attr("buffer_id"), "host_buffer"),
+                  true);
      },
      [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) {
        BatchD2H(s, a, n - 2, a[n - 2], a[n - 1], st);
      }},
     {"memcpy_batch_h2d", "MemcpyBatch(h2d)",
      [](KernelState &s, const TensorArg *a, size_t n) {
-       CheckBatch(s, a + 1, n - 1, a[0], HostBufferBytes(s.buffer_id, "host_buffer"), false);
+       CheckBatch(s.Family<BatchState>(), a + 1, n - 1, a[0], HostBufferBytes(s.Attr("buffer_id"), "host_buffer"),
+                  false);
      },
      [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { BatchH2D(s, a[0], a + 1, n - 1, st); }},
 };

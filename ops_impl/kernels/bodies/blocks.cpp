@@ -1,6 +1,6 @@
 // SwapBlocks and CopyBlocks: blocks of L caches moved by a block mapping.
-// Definitions: configs/ops/blocks.yaml; primitives: ms_memcopy/ops/blocks.py. The bodies register
-// themselves below (op_bodies.h), under the names of the definitions.
+// Definitions: configs/ops/blocks.yaml; primitives: ms_memcopy/ops/blocks.py. The bodies, and the
+// attributes they read, register themselves below (op_bodies.h) under the names of the definitions.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -16,6 +16,17 @@ namespace msmc {
 using namespace bodies;  // NOLINT(build/namespaces)
 
 namespace {
+
+// The plan of one kernel instance's block calls, reused across launches.
+struct BlocksState {
+  BatchCopier batch;  // SwapBlocks
+  DescCopier desc;    // CopyBlocks
+  std::vector<BatchItem> items;
+  std::vector<std::pair<int64_t, size_t>> destinations;  // (block, pair index) of a block mapping, sorted
+};
+
+const AttrSpec kAttrs[] = {{"buffer_id", false}};
+MSMC_REGISTER_ATTRS(kAttrs);
 
 std::string ShapeText(const TensorArg &t) {
   std::string text = "[";
@@ -93,7 +104,7 @@ void CheckBlock(int64_t block, const BlockSide &side, size_t pair, int column) {
 
 // Checks every pair of the mapping: sources and destinations within their side, no destination twice
 // and, when copying within a cache, no block both read and written.
-void CheckMapping(KernelState &s, const BlockMapping &mapping, const BlockSide &from, const BlockSide &to,
+void CheckMapping(BlocksState &s, const BlockMapping &mapping, const BlockSide &from, const BlockSide &to,
                   bool same_cache) {
   const int64_t *m = mapping.pairs;
   const size_t n = mapping.n;
@@ -138,7 +149,7 @@ struct BlockBase {
 };
 
 // One item per (cache, pair): block m[i][0] of `from` cache l -> block m[i][1] of `to` cache l.
-void PlanBlocks(KernelState &s, size_t num_caches, const BlockMapping &mapping, size_t block_bytes,
+void PlanBlocks(BlocksState &s, size_t num_caches, const BlockMapping &mapping, size_t block_bytes,
                 const BlockBase &from, const BlockBase &to) {
   const int64_t *m = mapping.pairs;
   const size_t n = mapping.n;
@@ -176,7 +187,7 @@ struct BlockPlan {
   BlockMapping mapping;
 };
 
-BlockPlan CheckBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
+BlockPlan CheckBlocks(BlocksState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
                       const size_t *capacity, bool to_host) {
   const BlockCaches c = CheckCaches(caches, num_caches);
   const size_t host_blocks = capacity != nullptr ? HostBlocks(*capacity, num_caches, c.block_bytes) : 0;
@@ -202,60 +213,51 @@ void FinishBlocks(KernelState &s, size_t num_caches, size_t n, size_t block_byte
 
 void SwapBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
                 const TensorArg &out, bool to_host, aclrtStream stream) {
-  HostBufferLease buffer(s.buffer_id, "host_buffer", stream);
+  BlocksState &b = s.Family<BlocksState>();
+  HostBufferLease buffer(s.Attr("buffer_id"), "host_buffer", stream);
   std::vector<int64_t> values;
   const size_t capacity = buffer.nbytes();
-  const BlockPlan p = CheckBlocks(s, caches, num_caches, ValuesOnHost(block_mapping, &values), &capacity, to_host);
+  const BlockPlan p = CheckBlocks(b, caches, num_caches, ValuesOnHost(block_mapping, &values), &capacity, to_host);
   const BlockBase device{caches, nullptr, 0};
   const BlockBase host{nullptr, buffer.data(), p.host_blocks * p.caches.block_bytes};
-  PlanBlocks(s, num_caches, p.mapping, p.caches.block_bytes, to_host ? device : host, to_host ? host : device);
-  s.batch.Run(s.items.data(), s.items.size(), to_host ? ACL_MEMCPY_DEVICE_TO_HOST : ACL_MEMCPY_HOST_TO_DEVICE, s.device,
+  PlanBlocks(b, num_caches, p.mapping, p.caches.block_bytes, to_host ? device : host, to_host ? host : device);
+  b.batch.Run(b.items.data(), b.items.size(), to_host ? ACL_MEMCPY_DEVICE_TO_HOST : ACL_MEMCPY_HOST_TO_DEVICE, s.device,
               nullptr, stream);
   FinishBlocks(s, num_caches, p.mapping.n, p.caches.block_bytes, out, stream);
 }
 
 void CheckSwapBlocks(KernelState &s, const TensorArg *a, size_t n, bool to_host) {
-  const size_t capacity = HostBufferBytes(s.buffer_id, "host_buffer");
-  CheckBlocks(s, a, n - 2, a[n - 2], &capacity, to_host);
+  const size_t capacity = HostBufferBytes(s.Attr("buffer_id"), "host_buffer");
+  CheckBlocks(s.Family<BlocksState>(), a, n - 2, a[n - 2], &capacity, to_host);
 }
 
-}  // namespace
-
-void SwapBlocksD2H(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
-                   const TensorArg &out, aclrtStream stream) {
-  SwapBlocks(s, caches, num_caches, block_mapping, out, true, stream);
-}
-
-void SwapBlocksH2D(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
-                   const TensorArg &out, aclrtStream stream) {
-  SwapBlocks(s, caches, num_caches, block_mapping, out, false, stream);
-}
-
+// CopyBlocks: block m[i][0] of caches[l] -> block m[i][1] of caches[l], in place.
 void CopyBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
                 const TensorArg &out, aclrtStream stream) {
+  BlocksState &b = s.Family<BlocksState>();
   std::vector<int64_t> values;
-  const BlockPlan p = CheckBlocks(s, caches, num_caches, ValuesOnHost(block_mapping, &values), nullptr, false);
+  const BlockPlan p = CheckBlocks(b, caches, num_caches, ValuesOnHost(block_mapping, &values), nullptr, false);
   const BlockBase device{caches, nullptr, 0};
-  PlanBlocks(s, num_caches, p.mapping, p.caches.block_bytes, device, device);
-  s.desc.CopyItems(s.items.data(), s.items.size(), stream);
+  PlanBlocks(b, num_caches, p.mapping, p.caches.block_bytes, device, device);
+  b.desc.CopyItems(b.items.data(), b.items.size(), stream);
   FinishBlocks(s, num_caches, p.mapping.n, p.caches.block_bytes, out, stream);
 }
-
-namespace {
 
 const OpBody kBodies[] = {
     {"swap_blocks_d2h", "SwapBlocks(d2h)",
      [](KernelState &s, const TensorArg *a, size_t n) { CheckSwapBlocks(s, a, n, true); },
      [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) {
-       SwapBlocksD2H(s, a, n - 2, a[n - 2], a[n - 1], st);
+       SwapBlocks(s, a, n - 2, a[n - 2], a[n - 1], true, st);
      }},
     {"swap_blocks_h2d", "SwapBlocks(h2d)",
      [](KernelState &s, const TensorArg *a, size_t n) { CheckSwapBlocks(s, a, n, false); },
      [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) {
-       SwapBlocksH2D(s, a, n - 2, a[n - 2], a[n - 1], st);
+       SwapBlocks(s, a, n - 2, a[n - 2], a[n - 1], false, st);
      }},
     {"copy_blocks", "CopyBlocks",
-     [](KernelState &s, const TensorArg *a, size_t n) { CheckBlocks(s, a, n - 2, a[n - 2], nullptr, false); },
+     [](KernelState &s, const TensorArg *a, size_t n) {
+       CheckBlocks(s.Family<BlocksState>(), a, n - 2, a[n - 2], nullptr, false);
+     },
      [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) {
        CopyBlocks(s, a, n - 2, a[n - 2], a[n - 1], st);
      }},

@@ -1,6 +1,6 @@
 // MemcpyWithDesc: device copies through a memcpy descriptor.
-// Definitions: configs/ops/desc.yaml; primitives: ms_memcopy/ops/desc.py. The bodies register
-// themselves below (op_bodies.h), under the names of the definitions.
+// Definitions: configs/ops/desc.yaml; primitives: ms_memcopy/ops/desc.py. The bodies, and the
+// attributes they read, register themselves below (op_bodies.h) under the names of the definitions.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -17,10 +17,18 @@ using namespace bodies;  // NOLINT(build/namespaces)
 
 namespace {
 
+// The descriptor of one kernel instance, allocated once and set before every launch.
+struct DescState {
+  DescCopier copier;
+};
+
+const AttrSpec kAttrs[] = {{"count", true}};
+MSMC_REGISTER_ATTRS(kAttrs);
+
 // The check of the window: its first element when start is known (else SIZE_MAX).
 size_t CheckWindow(KernelState &s, const TensorArg &x, const TensorArg &start, const TensorArg &y) {
   const size_t itemsize = ItemSize(x.dtype, "x");
-  const size_t count = static_cast<size_t>(s.count);
+  const size_t count = static_cast<size_t>(s.Attr("count"));
   const size_t numel = NumElements(x, "x");
   if (count > numel) {  // whatever the start
     throw InputError("count " + std::to_string(count) + " exceeds the " + std::to_string(numel) + " elements of x");
@@ -33,22 +41,19 @@ size_t CheckWindow(KernelState &s, const TensorArg &x, const TensorArg &start, c
   return begin;
 }
 
-}  // namespace
-
 void DescCopy(KernelState &s, const TensorArg &x, const TensorArg &y, aclrtStream stream) {
   CheckSameBytes(x, y, "x");
-  s.desc.Copy(y.data, x.data, NumBytes(x, "x"), stream);
+  s.Family<DescState>().copier.Copy(y.data, x.data, NumBytes(x, "x"), stream);
 }
 
 void DescWindow(KernelState &s, const TensorArg &x, const TensorArg &start, const TensorArg &y, aclrtStream stream) {
   std::vector<int64_t> values;
   const size_t first = CheckWindow(s, x, ValuesOnHost(start, &values), y);
   const size_t itemsize = ItemSize(x.dtype, "x");
-  s.desc.Copy(y.data, static_cast<const char *>(x.data) + first * itemsize, static_cast<size_t>(s.count) * itemsize,
-              stream);
+  const size_t count = static_cast<size_t>(s.Attr("count"));
+  s.Family<DescState>().copier.Copy(y.data, static_cast<const char *>(x.data) + first * itemsize, count * itemsize,
+                                    stream);
 }
-
-namespace {
 
 const OpBody kBodies[] = {
     {"memcpy_desc_copy", "MemcpyWithDesc",

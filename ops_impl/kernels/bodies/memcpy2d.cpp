@@ -1,6 +1,6 @@
 // Memcpy2D: regions of the 2-D view of a tensor, between tensors and to and from a HostBuffer.
-// Definitions: configs/ops/memcpy2d.yaml; primitives: ms_memcopy/ops/memcpy2d.py. The bodies register
-// themselves below (op_bodies.h), under the names of the definitions.
+// Definitions: configs/ops/memcpy2d.yaml; primitives: ms_memcopy/ops/memcpy2d.py. The bodies, and the
+// attributes they read, register themselves below (op_bodies.h) under the names of the definitions.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -16,6 +16,9 @@ namespace msmc {
 using namespace bodies;  // NOLINT(build/namespaces)
 
 namespace {
+
+const AttrSpec kAttrs[] = {{"buffer_id", false}, {"height", true}, {"width", true}, {"pitch", true}};
+MSMC_REGISTER_ATTRS(kAttrs);
 
 // A region of a matrix: its corner (row, col), both SIZE_MAX while one of them is not known.
 struct Corner {
@@ -92,14 +95,12 @@ PitchedCopy PlanWrite(void *target, const TensorArg &dst, const TensorArg &src, 
       out, md.row_bytes(), src.data, ms.row_bytes(), ms.row_bytes(), ms.rows, ACL_MEMCPY_DEVICE_TO_DEVICE};
 }
 
-}  // namespace
-
 void Extract2D(KernelState &s, const TensorArg &x, const TensorArg &row, const TensorArg &col, const TensorArg &y,
                aclrtStream stream) {
   std::vector<int64_t> rows;
   std::vector<int64_t> cols;
-  const size_t h = static_cast<size_t>(s.height);
-  const size_t w = static_cast<size_t>(s.width);
+  const size_t h = static_cast<size_t>(s.Attr("height"));
+  const size_t w = static_cast<size_t>(s.Attr("width"));
   const Corner corner = CheckExtract(x, h, w, ValuesOnHost(row, &rows), ValuesOnHost(col, &cols), y);
   LaunchExtract(x, corner, h, w, y, stream);
 }
@@ -138,13 +139,11 @@ void Write2D(KernelState &s, const TensorArg &dst, const TensorArg &src, const T
   WriteResults(s, out, stream);
 }
 
-namespace {
-
 // Where the pitched rows of m start in a HostBuffer of `capacity` bytes: at the offset input, row r at
 // + r * pitch. Checks the pitch against a row and, when the offset is known, the whole span against
 // the buffer; returns the first row's byte, or SIZE_MAX while the offset is not known.
 size_t CheckPitchedRows(KernelState &s, const Matrix &m, const TensorArg &offset, size_t capacity, const char *what) {
-  const size_t pitch = static_cast<size_t>(s.pitch);
+  const size_t pitch = static_cast<size_t>(s.Attr("pitch"));
   if (m.row_bytes() > pitch) {
     throw InputError("pitch " + std::to_string(pitch) + " is smaller than a row (" + std::to_string(m.row_bytes()) +
                      " bytes)");
@@ -160,14 +159,12 @@ size_t CheckPitchedRows(KernelState &s, const Matrix &m, const TensorArg &offset
 constexpr const char *kRowsOfX = "the pitched rows of x";
 constexpr const char *kRowsOfOutput = "the pitched rows of the output";
 
-}  // namespace
-
 void D2H2D(KernelState &s, const TensorArg &x, const TensorArg &offset, const TensorArg &out, aclrtStream stream) {
-  HostBufferLease buffer(s.buffer_id, "host_buffer", stream);
+  HostBufferLease buffer(s.Attr("buffer_id"), "host_buffer", stream);
   std::vector<int64_t> values;
   const Matrix m = AsMatrix(x, "x");
   uint8_t *rows = buffer.data() + CheckPitchedRows(s, m, ValuesOnHost(offset, &values), buffer.nbytes(), kRowsOfX);
-  Copy2D(PitchedCopy{rows, static_cast<size_t>(s.pitch), x.data, m.row_bytes(), m.row_bytes(), m.rows,
+  Copy2D(PitchedCopy{rows, static_cast<size_t>(s.Attr("pitch")), x.data, m.row_bytes(), m.row_bytes(), m.rows,
                      ACL_MEMCPY_DEVICE_TO_HOST},
          stream);
   s.host_results.assign(1, static_cast<int64_t>(m.rows * m.row_bytes()));
@@ -175,22 +172,21 @@ void D2H2D(KernelState &s, const TensorArg &x, const TensorArg &offset, const Te
 }
 
 void H2D2D(KernelState &s, const TensorArg &offset, const TensorArg &y, aclrtStream stream) {
-  HostBufferLease buffer(s.buffer_id, "host_buffer", stream);
+  HostBufferLease buffer(s.Attr("buffer_id"), "host_buffer", stream);
   std::vector<int64_t> values;
   const Matrix m = AsMatrix(y, "output");
   const uint8_t *rows =
       buffer.data() + CheckPitchedRows(s, m, ValuesOnHost(offset, &values), buffer.nbytes(), kRowsOfOutput);
-  Copy2D(PitchedCopy{y.data, m.row_bytes(), rows, static_cast<size_t>(s.pitch), m.row_bytes(), m.rows,
+  Copy2D(PitchedCopy{y.data, m.row_bytes(), rows, static_cast<size_t>(s.Attr("pitch")), m.row_bytes(), m.rows,
                      ACL_MEMCPY_HOST_TO_DEVICE},
          stream);
 }
 
-namespace {
-
 const OpBody kBodies[] = {
     {"memcpy2d_extract", "Memcpy2D(extract)",
      [](KernelState &s, const TensorArg *a, size_t) {
-       CheckExtract(a[0], static_cast<size_t>(s.height), static_cast<size_t>(s.width), a[1], a[2], a[3]);
+       CheckExtract(a[0], static_cast<size_t>(s.Attr("height")), static_cast<size_t>(s.Attr("width")), a[1], a[2],
+                    a[3]);
      },
      [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { Extract2D(s, a[0], a[1], a[2], a[3], st); }},
     {"memcpy2d_extract_like", "Memcpy2D(extract, gradient)",
@@ -206,12 +202,13 @@ const OpBody kBodies[] = {
      [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { Insert2D(s, a[0], a[1], a[2], a[3], a[4], st); }},
     {"memcpy2d_d2h", "Memcpy2D(d2h)",
      [](KernelState &s, const TensorArg *a, size_t) {
-       CheckPitchedRows(s, AsMatrix(a[0], "x"), a[1], HostBufferBytes(s.buffer_id, "host_buffer"), kRowsOfX);
+       CheckPitchedRows(s, AsMatrix(a[0], "x"), a[1], HostBufferBytes(s.Attr("buffer_id"), "host_buffer"), kRowsOfX);
      },
      [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { D2H2D(s, a[0], a[1], a[2], st); }},
     {"memcpy2d_h2d", "Memcpy2D(h2d)",
      [](KernelState &s, const TensorArg *a, size_t) {
-       CheckPitchedRows(s, AsMatrix(a[1], "output"), a[0], HostBufferBytes(s.buffer_id, "host_buffer"), kRowsOfOutput);
+       CheckPitchedRows(s, AsMatrix(a[1], "output"), a[0], HostBufferBytes(s.Attr("buffer_id"), "host_buffer"),
+                        kRowsOfOutput);
      },
      [](KernelState &s, const TensorArg *a, size_t, aclrtStream st) { H2D2D(s, a[0], a[1], st); }},
     {"memcpy2d_write", "Memcpy2D(write)",

@@ -5,8 +5,8 @@ the error codes are read from those headers when this module is imported. Both P
 them from here: ``ms_memcopy.runtime`` (raising) and ``ms_memcopy.acl`` (pyACL conventions).
 tests/test_runtime_errors.py parses the C headers and checks every value.
 """
-from . import _paths
-from . import acl_error_codes as _acl_error_codes
+from .._extension import _paths
+from . import error_codes as _acl_error_codes
 
 # aclrtMemcpyKind
 ACL_MEMCPY_HOST_TO_HOST = 0

@@ -8,7 +8,7 @@ runtime was built), the ACL headers and library are CANN's own.
 import os
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # ms_memcopy/
 SOURCE_ROOT = PACKAGE_DIR.parent
 LIB_DIR = PACKAGE_DIR / "_lib"
 HOST_ACL_LIBRARY = LIB_DIR / "libascendcl.so"

@@ -8,8 +8,8 @@ import operator
 import sys
 from collections.abc import Mapping, Sequence
 
-from ._acl_lib import aclrtMemcpyBatchAttr
-from .acl_constants import SIZE_MAX
+from .library import aclrtMemcpyBatchAttr
+from .constants import SIZE_MAX
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 UINT32_MAX = 2**32 - 1

@@ -4,7 +4,8 @@ import os
 
 import yaml
 
-from . import __version__, _paths, _runtime_env
+from .. import __version__, _runtime_env
+from .._extension import _paths
 
 # The ACL calls each SoC capability gates (configs/soc_profiles.yaml keys).
 _GATED_CALLS = {
@@ -25,14 +26,14 @@ def soc_profiles():
 
 def emulated_soc():
     """The SoC profile the host runtime emulates, as the runtime resolved it (None if MS_MEMCOPY_SOC is invalid)."""
-    from . import runtime
+    from .._acl import runtime
 
     return runtime.soc_profile()
 
 
 def route_line():
     """The one route the primitives take, and where its module is built."""
-    from . import op_def_route
+    from .._extension import op_def_route
 
     backend = op_def_route.default_backend()
     directory = op_def_route.default_build_dir(backend)

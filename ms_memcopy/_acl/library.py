@@ -11,9 +11,9 @@ import ctypes
 import threading
 from ctypes import POINTER, c_char_p, c_int, c_int32, c_size_t, c_uint8, c_uint32, c_void_p
 
-from . import _paths
-from .acl_constants import *  # noqa: F403  (the ACL_* constants, re-exported)
-from .acl_constants import SIZE_MAX  # noqa: F401
+from .._extension import _paths
+from .constants import *  # noqa: F403  (the ACL_* constants, re-exported)
+from .constants import SIZE_MAX  # noqa: F401
 
 
 class aclrtMemLocation(ctypes.Structure):  # noqa: N801  (C name)

@@ -15,7 +15,9 @@ import importlib.util
 import os
 from pathlib import Path
 
-from . import acl_error_codes, dtypes, route_codegen
+from .. import dtypes
+from .._acl import error_codes as acl_error_codes
+from . import route_codegen
 
 STD = "-std=c++17"
 WARNINGS = ("-Wall", "-Wextra")

@@ -3,7 +3,7 @@ import threading
 from pathlib import Path
 
 from . import _paths, route_codegen
-from .op_defs import all_op_defs
+from ..op_defs import all_op_defs
 from .route_build import _check_backend, build, default_backend, default_build_dir, mindspore_plugin_dir
 
 # register_custom_pass's name of each backend's device

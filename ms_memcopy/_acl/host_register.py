@@ -7,9 +7,9 @@ unregisters it (507911).
 """
 import ctypes
 
-from . import _acl_lib
-from . import _convert as cv
-from .errors import AclError
+from . import library as _acl_lib
+from . import convert as cv
+from ..errors import AclError
 
 __all__ = ["host_register", "host_register_v2", "host_get_device_pointer", "host_unregister"]
 

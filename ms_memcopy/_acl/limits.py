@@ -7,7 +7,7 @@ module's constants below take their values from there. Only the standard library
 """
 import re
 
-from . import _paths
+from .._extension import _paths
 
 #: The header, relative to the kernels' source directory.
 HEADER_FILE = "acl_limits.h"

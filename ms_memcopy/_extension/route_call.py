@@ -1,7 +1,7 @@
 """Calling the op_def route's module functions directly (PYNATIVE_MODE): :func:`call` runs an op of
 configs/ops/*.yaml with its inputs, attributes and, for the ops that need them, output shapes and dtypes."""
 from . import route_codegen
-from .op_defs import op_def
+from ..op_defs import op_def
 from .route_load import load
 
 
@@ -58,7 +58,7 @@ def call(op_name, inputs, attrs, out_shapes=None, out_dtypes=None, backend=None)
 
 
 def _attr_value(value):
-    from .host_buffer import HostBuffer
+    from ..host_buffer import HostBuffer
 
     if isinstance(value, HostBuffer):
         value._attach_primitive()  # as the primitives do: its reads wait for queued launches

@@ -23,8 +23,8 @@ tensors they got against.
 """
 import yaml
 
-from . import dtypes
-from .op_defs import OpDef, all_op_defs, supported_dtypes
+from .. import dtypes
+from ..op_defs import OpDef, all_op_defs, supported_dtypes
 
 OP_DEF_FILE = "ms_memcopy_route_ops.yaml"
 TABLE_FILE = "route_ops.inc"

@@ -1,0 +1,366 @@
+"""BlockPool: a paged cache (vLLM's block manager) of L device caches and a host pool, and the errors
+of its block numbers (OutOfBlocks, TransferPending)."""
+from typing import Sequence
+
+import numpy as np
+import mindspore as ms
+from mindspore import nn, ops
+
+from ..host_buffer import HostBuffer
+from ..ops import CopyBlocks, SwapBlocks
+from ..ops._args import check_int, check_shape, num_elements
+from ..ops._dtypes import DtypeLike, itemsize, ms_dtype
+
+__all__ = ["BlockPool", "OutOfBlocks", "TransferPending"]
+
+
+class OutOfBlocks(RuntimeError):
+    """A BlockPool has fewer free blocks than asked for (nothing was allocated).
+
+    Args:
+        message (str): what was asked for and what is free.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import mindspore as ms
+        >>> from ms_memcopy.nn import BlockPool, OutOfBlocks
+        >>> pool = BlockPool(num_caches=1, num_blocks=2, num_host_blocks=0, block_shape=(4,), dtype=ms.int8)
+        >>> try:
+        ...     pool.allocate(3)
+        ... except OutOfBlocks as error:
+        ...     print(error)
+        3 device block(s) asked for, 2 of 2 free
+        >>> pool.close()
+    """
+
+
+class TransferPending(RuntimeError):
+    """Blocks of a TransferQueue job still in flight were to be read, written, moved or freed (nothing was done).
+
+    The blocks a swap-in or fork writes cannot be read, and the blocks a swap-out or swap-in gives up
+    cannot be handed out again, until the job has finished: ``wait(job)`` on the queue, or poll
+    ``finished()`` until it lists the job.
+
+    Args:
+        message (str): the blocks, the job and what to do.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import mindspore as ms
+        >>> from ms_memcopy.nn import BlockPool, TransferPending, TransferQueue
+        >>> pool = BlockPool(num_caches=1, num_blocks=2, num_host_blocks=2, block_shape=(4,), dtype=ms.int8)
+        >>> queue = TransferQueue(pool)
+        >>> job = queue.submit("swap_in", pool.swap_out(pool.allocate(1)))
+        >>> try:
+        ...     pool.check_readable(queue.destination(job))
+        ... except TransferPending as error:
+        ...     print(str(error).split(":")[0], "->", "wait(0)" in str(error))
+        blocks -> True
+        >>> print(queue.wait(job))
+        [0]
+        >>> pool.close()
+    """
+
+
+class _BlockNumbers:
+    """The free and allocated block numbers of one side of a pool; lowest numbers are handed out first."""
+
+    def __init__(self, count, side):
+        self.count = count
+        self.side = side
+        self._free = list(range(count - 1, -1, -1))
+        self._allocated = set()
+
+    @property
+    def num_free(self):
+        return len(self._free)
+
+    def allocate(self, n):
+        n = check_int(n, "n")
+        if n > len(self._free):
+            raise OutOfBlocks(f"{n} {self.side} block(s) asked for, {len(self._free)} of {self.count} free")
+        blocks = [self._free.pop() for _ in range(n)]
+        self._allocated.update(blocks)
+        return blocks
+
+    def check_allocated(self, blocks, argument):
+        blocks = [check_int(b, argument) for b in blocks]
+        if len(set(blocks)) != len(blocks):
+            raise ValueError(f"{argument}: a {self.side} block appears twice in {blocks}")
+        stray = [b for b in blocks if b not in self._allocated]
+        if stray:
+            raise ValueError(f"{argument}: {self.side} block(s) {stray} are not allocated")
+        return blocks
+
+    def free(self, blocks, argument="blocks"):
+        blocks = self.check_allocated(blocks, argument)
+        self._allocated.difference_update(blocks)
+        self._free_now(blocks)
+
+    def _free_now(self, blocks):
+        self._free.extend(blocks)
+        self._free.sort(reverse=True)
+
+    # A job in flight gives blocks up: they leave the allocated set at once, and join the free list when
+    # the job has finished (or go back to the allocated set when it failed).
+    def give_up(self, blocks):
+        self._allocated.difference_update(blocks)
+
+    def given_up(self, blocks, moved):
+        if moved:
+            self._free_now(blocks)
+        else:
+            self._allocated.update(blocks)
+
+
+class BlockPool(nn.Cell):
+    """A paged cache with swap-out, swap-in and fork, handing out block numbers as vLLM's block manager does.
+
+    L device caches of num_blocks blocks each, and a host pool of num_host_blocks blocks per cache.
+
+    ``caches`` are Parameters of shape ``[num_blocks, *block_shape]`` (one per cache, e.g. key and
+    value of every layer): give them to the model, which writes them in place (for example with
+    ``Memcpy2D("write")``). The host pool is a HostBuffer in SwapBlocks' layout (host cache l after
+    host cache l - 1). A block number refers to the same block of every cache.
+
+    ``allocate``/``free`` manage device block numbers; ``swap_out(blocks)`` moves blocks to newly
+    allocated host blocks and frees them on the device, ``swap_in(host_blocks)`` the reverse,
+    ``fork(blocks)`` copies blocks into newly allocated device blocks. Each returns the new block
+    numbers in the order of its argument. The copies run eagerly, in one SwapBlocks or CopyBlocks
+    call, in place; bad block numbers raise ValueError before any copy, and a pool without enough
+    free blocks raises OutOfBlocks with nothing allocated or moved. A :class:`TransferQueue` over the
+    pool makes the same moves without waiting for them; meanwhile the pool refuses (TransferPending)
+    to read, move, free or hand out the blocks of its jobs in flight (``check_readable`` and
+    ``check_writable`` check a block table before a model step).
+
+    Args:
+        num_caches (int): L, the device caches (>= 1).
+        num_blocks (int): the blocks of each device cache (>= 1).
+        num_host_blocks (int): the blocks of each host cache (>= 0).
+        block_shape (tuple[int]): the shape of one block.
+        dtype (mindspore.dtype): the caches' dtype.
+        pinned (bool): page-locked host pool (default) or pageable memory.
+        name (str): the prefix of the caches' Parameter names.
+
+    Inputs:
+        None: a BlockPool is not called; its methods move blocks eagerly.
+
+    Outputs:
+        None.
+
+    Raises:
+        TypeError: an argument of the wrong type, an unsupported dtype.
+        ValueError: a count out of range, an empty block, a block number that is not allocated or
+            appears twice in one call.
+        OutOfBlocks: fewer free blocks than asked for.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy.nn import BlockPool
+        >>> pool = BlockPool(num_caches=2, num_blocks=4, num_host_blocks=4, block_shape=(2,), dtype=ms.float32)
+        >>> k_cache, v_cache = pool.caches
+        >>> _ = k_cache.set_data(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)))
+        >>> table = pool.allocate(2)
+        >>> host_table = pool.swap_out(table)
+        >>> print(table, host_table, pool.num_free_blocks)
+        [0, 1] [0, 1] 4
+        >>> table = pool.swap_in(host_table)
+        >>> print(table, k_cache.asnumpy()[table].tolist())
+        [0, 1] [[0.0, 1.0], [2.0, 3.0]]
+        >>> print(pool.fork(table), pool.num_free_blocks)
+        [2, 3] 0
+        >>> pool.close()
+    """
+
+    def __init__(self, num_caches: int, num_blocks: int, num_host_blocks: int, block_shape: Sequence[int],
+                 dtype: DtypeLike, *, pinned: bool = True, name: str = "block_pool"):
+        super().__init__()
+        self.num_caches = check_int(num_caches, "num_caches", 1)
+        self.block_shape = check_shape(block_shape, "block_shape")
+        self.dtype = ms_dtype(dtype, "dtype")
+        self.block_bytes = num_elements(self.block_shape) * itemsize(self.dtype)
+        if self.block_bytes == 0:
+            raise ValueError("block_shape must hold at least one element")
+        self._device = _BlockNumbers(check_int(num_blocks, "num_blocks", 1), "device")
+        self._host = _BlockNumbers(check_int(num_host_blocks, "num_host_blocks"), "host")
+        self.caches = ms.ParameterTuple(
+            ms.Parameter(ops.zeros((num_blocks, *self.block_shape), self.dtype), name=f"{name}.cache{l}")
+            for l in range(self.num_caches))
+        self.host_buffer = HostBuffer(max(1, self.num_caches * num_host_blocks * self.block_bytes), pinned=pinned)
+        self._swap_out = SwapBlocks("d2h", self.host_buffer, num_caches=self.num_caches)
+        self._swap_in = SwapBlocks("h2d", self.host_buffer, num_caches=self.num_caches)
+        self._copy = CopyBlocks(num_caches=self.num_caches)
+        # The blocks of TransferQueue jobs in flight, per side: block -> (job, kind, role), role
+        # "source" or "destination"; and the queues to close with the pool.
+        self._pending = {"device": {}, "host": {}}
+        self._queues = []
+
+    @property
+    def num_blocks(self):
+        return self._device.count
+
+    @property
+    def num_host_blocks(self):
+        return self._host.count
+
+    @property
+    def num_free_blocks(self):
+        return self._device.num_free
+
+    @property
+    def num_free_host_blocks(self):
+        return self._host.num_free
+
+    def allocate(self, n):
+        """n free device block numbers (OutOfBlocks when fewer are free)."""
+        return self._device.allocate(n)
+
+    def free(self, blocks):
+        """Gives device blocks back (ValueError for a block that is not allocated, TransferPending for one
+        a TransferQueue job in flight reads or writes)."""
+        self._check_pending("device", blocks, "blocks", "freeing")
+        self._device.free(blocks)
+
+    def free_host(self, host_blocks):
+        """Gives host blocks back, e.g. of a swapped-out sequence that was dropped."""
+        self._check_pending("host", host_blocks, "host_blocks", "freeing")
+        self._host.free(host_blocks, "host_blocks")
+
+    def check_readable(self, blocks):
+        """Checks that the model may read these device blocks now: allocated (ValueError) and not written
+        by a TransferQueue job in flight (TransferPending naming the job: ``wait(job)`` first). Returns the
+        block numbers as a list of ints. A scheduler calls it on a sequence's block table before a step.
+
+        Examples:
+            >>> import mindspore as ms
+            >>> from ms_memcopy.nn import BlockPool
+            >>> pool = BlockPool(num_caches=1, num_blocks=4, num_host_blocks=0, block_shape=(2,), dtype=ms.int8)
+            >>> print(pool.check_readable(pool.allocate(2)))
+            [0, 1]
+            >>> pool.close()
+        """
+        self._check_pending("device", blocks, "blocks", "reading")
+        return self._device.check_allocated(_as_list(blocks, "blocks"), "blocks")
+
+    def check_writable(self, blocks):
+        """As :meth:`check_readable`, for blocks the model writes: not read or written by a job in flight
+        (a fork's source blocks are read until the fork has finished)."""
+        self._check_pending("device", blocks, "blocks", "writing")
+        return self._device.check_allocated(_as_list(blocks, "blocks"), "blocks")
+
+    def _check_pending(self, side, blocks, argument, action):
+        """TransferPending when a job in flight holds one of blocks: for "reading", a block it writes;
+        for any other action, a block it reads or writes."""
+        pending = self._pending[side]
+        if not pending:
+            return
+        held = {}
+        for b in _as_list(blocks, argument):
+            entry = pending.get(b) if isinstance(b, int) else None
+            if entry is not None and (action != "reading" or entry[2] == "destination"):
+                held.setdefault(entry, []).append(b)
+        if not held:
+            return
+        (job, kind, role), numbers = next(iter(held.items()))
+        if role == "destination":
+            what = f"written by {kind} job {job}"
+        elif kind == "fork":
+            what = f"read by fork job {job}"
+        else:
+            what = f"being moved out by {kind} job {job} (free again once it finishes)"
+        raise TransferPending(f"{argument}: {side} block(s) {numbers} are {what}, still in flight: call "
+                              f"wait({job}) on the TransferQueue (or poll finished() until it lists job {job}) "
+                              f"before {action} them")
+
+    def allocate_host(self, n):
+        """n free host block numbers (OutOfBlocks when fewer are free), for swaps a graph makes itself
+        with SwapBlocks on ``pool.host_buffer`` (``swap_out``/``swap_in`` allocate their own).
+
+        Examples:
+            >>> import numpy as np
+            >>> import mindspore as ms
+            >>> from mindspore import nn
+            >>> from ms_memcopy.nn import BlockPool
+            >>> from ms_memcopy.ops import SwapBlocks
+            >>> pool = BlockPool(num_caches=1, num_blocks=4, num_host_blocks=2, block_shape=(2,), dtype=ms.float32)
+            >>> (cache,) = pool.caches
+            >>> _ = cache.set_data(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)))
+            >>> class SwapOutStep(nn.Cell):  # a graph step that swaps blocks out itself
+            ...     def __init__(self, pool):
+            ...         super().__init__()
+            ...         self.cache = pool.caches[0]
+            ...         self.swap_out = SwapBlocks("d2h", pool.host_buffer, num_caches=1)
+            ...     def construct(self, mapping):
+            ...         return self.swap_out(self.cache, mapping)
+            >>> blocks, host_blocks = pool.allocate(2), pool.allocate_host(2)
+            >>> mapping = ms.Tensor(np.array(list(zip(blocks, host_blocks)), np.int64))
+            >>> print(SwapOutStep(pool)(mapping))
+            [16]
+            >>> print(pool.host_buffer.numpy(np.float32)[:4])
+            [0. 1. 2. 3.]
+            >>> pool.free(blocks)
+            >>> pool.free_host(host_blocks)
+            >>> pool.close()
+        """
+        return self._host.allocate(n)
+
+    def swap_out(self, blocks):
+        """Moves device blocks to new host blocks (returned, in order) and frees the device blocks."""
+        self._check_pending("device", blocks, "blocks", "moving")
+        blocks = self._device.check_allocated(blocks, "blocks")
+        host_blocks = self._host.allocate(len(blocks))
+        self._move(self._swap_out, blocks, host_blocks, self._host, host_blocks)
+        self._device.free(blocks)
+        return host_blocks
+
+    def swap_in(self, host_blocks):
+        """Moves host blocks into new device blocks (returned, in order) and frees the host blocks."""
+        self._check_pending("host", host_blocks, "host_blocks", "moving")
+        host_blocks = self._host.check_allocated(host_blocks, "host_blocks")
+        blocks = self._device.allocate(len(host_blocks))
+        self._move(self._swap_in, host_blocks, blocks, self._device, blocks)
+        self._host.free(host_blocks, "host_blocks")
+        return blocks
+
+    def fork(self, blocks):
+        """Copies device blocks into new device blocks (returned, in order): a sequence's fork."""
+        self._check_pending("device", blocks, "blocks", "reading")
+        blocks = self._device.check_allocated(blocks, "blocks")
+        new_blocks = self._device.allocate(len(blocks))
+        self._move(self._copy, blocks, new_blocks, self._device, new_blocks)
+        return new_blocks
+
+    def _move(self, op, sources, destinations, side, allocated):
+        if not sources:
+            return
+        mapping = np.array([sources, destinations], np.int64).T
+        try:
+            op(*self.caches, mapping)
+        except Exception:
+            side.free(allocated)  # nothing moved: the new blocks go back
+            raise
+
+    def close(self):
+        """Waits for the jobs of its TransferQueues still in flight, then releases the host pool (the
+        device caches go with the Cell)."""
+        queues, self._queues = self._queues, []
+        try:
+            for queue in queues:
+                queue.close()
+        finally:
+            self.host_buffer.close()
+
+
+def _as_list(blocks, argument):
+    """blocks as a list (TypeError naming argument for something that is not a sequence of block numbers)."""
+    if isinstance(blocks, (str, bytes)) or not hasattr(blocks, "__iter__"):
+        raise TypeError(f"{argument} must be a sequence of block numbers, not {type(blocks).__name__}")
+    return [int(b) if isinstance(b, np.integer) else b for b in blocks]
