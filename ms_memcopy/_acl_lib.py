@@ -67,6 +67,7 @@ PROTOTYPES = {
     "aclrtRecordEvent": (aclError, [c_void_p, _stream]),
     "aclrtQueryEventStatus": (aclError, [c_void_p, POINTER(c_int)]),
     "aclrtSynchronizeEvent": (aclError, [c_void_p]),
+    "aclrtStreamWaitEvent": (aclError, [_stream, c_void_p]),
     "aclrtMalloc": (aclError, [_p_ptr, c_size_t, _policy]),
     "aclrtMallocHost": (aclError, [_p_ptr, c_size_t]),
     "aclrtFree": (aclError, [c_void_p]),
@@ -103,6 +104,8 @@ HOST_PROTOTYPES = {
     "aclhostCompleteStream": (aclError, [_stream]),
     "aclhostGetHostWaitCount": (aclError, [POINTER(ctypes.c_uint64)]),
     "aclhostGetLiveResourceCounts": (aclError, [POINTER(ctypes.c_uint64), POINTER(ctypes.c_uint64)]),
+    "aclhostGetOrderCheckCounts": (aclError, [POINTER(ctypes.c_uint64), POINTER(ctypes.c_uint64)]),
+    "aclhostCheckHostAccess": (aclError, [c_void_p, c_size_t, c_int32]),
     "aclhostGetSocProfile": (c_char_p, []),
 }
 

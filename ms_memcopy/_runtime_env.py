@@ -5,6 +5,7 @@ SOC = "MS_MEMCOPY_SOC"  #: the emulated SoC profile, resolved once per process
 DEVICE_COUNT = "MS_MEMCOPY_DEVICE_COUNT"  #: the device count, 1..1024 (default 8)
 STRICT_DEVICE = "MS_MEMCOPY_STRICT_DEVICE"  #: "1": aclrtMalloc memory the host cannot access
 COPY_THREADS = "MS_MEMCOPY_COPY_THREADS"  #: at most this many threads per large copy (1: no copy pool)
+STRICT_ORDER = "MS_MEMCOPY_STRICT_ORDER"  #: "1": a call racing with a queued copy of another stream fails
 
 #: The variables that choose the emulated machine: a test or tool that starts a program expecting the
 #: default machine removes them from the program's environment.

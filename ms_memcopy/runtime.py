@@ -48,7 +48,8 @@ exactly these ways:
   any C call; values C checks itself (kinds, zero sizes, NULL) go to C.
 * ``register_device_memory``, ``unregister_device_memory``, their ``_batch`` forms,
   ``get_mem_location``, ``set_stream_deferred``, ``launch_host_func``, ``host_wait_count``,
-  ``live_resource_counts``, ``complete_stream`` and ``soc_profile`` exist only
+  ``live_resource_counts``, ``order_check_counts``, ``check_host_access``, ``complete_stream`` and
+  ``soc_profile`` exist only
   with the host runtime (NotImplementedError naming the call otherwise).
   ``launch_host_func(stream, fn)`` takes any Python callable (no userData:
   use a closure); the wrapper keeps it alive until the stream has run it.
@@ -70,7 +71,8 @@ __all__ = [
     "create_context", "destroy_context", "set_current_context", "get_current_context",
     "create_stream", "destroy_stream", "synchronize_stream", "synchronize_stream_with_timeout",
     "create_event", "create_event_with_flag", "destroy_event", "record_event", "query_event_status",
-    "synchronize_event", "host_wait_count", "live_resource_counts", "complete_stream",
+    "synchronize_event", "stream_wait_event", "host_wait_count", "live_resource_counts", "order_check_counts",
+    "check_host_access", "complete_stream",
     "malloc", "malloc_host", "free", "free_host", "get_mem_info", "memset", "memset_async",
     "memcpy", "memcpy_async", "memcpy_async_with_condition", "memcpy2d", "memcpy2d_async",
     "get_memcpy_desc_size", "set_memcpy_desc", "memcpy_async_with_desc",
@@ -78,7 +80,7 @@ __all__ = [
     "register_device_memory", "unregister_device_memory", "register_device_memory_batch",
     "unregister_device_memory_batch", "get_mem_location", "set_stream_deferred",
     "launch_host_func", "soc_profile",
-    "MemLocation", "LiveResourceCounts",
+    "MemLocation", "LiveResourceCounts", "OrderCheckCounts",
 ]
 
 #: aclhostGetMemLocation's result: an aclrtMemLocationType, the device id (DEVICE memory), and the
@@ -87,6 +89,10 @@ MemLocation = namedtuple("MemLocation", ["type", "device_id", "base", "size"])
 
 #: aclhostGetLiveResourceCounts's result: the live events and the live pinned host allocations.
 LiveResourceCounts = namedtuple("LiveResourceCounts", ["events", "pinned_allocations"])
+
+#: aclhostGetOrderCheckCounts's result: the copies and memsets the strict ordering check tracks now (queued,
+#: not finished), and the races it has reported in this process.
+OrderCheckCounts = namedtuple("OrderCheckCounts", ["queued_accesses", "races"])
 
 
 def _call(api, *args, fail_index=None):
@@ -276,6 +282,12 @@ def synchronize_event(event):
     _call("aclrtSynchronizeEvent", cv.address(event, "event"))
 
 
+def stream_wait_event(stream, event):
+    """aclrtStreamWaitEvent(stream, event): the stream's later tasks wait until the event's latest record
+    (at this call) is reached; the host does not wait (None: default stream)."""
+    _call("aclrtStreamWaitEvent", cv.stream(stream), cv.address(event, "event"))
+
+
 def complete_stream(stream):
     """aclhostCompleteStream(stream): runs the stream's queued tasks on the calling thread and reports the
     first failure, as synchronize_stream, without counting a host wait (the CPU target's end of a kernel
@@ -302,6 +314,22 @@ def live_resource_counts():
 
 
 # --- memory ------------------------------------------------------------------------------------
+
+def order_check_counts():
+    """aclhostGetOrderCheckCounts(): an OrderCheckCounts tuple, the accesses the strict ordering check
+    (MS_MEMCOPY_STRICT_ORDER=1) tracks now and the races it has reported; both 0 while it is off. Host
+    runtime only."""
+    queued, races = ctypes.c_uint64(), ctypes.c_uint64()
+    _call("aclhostGetOrderCheckCounts", ctypes.byref(queued), ctypes.byref(races))
+    return OrderCheckCounts(queued.value, races.value)
+
+
+def check_host_access(ptr, size, write=False):
+    """aclhostCheckHostAccess(ptr, size, write): under strict ordering (MS_MEMCOPY_STRICT_ORDER=1), raises
+    AclError 107000 naming both accesses when reading (or, with write, writing) size bytes at ptr on the
+    host now would race with a queued copy or memset; returns None otherwise. Host runtime only."""
+    _call("aclhostCheckHostAccess", cv.address(ptr, "ptr"), cv.size(size, "size"), 1 if write else 0)
+
 
 def malloc(size, policy=ACL_MEM_MALLOC_HUGE_FIRST):
     """aclrtMalloc(&ptr, size, policy): device memory of the current device; returns its address."""

@@ -49,7 +49,8 @@ def test_public_api_covers_every_c_call():
                 "get_current_context", "get_mem_info", "memset", "memset_async", "device_can_access_peer",
                 "device_enable_peer_access", "device_disable_peer_access", "device_peer_access_status",
                 "create_event", "create_event_with_flag", "destroy_event", "record_event", "query_event_status",
-                "synchronize_event", "host_wait_count", "live_resource_counts", "complete_stream"}
+                "synchronize_event", "stream_wait_event", "host_wait_count", "live_resource_counts",
+                "order_check_counts", "check_host_access", "complete_stream"}
     assert expected <= set(rt.__all__)
     assert len(_acl_lib.PROTOTYPES) + len(_acl_lib.HOST_PROTOTYPES) == len(expected)  # one function per C call
     for name in expected:

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -67,6 +68,12 @@ void Fill(void *p, size_t n, uint32_t seed) {
 }
 
 bool Same(const void *a, const void *b, size_t n) { return std::memcmp(a, b, n) == 0; }
+
+// Whether the runtime's strict ordering check is on (ACLHOST_ENV_STRICT_ORDER, docs/host_runtime.md).
+bool StrictOrder() {
+  const char *value = std::getenv(ACLHOST_ENV_STRICT_ORDER);
+  return value != nullptr && std::strcmp(value, "1") == 0;
+}
 
 bool AllBytes(const void *p, size_t n, unsigned char value) {
   const auto *bytes = static_cast<const unsigned char *>(p);
@@ -554,13 +561,17 @@ void TestDescriptor(aclrtStream stream) {
   CHECK_RET(aclhostLaunchHostFunc(stream, Gate::Wait, &gate), ACL_SUCCESS);
   CHECK_RET(aclrtSetMemcpyDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, a, b, n, nullptr), ACL_SUCCESS);
   CHECK_RET(aclrtMemcpyAsyncWithDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, stream), ACL_SUCCESS);
-  CHECK_RET(aclrtSetMemcpyDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, c, d, n, nullptr), ACL_SUCCESS);
+  // Rewriting the descriptor under the queued copy is a race by design; strict ordering refuses it, and
+  // the copy then makes a -> b.
+  const bool strict_order = StrictOrder();
+  CHECK_RET(aclrtSetMemcpyDesc(desc, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, c, d, n, nullptr),
+            strict_order ? ACL_ERROR_RT_PARAM_INVALID : ACL_SUCCESS);
   gate.Open();
   CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
   CHECK_RET(aclrtMemcpy(out.data(), n, d, n, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
-  CHECK(Same(out.data(), pattern_c.data(), n));
+  CHECK(Same(out.data(), strict_order ? zeros.data() : pattern_c.data(), n));
   CHECK_RET(aclrtMemcpy(out.data(), n, b, n, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
-  CHECK(Same(out.data(), zeros.data(), n));
+  CHECK(Same(out.data(), strict_order ? pattern_a.data() : zeros.data(), n));
 
   // A descriptor that aclrtSetMemcpyDesc never wrote: the enqueue succeeds, the task fails, and the next
   // synchronize reports 507000 once.
@@ -1362,8 +1373,11 @@ void TestMemsetAndInfo(aclrtStream stream) {
   Gate gate;
   CHECK_RET(aclhostLaunchHostFunc(stream, Gate::Wait, &gate), ACL_SUCCESS);
   CHECK_RET(aclrtMemsetAsync(dev, 64, 7, 64, stream), ACL_SUCCESS);
-  CHECK_RET(aclrtMemcpy(out.data(), 64, dev, 64, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
-  CHECK(out[0] == 0xAB);  // not run yet: the stream is held
+  // Not run yet: the stream is held. (Reading the bytes under the queued memset is a race by design,
+  // which strict ordering refuses.)
+  CHECK_RET(aclrtMemcpy(out.data(), 64, dev, 64, ACL_MEMCPY_DEVICE_TO_HOST),
+            StrictOrder() ? ACL_ERROR_RT_PARAM_INVALID : ACL_SUCCESS);
+  CHECK(out[0] == 0xAB);
   // Host memory, pageable or pinned, is set on the calling thread at once, as CANN's MemSetAsync
   // (memset_s for RT_MEMORY_LOC_HOST / RT_MEMORY_LOC_UNREGISTERED): the held stream does not delay it.
   std::vector<unsigned char> pageable(64, 0);
@@ -1435,6 +1449,51 @@ void TestEvents(aclrtStream stream) {
   CHECK_RET(aclrtFreeHost(pinned), ACL_SUCCESS);
   CHECK_RET(aclhostGetLiveResourceCounts(&events1, &pinned1), ACL_SUCCESS);
   CHECK(events1 == events0 && pinned1 == pinned0);
+}
+
+// aclrtStreamWaitEvent: a download on a second stream that waits for an event recorded after an upload held
+// on the first stream runs after the upload, and strict ordering (when on) counts no race; the codes.
+void TestStreamWaitEvent(aclrtStream stream) {
+  constexpr size_t n = 4096;
+  aclrtStream second = nullptr;
+  CHECK_RET(aclrtCreateStream(&second), ACL_SUCCESS);
+  aclrtEvent uploaded = nullptr;
+  CHECK_RET(aclrtCreateEvent(&uploaded), ACL_SUCCESS);
+  auto *src = static_cast<unsigned char *>(PinnedAlloc(n));
+  auto *out = static_cast<unsigned char *>(PinnedAlloc(n));
+  void *dev = DeviceAlloc(n);
+  Fill(src, n, 11);
+  std::memset(out, 0, n);
+  CHECK_RET(aclrtMemset(dev, n, 0, n), ACL_SUCCESS);
+  uint64_t queued = 0;
+  uint64_t races = 0;
+  CHECK_RET(aclhostGetOrderCheckCounts(&queued, &races), ACL_SUCCESS);
+  const uint64_t races_before = races;
+  Gate gate;
+  CHECK_RET(aclhostLaunchHostFunc(stream, Gate::Wait, &gate), ACL_SUCCESS);
+  CHECK_RET(aclrtMemcpyAsync(dev, n, src, n, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_SUCCESS);
+  CHECK_RET(aclrtRecordEvent(uploaded, stream), ACL_SUCCESS);
+  CHECK_RET(aclrtStreamWaitEvent(second, uploaded), ACL_SUCCESS);
+  CHECK_RET(aclrtMemcpyAsync(out, n, dev, n, ACL_MEMCPY_DEVICE_TO_HOST, second), ACL_SUCCESS);
+  CHECK_RET(aclhostGetOrderCheckCounts(&queued, &races), ACL_SUCCESS);
+  CHECK(queued == (StrictOrder() ? 2U : 0U));
+  gate.Open();
+  CHECK_RET(aclrtSynchronizeStream(second), ACL_SUCCESS);
+  CHECK(Same(out, src, n));
+  CHECK_RET(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+  CHECK_RET(aclhostGetOrderCheckCounts(&queued, &races), ACL_SUCCESS);
+  CHECK(queued == 0 && races == races_before);
+  CHECK_RET(aclrtStreamWaitEvent(second, nullptr), ACL_ERROR_INVALID_PARAM);
+  CHECK_RET(aclrtStreamWaitEvent(reinterpret_cast<aclrtStream>(0xDEAD), uploaded), ACL_ERROR_RT_INVALID_HANDLE);
+  CHECK_RET(aclrtStreamWaitEvent(second, reinterpret_cast<aclrtEvent>(0xDEAD)), ACL_ERROR_RT_INVALID_HANDLE);
+  CHECK_RET(aclhostGetOrderCheckCounts(nullptr, &races), ACL_ERROR_INVALID_PARAM);
+  CHECK_RET(aclhostCheckHostAccess(nullptr, 1, 0), ACL_ERROR_INVALID_PARAM);
+  CHECK_RET(aclhostCheckHostAccess(dev, n, 1), ACL_SUCCESS);  // nothing queued
+  CHECK_RET(aclrtDestroyEvent(uploaded), ACL_SUCCESS);
+  CHECK_RET(aclrtDestroyStream(second), ACL_SUCCESS);
+  CHECK_RET(aclrtFree(dev), ACL_SUCCESS);
+  CHECK_RET(aclrtFreeHost(src), ACL_SUCCESS);
+  CHECK_RET(aclrtFreeHost(out), ACL_SUCCESS);
 }
 
 // Peer devices: the three peer-access calls and a device-to-device copy between devices 0 and 1, which runs
@@ -1536,6 +1595,7 @@ int main() {
   TestFreeDuringBatch(stream);
   TestMemsetAndInfo(stream);
   TestEvents(stream);
+  TestStreamWaitEvent(stream);
   TestPeerAccess(stream);
   CHECK_RET(aclrtDestroyStream(stream), ACL_SUCCESS);
   TestContexts();

@@ -3,6 +3,7 @@
 #ifndef MS_MEMCOPY_ACL_HOST_EVENT_H_
 #define MS_MEMCOPY_ACL_HOST_EVENT_H_
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -10,6 +11,7 @@
 
 #include "acl/acl_rt.h"
 #include "handle_map.h"
+#include "order_check.h"
 #include "stream.h"
 
 namespace aclhost {
@@ -28,9 +30,15 @@ class Event : public std::enable_shared_from_this<Event> {
   // Waits until the latest record is reached; returns whether it had to wait (false for an event
   // never recorded or already complete).
   bool Wait();
+  // aclrtStreamWaitEvent: puts a task on `waiter` that lets the stream's later tasks run only once the
+  // latest record (at this call) is reached; nothing for an event never recorded.
+  void EnqueueWait(Stream &waiter);
+  // The recording stream's ordering clock at the latest record (order_check.h; empty when off).
+  OrderClock OrderAtRecord() const;
 
  private:
   void Reached(uint64_t generation);
+  void WaitReached(uint64_t generation);
 
   const int32_t device_;
   const uint32_t flag_;
@@ -38,6 +46,8 @@ class Event : public std::enable_shared_from_this<Event> {
   uint64_t recorded_ = 0;  // generation of the latest record (0: never recorded)
   uint64_t reached_ = 0;   // latest generation the stream has reached
   std::weak_ptr<Stream> stream_;
+  std::condition_variable reached_changed_;
+  OrderClock order_at_record_;
 };
 
 class EventTable {

@@ -1,5 +1,5 @@
 // aclrtCreateEvent(WithFlag), aclrtDestroyEvent, aclrtRecordEvent, aclrtQueryEventStatus,
-// aclrtSynchronizeEvent.
+// aclrtSynchronizeEvent, aclrtStreamWaitEvent.
 //
 // Check order (CANN 9.1 source: acl/aclrt_impl/event.cpp, then the runtime's handle guard, then
 // ApiErrorDecorator in runtime/api/impl/api_error.cc, then ApiImpl):
@@ -15,6 +15,9 @@
 //     on the device"); no current context -> 107002; a stream or an event of another context than the
 //     calling thread's -> 107003; NULL stream: the default stream
 //   query / synchronize: an ACL_EVENT_EXTERNAL event -> 207000 (CANN's decorator)
+//   stream wait: event NULL -> 100000; an unknown or destroyed stream, then event -> 107017; no current
+//     context -> 107002; a stream of another context than the calling thread's -> 107003; NULL stream:
+//     the default stream. An event of another device is waited for (CANN's cross-device wait).
 //
 // Semantics: a record replaces the previous one; aclrtQueryEventStatus reports COMPLETE once the stream
 // has reached the latest record and NOT_READY before, and for an event never recorded (CANN reports only
@@ -22,6 +25,10 @@
 // already complete; otherwise it waits (a host wait, aclhostGetHostWaitCount) for the recording stream
 // to run what was queued on it so far, which includes the record. It needs no current context. Destroying
 // an event whose record is still queued is allowed; the record then completes unobserved.
+// aclrtStreamWaitEvent makes the stream's later tasks wait for the event's latest record at the time of
+// the call (none for an event never recorded); the host does not wait. With the strict ordering check
+// (order_check.h), a record captures the stream's clock and a stream wait merges it into the waiting
+// stream's; a synchronized or complete event retires what its record follows.
 #include <memory>
 
 #include "acl/acl_rt.h"
@@ -29,6 +36,7 @@
 #include "device.h"
 #include "error_state.h"
 #include "event.h"
+#include "order_check.h"
 #include "soc_profile.h"
 #include "stream_table.h"
 
@@ -167,7 +175,11 @@ extern "C" aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedSt
     std::shared_ptr<Event> target;
     ACLHOST_RETURN_IF_ERROR(aclhost::LookupEvent(api, event, &target));
     ACLHOST_RETURN_IF_ERROR(aclhost::CheckNotExternal(api, event, *target));
-    *status = target->Complete() ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
+    const bool complete = target->Complete();
+    *status = complete ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
+    if (complete && aclhost::OrderCheckOn()) {
+      aclhost::RetireObserved(target->OrderAtRecord());
+    }
     return ACL_SUCCESS;
   });
 }
@@ -181,6 +193,29 @@ extern "C" aclError aclrtSynchronizeEvent(aclrtEvent event) {
     if (target->Wait()) {
       aclhost::CountHostWait();
     }
+    if (aclhost::OrderCheckOn()) {
+      aclhost::RetireObserved(target->OrderAtRecord());
+    }
+    return ACL_SUCCESS;
+  });
+}
+
+extern "C" aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
+  constexpr const char *api = "aclrtStreamWaitEvent";
+  return GuardedCall(api, [&]() -> aclError {
+    if (event == nullptr) {
+      return Fail(ACL_ERROR_INVALID_PARAM, api, "event is NULL; expected an event from aclrtCreateEvent");
+    }
+    std::shared_ptr<Stream> on;
+    ACLHOST_RETURN_IF_ERROR(aclhost::LookupStreamHandle(api, stream, &on));
+    std::shared_ptr<Event> target;
+    ACLHOST_RETURN_IF_ERROR(aclhost::LookupEvent(api, event, &target));
+    ACLHOST_RETURN_IF_ERROR(aclhost::UseCurrentContext(api, &on));
+    ACLHOST_RETURN_IF_ERROR(aclhost::CheckStreamInCurrentContext(api, *on));
+    if (aclhost::OrderCheckOn()) {
+      aclhost::MergeOrder(*on, target->OrderAtRecord());
+    }
+    target->EnqueueWait(*on);
     return ACL_SUCCESS;
   });
 }

@@ -35,6 +35,7 @@
 #include "error_state.h"
 #include "memcpy_common.h"
 #include "memory_registry.h"
+#include "order_check.h"
 #include "peer_access.h"
 #include "soc_profile.h"
 #include "stream_table.h"
@@ -154,6 +155,11 @@ aclError UseNullStream(const char *api, std::shared_ptr<Stream> *stream) {
   return ACL_SUCCESS;
 }
 
+// The pitched source and destination a copy reads and writes (the pitch gaps are neither).
+AccessPart Accesses(const Copy2DArgs &a) {
+  return AccessPart{Pitched(a.src, a.spitch, a.width, a.height), Pitched(a.dst, a.dpitch, a.width, a.height)};
+}
+
 aclError Memcpy2dSync(const char *api, const Copy2DArgs &a) {
   aclError ret = ACL_SUCCESS;
   if (AclLayerChecks(api, a, &ret)) {
@@ -171,6 +177,8 @@ aclError Memcpy2dSync(const char *api, const Copy2DArgs &a) {
   MemInfo src_info;
   int64_t resolved = a.kind;
   ACLHOST_RETURN_IF_ERROR(ResolveAndCheck(api, a, true, &dst_info, &src_info, &resolved));
+  const AccessPart part = Accesses(a);
+  ACLHOST_RETURN_IF_ERROR(CheckHostAccess(api, nullptr, &part, 1));
   Copy2D(dst_info.HostAddress(a.dst), a.dpitch, src_info.HostAddress(a.src), a.spitch, a.width, a.height);
   return ACL_SUCCESS;
 }
@@ -192,17 +200,23 @@ aclError Memcpy2dAsync(const char *api, const Copy2DArgs &a, aclrtStream handle)
   ACLHOST_RETURN_IF_ERROR(ResolveAndCheck(api, a, false, &dst_info, &src_info, &resolved));
   int32_t device = -1;
   ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
+  const StreamRef on{*stream, handle};
+  const AccessPart part = Accesses(a);
   if (IsPageable(src_info) || IsPageable(dst_info)) {
+    ACLHOST_RETURN_IF_ERROR(CheckHostAccess(api, &on, &part, 1));
     ACLHOST_RETURN_IF_ERROR(SynchronizeStream(api, *stream, -1));
     Copy2D(dst_info.HostAddress(a.dst), a.dpitch, src_info.HostAddress(a.src), a.spitch, a.width, a.height);
     return ACL_SUCCESS;
   }
   ACLHOST_RETURN_IF_ERROR(CheckStreamInCurrentContext(api, *stream));
+  OrderTicket ticket;
+  ACLHOST_RETURN_IF_ERROR(CheckOrderedLaunch(api, on, &part, 1, &ticket));
   std::unique_ptr<StreamTask> copy = std::make_unique<Copy2DTask>(
       dst_info.HostAddress(a.dst), a.dpitch, src_info.HostAddress(a.src), a.spitch, a.width, a.height);
   if (CrossesDevices(resolved, src_info, dst_info)) {
     copy = CopyBetween(std::move(copy), src_info.device, dst_info.device);
   }
+  copy->order_ticket = std::move(ticket);
   stream->Enqueue(std::move(copy));
   return ACL_SUCCESS;
 }

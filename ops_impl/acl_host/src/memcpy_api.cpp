@@ -39,6 +39,7 @@
 #include "error_state.h"
 #include "memcpy_common.h"
 #include "memory_registry.h"
+#include "order_check.h"
 #include "peer_access.h"
 #include "stream_table.h"
 
@@ -101,6 +102,8 @@ aclError MemcpySync(const char *api, void *dst, size_t destMax, const void *src,
       !PeerAccessTable::Instance().Mutual(src_info.device, dst_info.device)) {
     return PeerCopyFailure(api, src_info.device, dst_info.device);
   }
+  const AccessPart part{Bytes(src, count), Bytes(dst, count)};
+  ACLHOST_RETURN_IF_ERROR(CheckHostAccess(api, nullptr, &part, 1));
   CopyBytes(dst_info.HostAddress(dst), src_info.HostAddress(src), count);
   return ACL_SUCCESS;
 }
@@ -130,24 +133,39 @@ aclError MemcpyAsyncCommon(const char *api, void *dst, size_t destMax, const voi
   if (dst == src) {
     return ACL_SUCCESS;
   }
+  const StreamRef on{*stream, handle};
+  const AccessPart part{Bytes(src, count), Bytes(dst, count)};
   if (resolved == ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
     ACLHOST_RETURN_IF_ERROR(CheckStreamInCurrentContext(api, *stream));
+    // The source is read now, on the calling thread; the stream only writes the destination.
+    const AccessPart staging{part.read, ByteRegion{}};
+    const AccessPart landing{ByteRegion{}, part.write};
+    ACLHOST_RETURN_IF_ERROR(CheckHostAccess(api, nullptr, &staging, 1));
+    OrderTicket ticket;
+    ACLHOST_RETURN_IF_ERROR(CheckOrderedLaunch(api, on, &landing, 1, &ticket));
     std::unique_ptr<unsigned char[]> staged(new unsigned char[count]);
     CopyBytes(staged.get(), src_info.HostAddress(src), count);
-    stream->Enqueue(std::make_unique<StagedCopyTask>(dst_info.HostAddress(dst), std::move(staged), count));
+    std::unique_ptr<StreamTask> copy =
+        std::make_unique<StagedCopyTask>(dst_info.HostAddress(dst), std::move(staged), count);
+    copy->order_ticket = std::move(ticket);
+    stream->Enqueue(std::move(copy));
     return ACL_SUCCESS;
   }
   if (IsPageable(src_info) || IsPageable(dst_info)) {
+    ACLHOST_RETURN_IF_ERROR(CheckHostAccess(api, &on, &part, 1));
     ACLHOST_RETURN_IF_ERROR(SynchronizeStream(api, *stream, -1));
     CopyBytes(dst_info.HostAddress(dst), src_info.HostAddress(src), count);
     return ACL_SUCCESS;
   }
   ACLHOST_RETURN_IF_ERROR(CheckStreamInCurrentContext(api, *stream));
+  OrderTicket ticket;
+  ACLHOST_RETURN_IF_ERROR(CheckOrderedLaunch(api, on, &part, 1, &ticket));
   std::unique_ptr<StreamTask> copy =
       std::make_unique<CopyTask>(dst_info.HostAddress(dst), src_info.HostAddress(src), count);
   if (CrossesDevices(resolved, src_info, dst_info)) {
     copy = CopyBetween(std::move(copy), src_info.device, dst_info.device);
   }
+  copy->order_ticket = std::move(ticket);
   stream->Enqueue(std::move(copy));
   return ACL_SUCCESS;
 }

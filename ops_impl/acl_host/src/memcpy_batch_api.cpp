@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <vector>
 
 #include "acl/acl_rt.h"
 #include "acl_limits.h"
@@ -41,6 +42,7 @@
 #include "error_state.h"
 #include "memcpy_common.h"
 #include "memory_registry.h"
+#include "order_check.h"
 #include "soc_profile.h"
 #include "stream_table.h"
 
@@ -273,15 +275,40 @@ size_t AttributeFor(const BatchArgs &a, size_t i, size_t current) {
   return current;
 }
 
-aclError RunAsyncItems(const char *api, const BatchArgs &a, Stream &stream) {
+// The strict ordering check (order_check.h) of items [begin, end): a launch on *launch_on, or the host's
+// access after draining *after; on a race the fail index is the item that races.
+aclError CheckItemsOrder(const char *api, const BatchArgs &a, size_t begin, size_t end, const StreamRef *launch_on,
+                         const StreamRef *after, OrderTicket *ticket) {
+  if (!OrderCheckOn()) {
+    return ACL_SUCCESS;
+  }
+  std::vector<AccessPart> parts(a.count);  // indexed by item, so that reports name the item
+  for (size_t i = begin; i < end; ++i) {
+    parts[i] = AccessPart{Bytes(a.srcs[i], a.sizes[i]), Bytes(a.dsts[i], a.sizes[i])};
+  }
+  size_t racing = 0;
+  const aclError ret = launch_on != nullptr
+                           ? CheckOrderedLaunch(api, *launch_on, parts.data(), parts.size(), ticket, &racing)
+                           : CheckHostAccess(api, after, parts.data(), parts.size(), &racing);
+  if (ret != ACL_SUCCESS) {
+    SetFailIndex(a, racing);
+  }
+  return ret;
+}
+
+aclError RunAsyncItems(const char *api, const BatchArgs &a, Stream &stream, aclrtStream handle) {
   std::shared_ptr<CopyItem[]> items(new CopyItem[a.count]);
+  const StreamRef on{stream, handle};
   size_t run_begin = 0;
   size_t run_end = 0;
-  const auto submit_run = [&] {
+  const auto submit_run = [&]() -> aclError {
     if (run_end > run_begin) {
-      stream.Enqueue(std::make_unique<BatchRunTask>(items, run_begin, run_end));
+      std::unique_ptr<StreamTask> task = std::make_unique<BatchRunTask>(items, run_begin, run_end);
+      ACLHOST_RETURN_IF_ERROR(CheckItemsOrder(api, a, run_begin, run_end, &on, nullptr, &task->order_ticket));
+      stream.Enqueue(std::move(task));
       run_begin = run_end;
     }
+    return ACL_SUCCESS;
   };
   // The registry's shared lock is held from validating an item until its copy is enqueued (or done),
   // so aclrtFree, which removes the allocation under the exclusive lock and then drains the streams,
@@ -292,7 +319,7 @@ aclError RunAsyncItems(const char *api, const BatchArgs &a, Stream &stream) {
   size_t attr_index = 0;
   for (size_t i = 0; i < a.count; ++i) {
     if (i % kItemsPerLockCheck == 0 && i != 0 && reader.WritersWaiting()) {
-      submit_run();
+      ACLHOST_RETURN_IF_ERROR(submit_run());
       reader.Pause();
       reader.WaitForWriters();
       reader.Resume();
@@ -302,12 +329,13 @@ aclError RunAsyncItems(const char *api, const BatchArgs &a, Stream &stream) {
     MemInfo src_info;
     aclError ret = ValidateItem(api, a, i, attr_index, reader, &dst_info, &src_info);
     if (ret != ACL_SUCCESS) {
-      submit_run();
+      ACLHOST_RETURN_IF_ERROR(submit_run());
       SetFailIndex(a, i);
       return ret;
     }
     if (IsPageable(dst_info) || IsPageable(src_info)) {
-      submit_run();
+      ACLHOST_RETURN_IF_ERROR(submit_run());
+      ACLHOST_RETURN_IF_ERROR(CheckItemsOrder(api, a, i, i + 1, nullptr, &on, nullptr));
       reader.Pause();
       ACLHOST_RETURN_IF_ERROR(SynchronizeStream(api, stream, -1));
       reader.Resume();
@@ -323,8 +351,7 @@ aclError RunAsyncItems(const char *api, const BatchArgs &a, Stream &stream) {
     }
     items[run_end++] = HostItem(a, i, dst_info, src_info);
   }
-  submit_run();
-  return ACL_SUCCESS;
+  return submit_run();
 }
 
 aclError MemcpyBatchAsyncImpl(const char *api, const BatchArgs &a, bool has_fail_index, aclrtStream handle) {
@@ -338,7 +365,7 @@ aclError MemcpyBatchAsyncImpl(const char *api, const BatchArgs &a, bool has_fail
   SetFailIndex(a, SIZE_MAX);
   ACLHOST_RETURN_IF_ERROR(RuntimeChecks(api, a, false));
   ACLHOST_RETURN_IF_ERROR(UseCurrentContext(api, &stream));
-  return RunAsyncItems(api, a, *stream);
+  return RunAsyncItems(api, a, *stream, handle);
 }
 
 aclError MemcpyBatchSyncImpl(const char *api, const BatchArgs &a, bool has_fail_index) {
@@ -365,6 +392,7 @@ aclError MemcpyBatchSyncImpl(const char *api, const BatchArgs &a, bool has_fail_
       items[i] = HostItem(a, i, dst_info, src_info);
     }
   }
+  ACLHOST_RETURN_IF_ERROR(CheckItemsOrder(api, a, 0, a.count, nullptr, nullptr, nullptr));
   CopyItems(items.get(), a.count);
   return ACL_SUCCESS;
 }

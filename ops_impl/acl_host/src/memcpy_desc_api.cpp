@@ -43,6 +43,7 @@
 #include "memcpy_common.h"
 #include "memcpy_desc.h"
 #include "memory_registry.h"
+#include "order_check.h"
 #include "soc_profile.h"
 #include "stream_table.h"
 
@@ -181,6 +182,21 @@ class DescCopyTask final : public StreamTask {
   uint32_t count_hint_;
 };
 
+// The copy a descriptor describes now, at device addresses, for the strict ordering check (nothing when
+// it holds none): the task resolves it again when it runs.
+AccessPart DescribedAccess(void *desc_bytes) {
+  const uint32_t magic = __atomic_load_n(Field<uint32_t>(desc_bytes, kDescMagicOffset), __ATOMIC_ACQUIRE);
+  const uint32_t version = __atomic_load_n(Field<uint32_t>(desc_bytes, kDescVersionOffset), __ATOMIC_RELAXED);
+  if (magic != kDescMagic || version != kDescVersion) {
+    return AccessPart{};
+  }
+  const uint64_t src = __atomic_load_n(Field<uint64_t>(desc_bytes, kDescSrcOffset), __ATOMIC_RELAXED);
+  const uint64_t dst = __atomic_load_n(Field<uint64_t>(desc_bytes, kDescDstOffset), __ATOMIC_RELAXED);
+  const size_t count = __atomic_load_n(Field<uint32_t>(desc_bytes, kDescCountOffset), __ATOMIC_RELAXED);
+  return AccessPart{Bytes(reinterpret_cast<const void *>(static_cast<uintptr_t>(src)), count),
+                    Bytes(reinterpret_cast<const void *>(static_cast<uintptr_t>(dst)), count)};
+}
+
 aclError GetMemcpyDescSize(const char *api, int64_t kind, size_t *descSize) {
   if (descSize == nullptr) {
     return Fail(ACL_ERROR_INVALID_PARAM, api, "descSize is NULL; expected a pointer to a size_t");
@@ -235,6 +251,8 @@ aclError SetMemcpyDesc(const char *api, void *desc, int64_t kind, void *srcAddr,
   ACLHOST_RETURN_IF_ERROR(CheckExtent(api, "dstAddr", dstAddr, count, dst_info));
   int32_t device = -1;
   ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
+  const AccessPart written{ByteRegion{}, Bytes(desc, DescFootprint(*soc))};
+  ACLHOST_RETURN_IF_ERROR(CheckHostAccess(api, nullptr, &written, 1));
   void *const fields = desc_info.HostAddress(desc);
   __atomic_store_n(Field<uint32_t>(fields, kDescMagicOffset), 0U, __ATOMIC_RELAXED);
   __atomic_store_n(Field<uint64_t>(fields, kDescSrcOffset), static_cast<uint64_t>(reinterpret_cast<uintptr_t>(srcAddr)),
@@ -271,7 +289,15 @@ aclError MemcpyAsyncWithDesc(const char *api, void *desc, int64_t kind, aclrtStr
   }
   MemInfo desc_info;
   ACLHOST_RETURN_IF_ERROR(CheckDescMemory(api, desc, DescFootprint(*soc), &desc_info));
-  stream->Enqueue(std::make_unique<DescCopyTask>(desc, desc_info.HostAddress(desc)));
+  void *const desc_bytes = desc_info.HostAddress(desc);
+  OrderTicket ticket;
+  if (OrderCheckOn()) {
+    const AccessPart parts[] = {AccessPart{Bytes(desc, kDescLayoutBytes), ByteRegion{}}, DescribedAccess(desc_bytes)};
+    ACLHOST_RETURN_IF_ERROR(CheckOrderedLaunch(api, StreamRef{*stream, handle}, parts, 2, &ticket));
+  }
+  std::unique_ptr<StreamTask> copy = std::make_unique<DescCopyTask>(desc, desc_bytes);
+  copy->order_ticket = std::move(ticket);
+  stream->Enqueue(std::move(copy));
   return ACL_SUCCESS;
 }
 

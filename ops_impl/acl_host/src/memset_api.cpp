@@ -27,6 +27,7 @@
 #include "error_state.h"
 #include "memcpy_common.h"
 #include "memory_registry.h"
+#include "order_check.h"
 #include "stream_table.h"
 
 namespace aclhost {
@@ -61,6 +62,8 @@ aclError MemsetSync(const char *api, void *devPtr, size_t maxCount, int32_t valu
   ACLHOST_RETURN_IF_ERROR(CheckCount(api, maxCount, count));
   MemInfo info;
   ACLHOST_RETURN_IF_ERROR(CheckMemsetTarget(api, devPtr, count, &info));
+  const AccessPart part{ByteRegion{}, Bytes(devPtr, count)};
+  ACLHOST_RETURN_IF_ERROR(CheckHostAccess(api, nullptr, &part, 1));
   std::memset(info.HostAddress(devPtr), static_cast<unsigned char>(value), count);
   return ACL_SUCCESS;
 }
@@ -79,11 +82,18 @@ aclError MemsetAsync(const char *api, void *devPtr, size_t maxCount, int32_t val
   ACLHOST_RETURN_IF_ERROR(CheckStreamInCurrentContext(api, *stream));
   const MemInfo info = MemoryRegistry::Instance().Lookup(devPtr);
   ACLHOST_RETURN_IF_ERROR(CheckExtent(api, "devPtr", devPtr, count, info));
-  if (!info.is_device()) {
+  const AccessPart part{ByteRegion{}, Bytes(devPtr, count)};
+  if (!info.is_device()) {  // set now, on the calling thread, whatever the stream has queued
+    ACLHOST_RETURN_IF_ERROR(CheckHostAccess(api, nullptr, &part, 1));
     std::memset(info.HostAddress(devPtr), static_cast<unsigned char>(value), count);
     return ACL_SUCCESS;
   }
-  stream->Enqueue(std::make_unique<MemsetTask>(info.HostAddress(devPtr), static_cast<unsigned char>(value), count));
+  OrderTicket ticket;
+  ACLHOST_RETURN_IF_ERROR(CheckOrderedLaunch(api, StreamRef{*stream, handle}, &part, 1, &ticket));
+  std::unique_ptr<StreamTask> task =
+      std::make_unique<MemsetTask>(info.HostAddress(devPtr), static_cast<unsigned char>(value), count);
+  task->order_ticket = std::move(ticket);
+  stream->Enqueue(std::move(task));
   return ACL_SUCCESS;
 }
 

@@ -2,6 +2,7 @@
 #include "stream.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -11,6 +12,7 @@
 
 #include "acl/acl_rt.h"
 #include "copy_engine.h"
+#include "order_check.h"
 
 namespace aclhost {
 namespace {
@@ -156,12 +158,20 @@ size_t QueuedCopyBytes(const std::deque<std::unique_ptr<StreamTask>> &queue) {
   return total;
 }
 
+uint64_t NextSerial() {
+  static std::atomic<uint64_t> next{0};
+  return next.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 }  // namespace
 
 Stream::Stream(int32_t device, uint64_t context)
-    : device_(device), context_(context), state_(std::make_shared<State>()) {}
+    : device_(device), context_(context), serial_(NextSerial()), state_(std::make_shared<State>()) {
+  state_->serial = serial_;
+}
 
 Stream::~Stream() {
+  ForgetOrderedStream(serial_);
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->stopping = true;
@@ -257,6 +267,7 @@ bool Stream::TakeFailure(aclError *code, std::string *message) {
 
 void Stream::WorkerLoop(const std::shared_ptr<State> &state) {
   State &st = *state;
+  SetOrderWorkerStream(st.serial);  // host functions run here, in the stream's order
   std::unique_lock<std::mutex> lock(st.mutex);
   for (;;) {
     st.work_ready.wait(lock, [&st] { return (!st.queue.empty() && !st.busy) || (st.stopping && st.queue.empty()); });

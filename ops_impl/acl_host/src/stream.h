@@ -12,6 +12,7 @@
 
 #include "acl/acl_base.h"
 #include "copy_engine.h"
+#include "order_ticket.h"
 
 namespace aclhost {
 
@@ -34,6 +35,10 @@ class StreamTask {
   // copies a stretch of such tasks together (CopyItems: split across the copy pool) when no copy of the
   // stretch writes bytes that another one reads or writes, so the order cannot show.
   virtual bool DescribeCopy(CopyItem * /*copy*/, CopyItem * /*also_read*/) const { return false; }
+
+  // The strict ordering check's hold on the bytes the task accesses (order_check.h), released when the
+  // task is destroyed; empty when the check is off.
+  OrderTicket order_ticket;
 };
 
 class Stream {
@@ -46,6 +51,8 @@ class Stream {
 
   int32_t device() const { return device_; }
   uint64_t context() const { return context_; }
+  // Unique for the life of the process (never reused, unlike the address): the ordering check's key.
+  uint64_t serial() const { return serial_; }
 
   // Appends a task; the worker thread starts on the first call. The worker is woken unless the stream
   // is deferred.
@@ -87,6 +94,7 @@ class Stream {
     aclError failure_code = 0;
     std::string failure_message;
     std::thread::id worker_id;
+    uint64_t serial = 0;  // the stream's serial(), for the worker thread
   };
 
   static void WorkerLoop(const std::shared_ptr<State> &state);
@@ -102,6 +110,7 @@ class Stream {
 
   const int32_t device_;
   const uint64_t context_;
+  const uint64_t serial_;
   const std::shared_ptr<State> state_;
   std::thread worker_;  // started under state_->mutex by the first Enqueue
 };

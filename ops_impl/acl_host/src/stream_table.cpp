@@ -8,6 +8,7 @@
 
 #include "device.h"
 #include "error_state.h"
+#include "order_check.h"
 
 namespace aclhost {
 
@@ -150,6 +151,7 @@ aclError WaitForStream(const char *api, Stream &stream, int32_t timeout_ms) {
     return Fail(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, api, "the stream's tasks did not complete within timeout %d ms",
                 static_cast<int>(timeout_ms));
   }
+  RetireStreamObserved(stream);  // the host is ordered after everything the stream's clock holds
   aclError code = ACL_SUCCESS;
   std::string message;
   if (stream.TakeFailure(&code, &message)) {

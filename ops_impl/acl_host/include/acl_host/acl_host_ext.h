@@ -19,11 +19,14 @@
  *   ACLHOST_ENV_DEVICE_COUNT   the device count, 1..1024 (default 8)
  *   ACLHOST_ENV_STRICT_DEVICE  "1": aclrtMalloc memory the host cannot access
  *   ACLHOST_ENV_COPY_THREADS   at most this many threads per large copy (1: no copy pool)
+ *   ACLHOST_ENV_STRICT_ORDER   "1": a call that touches bytes a queued copy of another stream accesses,
+ *                              with no event between them, fails (docs/host_runtime.md)
  */
 #define ACLHOST_ENV_SOC "MS_MEMCOPY_SOC"
 #define ACLHOST_ENV_DEVICE_COUNT "MS_MEMCOPY_DEVICE_COUNT"
 #define ACLHOST_ENV_STRICT_DEVICE "MS_MEMCOPY_STRICT_DEVICE"
 #define ACLHOST_ENV_COPY_THREADS "MS_MEMCOPY_COPY_THREADS"
+#define ACLHOST_ENV_STRICT_ORDER "MS_MEMCOPY_STRICT_ORDER"
 
 #ifdef __cplusplus
 extern "C" {
@@ -119,6 +122,23 @@ ACL_FUNC_VISIBILITY aclError aclhostGetHostWaitCount(uint64_t *count);
  * use it to show that repeated calls accumulate neither. events or pinnedAllocations NULL: 100000.
  */
 ACL_FUNC_VISIBILITY aclError aclhostGetLiveResourceCounts(uint64_t *events, uint64_t *pinnedAllocations);
+
+/*
+ * Strict ordering (MS_MEMCOPY_STRICT_ORDER=1): the copies and memsets queued and not yet finished that
+ * the runtime tracks, and the races it has reported since the process started (each one an
+ * ACL_ERROR_RT_PARAM_INVALID returned by the call that raced). Both 0 while the check is off. Tests use
+ * the first to show that the tracker does not grow with the number of launches. Either pointer NULL:
+ * 100000.
+ */
+ACL_FUNC_VISIBILITY aclError aclhostGetOrderCheckCounts(uint64_t *queuedAccesses, uint64_t *races);
+
+/*
+ * Strict ordering: declares that the calling thread is about to read (write 0) or write (write != 0) size
+ * bytes at ptr outside any ACL call (numpy, a framework kernel). Returns ACL_ERROR_RT_PARAM_INVALID
+ * (107000) with the race report when that access races with a queued copy or memset, as a synchronous
+ * aclrtMemcpy would; 0 otherwise, and always 0 while the check is off. size 0: 0; ptr NULL: 100000.
+ */
+ACL_FUNC_VISIBILITY aclError aclhostCheckHostAccess(const void *ptr, size_t size, int32_t write);
 
 /* The emulated SoC profile name (MS_MEMCOPY_SOC, default Ascend910B). */
 ACL_FUNC_VISIBILITY const char *aclhostGetSocProfile(void);
