@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import mindspore as ms
-from mindspore import nn
+from mindspore import nn, ops
 
 from ms_memcopy import HostBuffer
 from ms_memcopy import _kernels_lib
@@ -47,7 +47,8 @@ class SwapOutIn(nn.Cell):
         moved_out = self.wait_out(token, self.src[0], self.src[1])
         token = self.swap_in(self.dst[0], self.dst[1], in_mapping)
         moved_in = self.wait_in(token, self.dst[0], self.dst[1])
-        return moved_out, moved_in, self.dst[0] + 0, self.dst[1] + 0  # reads after the wait
+        # the reads take the wait's output (ops.depend), which orders them after it
+        return moved_out, moved_in, ops.depend(self.dst[0], moved_in) + 0, ops.depend(self.dst[1], moved_in) + 0
 
 
 def run_step(mode, step, out_mapping, in_mapping):
@@ -93,7 +94,7 @@ class CopyThenRead(nn.Cell):
     def construct(self, mapping):
         token = self.copy(self.params[0], self.params[1], mapping)
         moved = self.wait(token, self.params[0], self.params[1])
-        return moved, self.params[0] * 1, self.params[1] * 1
+        return moved, ops.depend(self.params[0], moved) * 1, ops.depend(self.params[1], moved) * 1
 
 
 def test_copy_blocks_against_numpy(mode):
@@ -131,11 +132,13 @@ def test_the_copies_run_on_the_lane_and_the_wait_orders_the_read():
     host = buf.numpy(np.float32, (2, 4, *BLOCK))
     host[:] = -1
     k, v = parameters(dst, "held")
+    # the ops live as long as their transfers (a dropped op's kernel waits for its transfers)
+    swap_in, swap_out = SwapBlocksAsync("h2d", buf, num_caches=2), SwapBlocksAsync("d2h", buf, num_caches=2)
     gate = Gate(1)
     try:
-        token = SwapBlocksAsync("h2d", buf, num_caches=2)(k, v, [[0, 1]])
+        token = swap_in(k, v, [[0, 1]])
         np.testing.assert_array_equal(k.asnumpy(), dst[0])  # queued behind the held lane
-        out = SwapBlocksAsync("d2h", buf, num_caches=2)(*parameters(src, "out"), [[3, 2]])
+        out = swap_out(*parameters(src, "out"), [[3, 2]])
         WaitTransfer(num_tensors=2, lane="d2h")(out, k, v)  # the swap-out lane is not held
         np.testing.assert_array_equal(host[0, 2], src[0][3])
         np.testing.assert_array_equal(k.asnumpy(), dst[0])

@@ -307,8 +307,8 @@ def _async_sample(op_name, build):
 def _sample_wait(buf):
     del buf
     values = np.arange(8, dtype=np.float32).reshape(4, 2)
-    return Sample("wait_transfer", WaitTransfer(num_tensors=1), (ms.Tensor(np.array([32], np.int64)), parameter(values)),
-                  np.array([32], np.int64))
+    token = ms.Tensor(np.array([32], np.int64))
+    return Sample("wait_transfer", WaitTransfer(num_tensors=1), (token, parameter(values)), np.array([32], np.int64))
 
 
 #: op name -> sample(host_buffer): one per op of configs/ops/transfer.yaml.

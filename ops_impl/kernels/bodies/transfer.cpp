@@ -175,18 +175,15 @@ void RunWait(KernelState &s, const TensorArg *args, size_t count, aclrtStream st
            "aclrtMemcpyAsync");
 }
 
-#define MSMC_ASYNC_BODY(op, label)                                                                       \
-  {                                                                                                      \
-    op, label, [](KernelState &s, const TensorArg *a, size_t n) { CheckAsync(op, s, a, n); },            \
-        [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { RunAsync(op, s, a, n, st); } \
-  }
+#define MSMC_ASYNC_BODY(op, label)                                                           \
+  {op, label, [](KernelState &s, const TensorArg *a, size_t n) { CheckAsync(op, s, a, n); }, \
+   [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { RunAsync(op, s, a, n, st); }}
 
 const OpBody kBodies[] = {
     MSMC_ASYNC_BODY("swap_blocks_d2h_async", "SwapBlocksAsync(d2h)"),
     MSMC_ASYNC_BODY("swap_blocks_h2d_async", "SwapBlocksAsync(h2d)"),
     MSMC_ASYNC_BODY("copy_blocks_async", "CopyBlocksAsync"),
-    {"wait_transfer", "WaitTransfer",
-     [](KernelState &s, const TensorArg *a, size_t n) { CheckWait(s, a, n); },
+    {"wait_transfer", "WaitTransfer", [](KernelState &s, const TensorArg *a, size_t n) { CheckWait(s, a, n); },
      [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { RunWait(s, a, n, st); }},
 };
 
