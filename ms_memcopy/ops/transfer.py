@@ -69,8 +69,19 @@ def wait_transfers() -> None:
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> from ms_memcopy.ops import wait_transfers
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy import HostBuffer
+        >>> from ms_memcopy.ops import SwapBlocksAsync, wait_transfers
+        >>> k = ms.Parameter(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)), name="k")
+        >>> buf = HostBuffer(8)
+        >>> swap_out = SwapBlocksAsync("d2h", buf, num_caches=1)
+        >>> print(swap_out(k, ms.Tensor([[2, 0]], ms.int64)))
+        [8]
         >>> wait_transfers()
+        >>> print(buf.numpy(np.float32))
+        [4. 5.]
+        >>> buf.close()
     """
     code = _library().msmc_transfer_synchronize()
     if code != 0:
@@ -96,8 +107,14 @@ def transfer_stream_count() -> int:
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> from ms_memcopy.ops import transfer_stream_count
-        >>> transfer_stream_count() <= 3
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy.ops import CopyBlocksAsync, WaitTransfer, transfer_stream_count
+        >>> v = ms.Parameter(ms.Tensor(np.zeros((2, 2), np.float32)), name="v")
+        >>> copy = CopyBlocksAsync(num_caches=1)
+        >>> for _ in range(3):
+        ...     _ = WaitTransfer(num_tensors=1)(copy(v, ms.Tensor([[0, 1]], ms.int64)), v)
+        >>> print(1 <= transfer_stream_count() <= 3)
         True
     """
     return int(_library().msmc_transfer_stream_count())
