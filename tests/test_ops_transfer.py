@@ -44,9 +44,9 @@ class SwapOutIn(nn.Cell):
 
     def construct(self, out_mapping, in_mapping):
         token = self.swap_out(self.src[0], self.src[1], out_mapping)
-        moved_out = self.wait_out(token, self.src[0], self.src[1])
+        moved_out = self.wait_out(self.src[0], self.src[1], token)
         token = self.swap_in(self.dst[0], self.dst[1], in_mapping)
-        moved_in = self.wait_in(token, self.dst[0], self.dst[1])
+        moved_in = self.wait_in(self.dst[0], self.dst[1], token)
         # the reads take the wait's output (ops.depend), which orders them after it
         return moved_out, moved_in, ops.depend(self.dst[0], moved_in) + 0, ops.depend(self.dst[1], moved_in) + 0
 
@@ -93,7 +93,7 @@ class CopyThenRead(nn.Cell):
 
     def construct(self, mapping):
         token = self.copy(self.params[0], self.params[1], mapping)
-        moved = self.wait(token, self.params[0], self.params[1])
+        moved = self.wait(self.params[0], self.params[1], token)
         return moved, ops.depend(self.params[0], moved) * 1, ops.depend(self.params[1], moved) * 1
 
 
@@ -139,12 +139,12 @@ def test_the_copies_run_on_the_lane_and_the_wait_orders_the_read():
         token = swap_in(k, v, [[0, 1]])
         np.testing.assert_array_equal(k.asnumpy(), dst[0])  # queued behind the held lane
         out = swap_out(*parameters(src, "out"), [[3, 2]])
-        WaitTransfer(num_tensors=2, lane="d2h")(out, k, v)  # the swap-out lane is not held
+        WaitTransfer(num_tensors=2, lane="d2h")(k, v, out)  # the swap-out lane is not held
         np.testing.assert_array_equal(host[0, 2], src[0][3])
         np.testing.assert_array_equal(k.asnumpy(), dst[0])
     finally:
         gate.release()
-    assert WaitTransfer(num_tensors=2, lane="h2d")(token, k, v).asnumpy().tolist() == [2 * BLOCK_BYTES]
+    assert WaitTransfer(num_tensors=2, lane="h2d")(k, v, token).asnumpy().tolist() == [2 * BLOCK_BYTES]
     np.testing.assert_array_equal(k.asnumpy()[1], -np.ones(BLOCK, np.float32))
     assert transfer_stream_count() >= 2
     wait_transfers()

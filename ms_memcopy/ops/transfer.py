@@ -4,8 +4,8 @@
 the same kernel body (the same check, plan, error texts and ACL calls) on a transfer stream of their
 lane (swap-out, swap-in, copies within the device: one stream each per device, created once), after
 everything the launching stream had queued, and return at once a token: an int64 tensor of shape (1,)
-holding the bytes the transfer moves. ``WaitTransfer`` takes a token and the tensors the transfer
-guards, makes the launching stream wait for the transfers (aclrtStreamWaitEvent, no host wait), and
+holding the bytes the transfer moves. ``WaitTransfer`` takes the tensors a transfer guards and its
+token, makes the launching stream wait for the transfers (aclrtStreamWaitEvent, no host wait), and
 declares those tensors written, so the graph orders their later readers and writers after it.
 
 A token never waited on is completed at the latest by the launch of the same primitive four launches
@@ -113,7 +113,7 @@ def transfer_stream_count() -> int:
         >>> v = ms.Parameter(ms.Tensor(np.zeros((2, 2), np.float32)), name="v")
         >>> copy = CopyBlocksAsync(num_caches=1)
         >>> for _ in range(3):
-        ...     _ = WaitTransfer(num_tensors=1)(copy(v, ms.Tensor([[0, 1]], ms.int64)), v)
+        ...     _ = WaitTransfer(num_tensors=1)(v, copy(v, ms.Tensor([[0, 1]], ms.int64)))
         >>> print(1 <= transfer_stream_count() <= 3)
         True
     """
@@ -166,7 +166,7 @@ class SwapBlocksAsync(OpCell):
         >>> k = ms.Parameter(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)), name="k")
         >>> buf = HostBuffer(2 * 8)  # 1 cache of 2 host blocks of 8 bytes
         >>> token = SwapBlocksAsync("d2h", buf, num_caches=1)(k, ms.Tensor([[3, 0], [1, 1]], ms.int64))
-        >>> print(WaitTransfer(num_tensors=1)(token, k))
+        >>> print(WaitTransfer(num_tensors=1)(k, token))
         [16]
         >>> print(buf.numpy(np.float32).reshape(2, 2))
         [[6. 7.]
@@ -215,7 +215,7 @@ class CopyBlocksAsync(OpCell):
         >>> from ms_memcopy.ops import CopyBlocksAsync, WaitTransfer
         >>> v = ms.Parameter(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)), name="v")
         >>> token = CopyBlocksAsync(num_caches=1)(v, ms.Tensor([[1, 2]], ms.int64))
-        >>> print(WaitTransfer(num_tensors=1, lane="copy")(token, v))
+        >>> print(WaitTransfer(num_tensors=1, lane="copy")(v, token))
         [8]
         >>> print(v.asnumpy())
         [[0. 1.]
@@ -233,7 +233,7 @@ class CopyBlocksAsync(OpCell):
 class WaitTransfer(OpCell):
     r"""Makes the launching stream wait for the transfers of the asynchronous forms.
 
-    ``nbytes = WaitTransfer(num_tensors=k, lane=None)(token, t_0, ..., t_{k-1})``: the launching stream
+    ``nbytes = WaitTransfer(num_tensors=k, lane=None)(t_0, ..., t_{k-1}, token)``: the launching stream
     waits (aclrtStreamWaitEvent; the host does not wait) for every transfer queued so far on the lane
     (``"d2h"``, ``"h2d"``, ``"copy"``, or every lane for None), the token's included. The tensors
     ``t_i`` (Parameters in graphs) are declared written in place, so the graph runs their later
@@ -246,8 +246,8 @@ class WaitTransfer(OpCell):
         lane (str, optional): the lane waited for; None waits for every lane.
 
     Inputs:
-        - **token** (Tensor) - int64 [1], the output of an asynchronous form.
         - **t_0, ..., t_{k-1}** (Tensor) - the tensors the transfer guards (Parameters in graphs).
+        - **token** (Tensor) - int64 [1], the output of an asynchronous form.
 
     Outputs:
         An int64 Tensor of shape (1,): the token's value.
@@ -265,7 +265,7 @@ class WaitTransfer(OpCell):
         >>> import mindspore as ms
         >>> from ms_memcopy.ops import WaitTransfer
         >>> k = ms.Parameter(ms.Tensor(np.zeros((4, 2), np.float32)), name="k")
-        >>> print(WaitTransfer(num_tensors=1)(ms.Tensor([16], ms.int64), k))
+        >>> print(WaitTransfer(num_tensors=1)(k, ms.Tensor([16], ms.int64)))
         [16]
     """
 
@@ -274,10 +274,6 @@ class WaitTransfer(OpCell):
         self.primitive = _WaitTransferPrimitive(num_tensors=num_tensors, lane=lane)
         self.num_tensors = self.primitive.num_tensors
         self.lane = lane
-
-    def construct(self, *args):
-        """op(token, t0, ..., tk) as primitive((t0, ..., tk), token)."""
-        return self.primitive(args[1:], args[0])
 
 
 class _WaitTransferPrimitive(CopyPrimitive):
@@ -291,8 +287,8 @@ class _WaitTransferPrimitive(CopyPrimitive):
 
     def __call__(self, tensors, token):
         if len(tensors) != self.num_tensors:
-            raise TypeError(f"{self._label} built for num_tensors={self.num_tensors} takes a token and "
-                            f"{self.num_tensors} tensor(s), got {len(tensors)} tensor(s)")
+            raise TypeError(f"{self._label} built for num_tensors={self.num_tensors} takes "
+                            f"{self.num_tensors} tensor(s) and a token, got {len(tensors)} tensor(s)")
         return super().__call__(tuple(tensors), token)
 
     def _check_eager(self, inputs):
@@ -325,7 +321,7 @@ def _sample_wait(buf):
     del buf
     values = np.arange(8, dtype=np.float32).reshape(4, 2)
     token = ms.Tensor(np.array([32], np.int64))
-    return Sample("wait_transfer", WaitTransfer(num_tensors=1), (token, parameter(values)), np.array([32], np.int64))
+    return Sample("wait_transfer", WaitTransfer(num_tensors=1), (parameter(values), token), np.array([32], np.int64))
 
 
 #: op name -> sample(host_buffer): one per op of configs/ops/transfer.yaml.
