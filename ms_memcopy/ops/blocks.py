@@ -167,12 +167,14 @@ class SwapBlocks(OpCell):
 class _SwapBlocksPrimitive(_BlockPrimitive):
     """The primitive of SwapBlocks (the checks of its calls)."""
 
+    _op_suffix = ""  # "_async": the asynchronous form's op (ms_memcopy/ops/transfer.py)
+
     def __init__(self, direction: str, host_buffer: HostBuffer, *, num_caches: int):
         if direction not in _DIRECTIONS:
             raise ValueError(f"direction must be one of {_DIRECTIONS}, got {direction!r}")
         self.direction = direction
         self.host_buffer = check_host_buffer(host_buffer)
-        super().__init__(f"swap_blocks_{direction}", num_caches, {"buffer_id": host_buffer.buffer_id})
+        super().__init__(f"swap_blocks_{direction}{self._op_suffix}", num_caches, {"buffer_id": host_buffer.buffer_id})
 
     def host_blocks(self, block_bytes):
         """H: the blocks of each host cache for blocks of block_bytes bytes."""
@@ -241,8 +243,10 @@ class CopyBlocks(OpCell):
 class _CopyBlocksPrimitive(_BlockPrimitive):
     """The primitive of CopyBlocks (the checks of its calls)."""
 
+    _op_suffix = ""  # "_async": the asynchronous form's op (ms_memcopy/ops/transfer.py)
+
     def __init__(self, *, num_caches: int):
-        super().__init__("copy_blocks", num_caches, {})
+        super().__init__("copy_blocks" + self._op_suffix, num_caches, {})
 
 
 # ---- the sample calls of this family (ms_memcopy.samples gathers them; numpy expectations) ----

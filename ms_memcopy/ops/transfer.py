@@ -1,0 +1,335 @@
+"""Transfers inside the compiled graph: the asynchronous forms of the block ops, and WaitTransfer.
+
+``SwapBlocksAsync`` and ``CopyBlocksAsync`` take the inputs of ``SwapBlocks`` and ``CopyBlocks``, run
+the same kernel body (the same check, plan, error texts and ACL calls) on a transfer stream of their
+lane (swap-out, swap-in, copies within the device: one stream each per device, created once), after
+everything the launching stream had queued, and return at once a token: an int64 tensor of shape (1,)
+holding the bytes the transfer moves. ``WaitTransfer`` takes the tensors a transfer guards and its
+token, makes the launching stream wait for the transfers (aclrtStreamWaitEvent, no host wait), and
+declares those tensors written, so the graph orders their later readers and writers after it.
+
+A token never waited on is completed at the latest by the launch of the same primitive four launches
+later (each kernel keeps a ring of four transfers in flight) or by :func:`wait_transfers`, the
+end-of-step synchronization: call it before reading a HostBuffer a swap-out wrote without a
+WaitTransfer. Reading a destination before its WaitTransfer is a mistake the host runtime's strict
+ordering mode (``MS_MEMCOPY_STRICT_ORDER=1``) reports. Eager calls: keep the tensors alive until the
+transfer is waited for (the kernel does not hold them).
+"""
+import ctypes
+import dataclasses
+import functools
+from typing import Callable, Dict, Optional
+
+import numpy as np
+import mindspore as ms
+
+from .. import _kernels_lib
+from ..errors import AclError
+from ..host_buffer import HostBuffer
+from ._args import check_in_place_target, check_int
+from ._primitive import CopyPrimitive
+from ._samples import Sample, parameter
+from ._variadic import OpCell
+from .blocks import SAMPLES as _BLOCK_SAMPLES, _CopyBlocksPrimitive, _SwapBlocksPrimitive
+
+__all__ = ["SwapBlocksAsync", "CopyBlocksAsync", "WaitTransfer", "wait_transfers", "transfer_stream_count"]
+
+#: WaitTransfer's lanes: which transfer streams it waits for (None: every lane).
+_LANES = {None: -1, "d2h": 0, "h2d": 1, "copy": 2}
+
+
+@functools.lru_cache(maxsize=None)
+def _library():
+    lib = _kernels_lib.library()
+    lib.msmc_transfer_synchronize.restype = ctypes.c_int32
+    lib.msmc_transfer_synchronize.argtypes = []
+    lib.msmc_transfer_stream_count.restype = ctypes.c_int64
+    lib.msmc_transfer_stream_count.argtypes = []
+    lib.msmc_transfer_lane_stream.restype = ctypes.c_void_p  # tests hold a lane busy through it
+    lib.msmc_transfer_lane_stream.argtypes = [ctypes.c_int32, ctypes.c_int64]
+    return lib
+
+
+def wait_transfers() -> None:
+    """Waits on the host until every transfer queued so far by the asynchronous forms has run.
+
+    The end-of-step synchronization: call it before reading, outside a graph, memory a transfer wrote
+    that no WaitTransfer ordered (a HostBuffer a swap-out filled, say).
+
+    Args:
+        None.
+
+    Returns:
+        None.
+
+    Raises:
+        AclError: the ACL runtime reported a failure of a transfer stream.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy import HostBuffer
+        >>> from ms_memcopy.ops import SwapBlocksAsync, wait_transfers
+        >>> k = ms.Parameter(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)), name="k")
+        >>> buf = HostBuffer(8)
+        >>> swap_out = SwapBlocksAsync("d2h", buf, num_caches=1)
+        >>> print(swap_out(k, ms.Tensor([[2, 0]], ms.int64)))
+        [8]
+        >>> wait_transfers()
+        >>> print(buf.numpy(np.float32))
+        [4. 5.]
+        >>> buf.close()
+    """
+    code = _library().msmc_transfer_synchronize()
+    if code != 0:
+        raise AclError(code, "aclrtSynchronizeEvent", None, "waiting for the transfer streams")
+
+
+def transfer_stream_count() -> int:
+    """The number of transfer streams created so far in this process.
+
+    At most one per lane (swap-out, swap-in, copies within the device) and device, however many
+    transfers ran: the streams are created once and reused.
+
+    Args:
+        None.
+
+    Returns:
+        int: the streams.
+
+    Raises:
+        None.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy.ops import CopyBlocksAsync, WaitTransfer, transfer_stream_count
+        >>> v = ms.Parameter(ms.Tensor(np.zeros((2, 2), np.float32)), name="v")
+        >>> copy = CopyBlocksAsync(num_caches=1)
+        >>> for _ in range(3):
+        ...     _ = WaitTransfer(num_tensors=1)(v, copy(v, ms.Tensor([[0, 1]], ms.int64)))
+        >>> print(1 <= transfer_stream_count() <= 3)
+        True
+    """
+    return int(_library().msmc_transfer_stream_count())
+
+
+class _SwapBlocksAsyncPrimitive(_SwapBlocksPrimitive):
+    _op_suffix = "_async"
+
+
+class _CopyBlocksAsyncPrimitive(_CopyBlocksPrimitive):
+    _op_suffix = "_async"
+
+
+class SwapBlocksAsync(OpCell):
+    r"""SwapBlocks on the transfer stream of its direction, returning a token at once.
+
+    ``token = SwapBlocksAsync(direction, host_buffer, num_caches=L)(cache_0, ..., cache_{L-1}, block_mapping)``
+    queues the copies of ``SwapBlocks(direction, host_buffer, num_caches=L)`` (same inputs, host layout,
+    checks and error texts) on the swap-out (d2h) or swap-in (h2d) stream, after everything queued
+    before it on the launching stream. The token is an int64 Tensor of shape (1,), the bytes moved;
+    pass it to :class:`WaitTransfer` before reading (h2d) or writing (d2h) the caches again.
+
+    Args:
+        direction (str): ``"d2h"`` (swap out) or ``"h2d"`` (swap in).
+        host_buffer (HostBuffer): the host memory holding the L host caches.
+        num_caches (int): L, the caches of each call (>= 1).
+
+    Inputs:
+        - **cache_0, ..., cache_{L-1}** (Tensor) - as SwapBlocks: [num_blocks, \*block_shape], one
+          shape and dtype; written in place by h2d (Parameters in graphs).
+        - **block_mapping** (Tensor) - int64 [n, 2]: (source block, destination block) pairs.
+
+    Outputs:
+        The token: an int64 Tensor of shape (1,), the bytes the transfer moves.
+
+    Raises:
+        TypeError: as SwapBlocks (dtypes, number of caches, in-place targets).
+        ValueError: as SwapBlocks (a block out of range, a destination twice, a closed HostBuffer),
+            with the same texts; nothing is copied.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy import HostBuffer
+        >>> from ms_memcopy.ops import SwapBlocksAsync, WaitTransfer
+        >>> k = ms.Parameter(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)), name="k")
+        >>> buf = HostBuffer(2 * 8)  # 1 cache of 2 host blocks of 8 bytes
+        >>> token = SwapBlocksAsync("d2h", buf, num_caches=1)(k, ms.Tensor([[3, 0], [1, 1]], ms.int64))
+        >>> print(WaitTransfer(num_tensors=1)(k, token))
+        [16]
+        >>> print(buf.numpy(np.float32).reshape(2, 2))
+        [[6. 7.]
+         [2. 3.]]
+        >>> buf.close()
+    """
+
+    _forms = ("d2h", "h2d")
+
+    def __init__(self, direction: str, host_buffer: HostBuffer, *, num_caches: int):
+        super().__init__()
+        self.primitive = _SwapBlocksAsyncPrimitive(direction, host_buffer, num_caches=num_caches)
+        self.direction = direction
+        self.host_buffer = host_buffer
+        self.num_caches = self.primitive.num_caches
+
+
+class CopyBlocksAsync(OpCell):
+    r"""CopyBlocks on the transfer stream of copies within the device, returning a token at once.
+
+    ``token = CopyBlocksAsync(num_caches=L)(cache_0, ..., cache_{L-1}, block_mapping)``: the copies of
+    ``CopyBlocks(num_caches=L)`` (same inputs, checks and error texts), in place, queued after
+    everything queued before it on the launching stream. Pass the token to :class:`WaitTransfer`
+    before the caches are read or written again.
+
+    Args:
+        num_caches (int): L, the caches of each call (>= 1).
+
+    Inputs:
+        - **cache_0, ..., cache_{L-1}** (Tensor) - as CopyBlocks, written in place (Parameters in graphs).
+        - **block_mapping** (Tensor) - int64 [n, 2]: (source block, destination block) pairs.
+
+    Outputs:
+        The token: an int64 Tensor of shape (1,), the bytes the transfer copies.
+
+    Raises:
+        TypeError: as CopyBlocks.
+        ValueError: as CopyBlocks, with the same texts; nothing is copied.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy.ops import CopyBlocksAsync, WaitTransfer
+        >>> v = ms.Parameter(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)), name="v")
+        >>> token = CopyBlocksAsync(num_caches=1)(v, ms.Tensor([[1, 2]], ms.int64))
+        >>> print(WaitTransfer(num_tensors=1, lane="copy")(v, token))
+        [8]
+        >>> print(v.asnumpy())
+        [[0. 1.]
+         [2. 3.]
+         [2. 3.]
+         [6. 7.]]
+    """
+
+    def __init__(self, *, num_caches: int):
+        super().__init__()
+        self.primitive = _CopyBlocksAsyncPrimitive(num_caches=num_caches)
+        self.num_caches = self.primitive.num_caches
+
+
+class WaitTransfer(OpCell):
+    r"""Makes the launching stream wait for the transfers of the asynchronous forms.
+
+    ``nbytes = WaitTransfer(num_tensors=k, lane=None)(t_0, ..., t_{k-1}, token)``: the launching stream
+    waits (aclrtStreamWaitEvent; the host does not wait) for every transfer queued so far on the lane
+    (``"d2h"``, ``"h2d"``, ``"copy"``, or every lane for None), the token's included. The tensors
+    ``t_i`` (Parameters in graphs) are declared written in place, so the graph runs their later
+    readers and writers after the wait; the token makes the wait follow its transfer. Returns the
+    token's value (int64, shape (1,)).
+
+    Args:
+        num_tensors (int): k, the tensors the transfer guards (>= 1): a swap-in's or a copy's caches,
+            a swap-out's source caches.
+        lane (str, optional): the lane waited for; None waits for every lane.
+
+    Inputs:
+        - **t_0, ..., t_{k-1}** (Tensor) - the tensors the transfer guards (Parameters in graphs).
+        - **token** (Tensor) - int64 [1], the output of an asynchronous form.
+
+    Outputs:
+        An int64 Tensor of shape (1,): the token's value.
+
+    Raises:
+        TypeError: a wrong number of tensors, a tensor that is a slice or view (or not a Parameter
+            in graphs).
+        ValueError: an unknown lane, a token that is not int64 of shape (1,).
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy.ops import WaitTransfer
+        >>> k = ms.Parameter(ms.Tensor(np.zeros((4, 2), np.float32)), name="k")
+        >>> print(WaitTransfer(num_tensors=1)(k, ms.Tensor([16], ms.int64)))
+        [16]
+    """
+
+    def __init__(self, *, num_tensors: int, lane: Optional[str] = None):
+        super().__init__()
+        self.primitive = _WaitTransferPrimitive(num_tensors=num_tensors, lane=lane)
+        self.num_tensors = self.primitive.num_tensors
+        self.lane = lane
+
+
+class _WaitTransferPrimitive(CopyPrimitive):
+    """The primitive of WaitTransfer."""
+
+    def __init__(self, *, num_tensors: int, lane: Optional[str]):
+        if lane not in _LANES:
+            raise ValueError(f"lane must be one of {tuple(_LANES)}, got {lane!r}")
+        self.num_tensors = check_int(num_tensors, "num_tensors", minimum=1)
+        super().__init__("wait_transfer", attrs={"lane": _LANES[lane], "num_tensors": self.num_tensors})
+
+    def __call__(self, tensors, token):
+        if len(tensors) != self.num_tensors:
+            raise TypeError(f"{self._label} built for num_tensors={self.num_tensors} takes "
+                            f"{self.num_tensors} tensor(s) and a token, got {len(tensors)} tensor(s)")
+        return super().__call__(tuple(tensors), token)
+
+    def _check_eager(self, inputs):
+        for i, tensor in enumerate(inputs[:-1]):
+            check_in_place_target(tensor, f"tensors[{i}]")
+        if not isinstance(inputs[-1], ms.Tensor):
+            raise TypeError(f"token must be a Tensor, not {type(inputs[-1]).__name__}")
+
+
+# ---- the sample calls of this family (ms_memcopy.samples gathers them; numpy expectations) ----
+
+def _after_wait(read):
+    def waited():
+        wait_transfers()
+        return read()
+    return waited
+
+
+def _async_sample(op_name, build):
+    """The synchronous op's sample run by its asynchronous form (the same inputs and expectations),
+    its writes read after wait_transfers()."""
+    def sample(buf):
+        sync = _BLOCK_SAMPLES[op_name.replace("_async", "")](buf)
+        return dataclasses.replace(sync, op_name=op_name, op=build(sync.op),
+                                   writes=tuple((name, _after_wait(read), want) for name, read, want in sync.writes))
+    return sample
+
+
+def _sample_wait(buf):
+    del buf
+    values = np.arange(8, dtype=np.float32).reshape(4, 2)
+    token = ms.Tensor(np.array([32], np.int64))
+    return Sample("wait_transfer", WaitTransfer(num_tensors=1), (parameter(values), token), np.array([32], np.int64))
+
+
+#: op name -> sample(host_buffer): one per op of configs/ops/transfer.yaml.
+SAMPLES: Dict[str, Callable[[HostBuffer], Sample]] = {
+    "swap_blocks_d2h_async": _async_sample(
+        "swap_blocks_d2h_async", lambda op: SwapBlocksAsync("d2h", op.host_buffer, num_caches=op.num_caches)),
+    "swap_blocks_h2d_async": _async_sample(
+        "swap_blocks_h2d_async", lambda op: SwapBlocksAsync("h2d", op.host_buffer, num_caches=op.num_caches)),
+    "copy_blocks_async": _async_sample("copy_blocks_async", lambda op: CopyBlocksAsync(num_caches=op.num_caches)),
+    "wait_transfer": _sample_wait,
+}

@@ -1,0 +1,196 @@
+// The asynchronous forms of the copy primitives and WaitTransfer: the transfer's copies run on a
+// transfer stream of their lane (transfer_streams.h), after everything the launching stream had
+// queued, and the launch returns a token at once; WaitTransfer makes the launching stream wait for
+// the lane's transfers. Definitions: configs/ops/transfer.yaml; primitives: ms_memcopy/ops/transfer.py.
+//
+// An asynchronous form runs the body of its synchronous op (found by name: the same check, plan,
+// error texts and ACL calls) on the lane's stream, with its own KernelState for that body; its int64
+// output (bytes moved) goes to a scratch buffer of the kernel's on the lane, and the token (the same
+// value) to the op's output on the launching stream, so the framework's output is never written
+// after the launch. The check runs before anything is queued: nothing moves when it fails.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "body_helpers.h"
+#include "kernel_error.h"
+#include "op_bodies.h"
+#include "transfer_streams.h"
+
+namespace msmc {
+
+using namespace bodies;  // NOLINT(build/namespaces)
+
+namespace {
+
+const AttrSpec kAttrs[] = {{"buffer_id", false}, {"lane", false}};
+MSMC_REGISTER_ATTRS(kAttrs);
+
+// An asynchronous form: its op, the synchronous op whose body it runs, the attributes that body reads
+// and the lane it runs on.
+struct AsyncForm {
+  const char *op;
+  const char *sync_op;
+  std::vector<const char *> attrs;
+  int64_t lane;
+};
+
+const AsyncForm kForms[] = {
+    {"swap_blocks_d2h_async", "swap_blocks_d2h", {"buffer_id"}, kLaneDeviceToHost},
+    {"swap_blocks_h2d_async", "swap_blocks_h2d", {"buffer_id"}, kLaneHostToDevice},
+    {"copy_blocks_async", "copy_blocks", {}, kLaneWithinDevice},
+};
+
+const AsyncForm &Form(const char *op) {
+  for (const AsyncForm &form : kForms) {
+    if (std::strcmp(form.op, op) == 0) {
+      return form;
+    }
+  }
+  throw std::logic_error(std::string("no asynchronous form ") + op);
+}
+
+const OpBody &SyncBody(const AsyncForm &form) {
+  const OpBody *body = FindOpBody(form.sync_op);
+  if (body == nullptr) {
+    throw std::logic_error(std::string("no body for ") + form.sync_op);
+  }
+  return *body;
+}
+
+// Device memory of the kernel's that the synchronous body writes its int64 output into, on the lane.
+class Scratch {
+ public:
+  Scratch() = default;
+  ~Scratch() {
+    if (data_ != nullptr) {
+      (void)aclrtFree(data_);
+    }
+  }
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  void *Get() {
+    if (data_ == nullptr) {
+      CheckAcl(aclrtMalloc(&data_, sizeof(int64_t), ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+    }
+    return data_;
+  }
+
+ private:
+  void *data_ = nullptr;
+};
+
+// Per kernel instance; members are destroyed bottom-up, so the ring waits for the transfers before the
+// body's state and the scratch they use go.
+struct TransferState {
+  Scratch scratch;
+  KernelState body;  // the synchronous body's state (its plans and result slots)
+  TransferRing ring;
+  std::vector<TensorArg> args;
+};
+
+const int64_t kOneValue[] = {1};
+
+// args of the synchronous body: the op's tensors with the output replaced by the scratch.
+TensorArg *BodyArgs(TransferState &t, const TensorArg *args, size_t count, bool launch) {
+  t.args.assign(args, args + count);
+  t.args.back() = TensorArg{launch ? t.scratch.Get() : nullptr, kOneValue, 1, "int64"};
+  return t.args.data();
+}
+
+void Prepare(const AsyncForm &form, KernelState &s, TransferState &t) {
+  for (const char *name : form.attrs) {
+    t.body.StoreAttr(name, s.Attr(name));
+  }
+  t.body.device = s.device;
+}
+
+void CheckAsync(const char *op, KernelState &s, const TensorArg *args, size_t count) {
+  const AsyncForm &form = Form(op);
+  TransferState &t = s.Family<TransferState>();
+  Prepare(form, s, t);
+  SyncBody(form).check(t.body, BodyArgs(t, args, count, false), count);
+}
+
+// The tensors (all but host-value inputs) declared as device memory until the transfer has run (host
+// runtime; nothing with CANN, where they are device memory).
+std::unique_ptr<DeviceMemoryScope> DeclareTensors(const TensorArg *args, size_t count) {
+  auto memory = std::make_unique<DeviceMemoryScope>();
+  memory->Reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (!args[i].host_values) {
+      memory->Add(args[i].data, NumBytes(args[i], "tensor"));
+    }
+  }
+  memory->Register();
+  return memory;
+}
+
+void RunAsync(const char *op, KernelState &s, const TensorArg *args, size_t count, aclrtStream stream) {
+  const AsyncForm &form = Form(op);
+  const OpBody &body = SyncBody(form);
+  TransferState &t = s.Family<TransferState>();
+  Prepare(form, s, t);
+  TensorArg *body_args = BodyArgs(t, args, count, true);
+  body.check(t.body, body_args, count);  // every value known: a mistake stops here, before any event
+  const aclrtStream lane = TransferStream(s.device, form.lane);
+  TransferRing::Slot &slot = t.ring.Acquire();
+  slot.memory = DeclareTensors(args, count - 1);
+  CheckAcl(aclrtRecordEvent(slot.start, stream), "aclrtRecordEvent");
+  CheckAcl(aclrtStreamWaitEvent(lane, slot.start), "aclrtStreamWaitEvent");
+  try {
+    body.run(t.body, body_args, count, lane);
+  } catch (...) {
+    // An ACL failure part way: what was queued runs after the launching stream's work, which may not
+    // have run yet (the CPU target completes it after this returns), so the slot keeps the tensors
+    // declared until the lane has passed its end event.
+    TransferRing::Release(slot, lane);
+    throw;
+  }
+  TransferRing::Release(slot, lane);
+  MarkTransferQueued(s.device, form.lane);
+  s.host_results = t.body.host_results;
+  WriteResults(s, args[count - 1], stream);  // the token, on the launching stream
+}
+
+// WaitTransfer: tensors..., token, out. The token is the int64 [1] output of an asynchronous form.
+const TensorArg &CheckWait(KernelState &s, const TensorArg *args, size_t count) {
+  const TensorArg &token = args[count - 2];
+  if (std::strcmp(token.dtype, "int64") != 0 || token.ndim != 1 || token.shape[0] != 1) {
+    throw InputError("token", std::string("must be the int64 tensor of shape [1] an asynchronous form returned, got ") +
+                                  token.dtype + " of " + std::to_string(token.ndim) + " dimension(s)");
+  }
+  const int64_t lane = s.Attr("lane");
+  if (lane != kAllLanes && (lane < 0 || lane >= kTransferLanes)) {
+    throw InputError("lane", "is " + std::to_string(lane) + "; expected -1 (every lane), 0, 1 or 2");
+  }
+  return token;
+}
+
+void RunWait(KernelState &s, const TensorArg *args, size_t count, aclrtStream stream) {
+  const TensorArg &token = CheckWait(s, args, count);
+  WaitForTransfers(s.device, s.Attr("lane"), stream);
+  CheckAcl(aclrtMemcpyAsync(args[count - 1].data, sizeof(int64_t), token.data, sizeof(int64_t),
+                            ACL_MEMCPY_DEVICE_TO_DEVICE, stream),
+           "aclrtMemcpyAsync");
+}
+
+#define MSMC_ASYNC_BODY(op, label)                                                           \
+  {op, label, [](KernelState &s, const TensorArg *a, size_t n) { CheckAsync(op, s, a, n); }, \
+   [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { RunAsync(op, s, a, n, st); }}
+
+const OpBody kBodies[] = {
+    MSMC_ASYNC_BODY("swap_blocks_d2h_async", "SwapBlocksAsync(d2h)"),
+    MSMC_ASYNC_BODY("swap_blocks_h2d_async", "SwapBlocksAsync(h2d)"),
+    MSMC_ASYNC_BODY("copy_blocks_async", "CopyBlocksAsync"),
+    {"wait_transfer", "WaitTransfer", [](KernelState &s, const TensorArg *a, size_t n) { CheckWait(s, a, n); },
+     [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { RunWait(s, a, n, st); }},
+};
+
+#undef MSMC_ASYNC_BODY
+
+MSMC_REGISTER_OP_BODIES(kBodies);
+
+}  // namespace
+
+}  // namespace msmc

@@ -1,0 +1,78 @@
+// The streams and events of the asynchronous forms (bodies/transfer.cpp): a transfer stream per
+// device and lane (swap-out, swap-in, copies within the device), created once for the process, and a
+// ring of events per kernel instance. A transfer is queued on its lane after an event recorded on the
+// launching (compute) stream, and an event recorded after it on the lane is what WaitTransfer makes the
+// compute stream wait for. Nothing here grows with the number of launches.
+#ifndef MS_MEMCOPY_KERNELS_TRANSFER_STREAMS_H_
+#define MS_MEMCOPY_KERNELS_TRANSFER_STREAMS_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "acl/acl.h"
+#include "host_buffers.h"  // MSMC_EXPORT
+#include "kernels_api.h"
+#include "launch_context.h"
+
+namespace msmc {
+
+// The lanes, one transfer stream each per device; also the values of WaitTransfer's `lane` attribute
+// (kAllLanes: every lane).
+enum TransferLane : int64_t { kLaneDeviceToHost = 0, kLaneHostToDevice = 1, kLaneWithinDevice = 2 };
+constexpr int64_t kTransferLanes = 3;
+constexpr int64_t kAllLanes = -1;
+
+// The lane's stream on `device`, created on first use (on the host runtime it has a worker thread of
+// its own, so its copies overlap the launching thread's work) and kept for the life of the process,
+// as ThreadStream is.
+aclrtStream TransferStream(int32_t device, int64_t lane);
+// Records the lane's latest-transfer event on its stream: call after queuing a transfer there.
+void MarkTransferQueued(int32_t device, int64_t lane);
+// Makes `stream` wait (aclrtStreamWaitEvent, no host wait) for every transfer queued so far on the
+// lane of `device` (every lane for kAllLanes).
+void WaitForTransfers(int32_t device, int64_t lane, aclrtStream stream);
+
+// Per kernel instance: kSlots slots, each an event recorded on the compute stream (the transfer's
+// start, waited for by the lane) and one recorded on the lane after the transfer (its end), plus what
+// must outlive the transfer (on the host runtime, the tensors' device-memory declaration). A slot is
+// reused once its transfer has run: a launch waits on the host only when a whole ring of its
+// transfers is still in flight. The destructor waits for every transfer, then destroys the events.
+class TransferRing {
+ public:
+  static constexpr size_t kSlots = 4;
+  struct Slot {
+    aclrtEvent start = nullptr;
+    aclrtEvent end = nullptr;
+    bool recorded = false;
+    std::unique_ptr<DeviceMemoryScope> memory;
+  };
+
+  TransferRing() = default;
+  ~TransferRing();
+  TransferRing(const TransferRing &) = delete;
+  TransferRing &operator=(const TransferRing &) = delete;
+
+  // The next slot in turn, its previous transfer finished and its memory declaration dropped.
+  Slot &Acquire();
+  // Records the slot's end event on `lane_stream`, after the transfer's copies.
+  static void Release(Slot &slot, aclrtStream lane_stream);
+
+ private:
+  std::array<Slot, kSlots> slots_;
+  size_t next_ = 0;
+};
+
+}  // namespace msmc
+
+// Waits on the host for every transfer queued so far on every lane of every device (the end-of-step
+// synchronization of the asynchronous forms): 0, or the failing ACL code.
+MSMC_EXPORT int32_t msmc_transfer_synchronize(void);
+// The stream of `lane` on `device` (created if needed; the calling thread needs a current device), for
+// tests that hold a lane busy with a host function; NULL on failure.
+MSMC_EXPORT void *msmc_transfer_lane_stream(int32_t device, int64_t lane);
+// The transfer streams created so far in this process (at most kTransferLanes per device).
+MSMC_EXPORT int64_t msmc_transfer_stream_count(void);
+
+#endif  // MS_MEMCOPY_KERNELS_TRANSFER_STREAMS_H_

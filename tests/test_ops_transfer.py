@@ -1,0 +1,225 @@
+"""The asynchronous forms (SwapBlocksAsync, CopyBlocksAsync) and WaitTransfer against numpy, in
+GRAPH_MODE (a Cell holding Parameters, jit_level O0) and PYNATIVE_MODE: the copies run on a transfer
+stream of their lane (a lane held busy by a host function keeps them queued while the launch returns,
+and the other lane still runs), a destination read after WaitTransfer sees the new data, a mistake
+raises the synchronous op's error text with nothing written, and the events and streams stay flat
+over many graph steps."""
+import threading
+
+import numpy as np
+import pytest
+
+import mindspore as ms
+from mindspore import nn, ops
+
+from ms_memcopy import HostBuffer
+from ms_memcopy import _kernels_lib
+from ms_memcopy import runtime as rt
+from ms_memcopy.ops import CopyBlocks, CopyBlocksAsync, SwapBlocks, SwapBlocksAsync, WaitTransfer, transfer
+from ms_memcopy.ops import transfer_stream_count, wait_transfers
+
+MODES = {"graph": ms.GRAPH_MODE, "pynative": ms.PYNATIVE_MODE}
+BLOCK = (2, 4)  # float32: 32 bytes a block
+BLOCK_BYTES = 32
+
+
+def caches(offset=0):
+    return [np.arange(4 * 8, dtype=np.float32).reshape(4, *BLOCK) + 100 * l + offset for l in range(2)]
+
+
+def parameters(values, prefix):
+    return [ms.Parameter(ms.Tensor(v), name=f"{prefix}{l}") for l, v in enumerate(values)]
+
+
+class SwapOutIn(nn.Cell):
+    """A step: swap blocks of (k, v) out, wait, swap host blocks into (k2, v2), wait, read k2 and v2."""
+
+    def __init__(self, buf, src, dst):
+        super().__init__()
+        self.src, self.dst = ms.ParameterTuple(src), ms.ParameterTuple(dst)
+        self.swap_out = SwapBlocksAsync("d2h", buf, num_caches=2)
+        self.swap_in = SwapBlocksAsync("h2d", buf, num_caches=2)
+        self.wait_out = WaitTransfer(num_tensors=2, lane="d2h")
+        self.wait_in = WaitTransfer(num_tensors=2)
+
+    def construct(self, out_mapping, in_mapping):
+        token = self.swap_out(self.src[0], self.src[1], out_mapping)
+        moved_out = self.wait_out(self.src[0], self.src[1], token)
+        token = self.swap_in(self.dst[0], self.dst[1], in_mapping)
+        moved_in = self.wait_in(self.dst[0], self.dst[1], token)
+        # the reads take the wait's output (ops.depend), which orders them after it
+        return moved_out, moved_in, ops.depend(self.dst[0], moved_in) + 0, ops.depend(self.dst[1], moved_in) + 0
+
+
+def run_step(mode, step, out_mapping, in_mapping):
+    if mode == "graph":
+        return step(ms.Tensor(out_mapping), ms.Tensor(in_mapping))
+    return step.construct(ms.Tensor(out_mapping), ms.Tensor(in_mapping))
+
+
+@pytest.fixture(params=sorted(MODES))
+def mode(request):
+    previous = ms.get_context("mode")
+    ms.set_context(mode=MODES[request.param], jit_config={"jit_level": "O0"})
+    yield request.param
+    ms.set_context(mode=previous)
+
+
+def test_swap_out_then_in_against_numpy(mode):
+    src, dst = caches(), caches(1000)
+    buf = HostBuffer(2 * 4 * BLOCK_BYTES)  # 2 caches of 4 host blocks
+    step = SwapOutIn(buf, parameters(src, f"src_{mode}"), parameters(dst, f"dst_{mode}"))
+    out_mapping = np.array([[1, 0], [3, 2]], np.int64)  # device block -> host block
+    in_mapping = np.array([[2, 0], [0, 3]], np.int64)  # host block -> device block
+    moved_out, moved_in, k2, v2 = run_step(mode, step, out_mapping, in_mapping)
+    expected = [d.copy() for d in dst]
+    for l in range(2):
+        expected[l][0], expected[l][3] = src[l][3], src[l][1]
+    np.testing.assert_array_equal(k2.asnumpy(), expected[0])
+    np.testing.assert_array_equal(v2.asnumpy(), expected[1])
+    assert moved_out.asnumpy().tolist() == moved_in.asnumpy().tolist() == [2 * 2 * BLOCK_BYTES]
+    host = buf.numpy(np.float32, (2, 4, *BLOCK))
+    for l in range(2):
+        np.testing.assert_array_equal(host[l, [0, 2]], src[l][[1, 3]])
+    buf.close()
+
+
+class CopyThenRead(nn.Cell):
+    def __init__(self, params):
+        super().__init__()
+        self.params = ms.ParameterTuple(params)
+        self.copy = CopyBlocksAsync(num_caches=2)
+        self.wait = WaitTransfer(num_tensors=2, lane="copy")
+
+    def construct(self, mapping):
+        token = self.copy(self.params[0], self.params[1], mapping)
+        moved = self.wait(self.params[0], self.params[1], token)
+        return moved, ops.depend(self.params[0], moved) * 1, ops.depend(self.params[1], moved) * 1
+
+
+def test_copy_blocks_against_numpy(mode):
+    values = caches()
+    cell = CopyThenRead(parameters(values, f"copy_{mode}"))
+    mapping = ms.Tensor(np.array([[0, 2], [1, 3]], np.int64))
+    moved, k, v = cell(mapping) if mode == "graph" else cell.construct(mapping)
+    for got, want in zip((k, v), values):
+        want = want.copy()
+        want[2], want[3] = want[0], want[1]
+        np.testing.assert_array_equal(got.asnumpy(), want)
+    assert moved.asnumpy().tolist() == [2 * 2 * BLOCK_BYTES]
+
+
+class Gate:
+    """Holds a transfer lane's stream with a host function until released."""
+
+    def __init__(self, lane):
+        rt.set_device(0)
+        stream = transfer._library().msmc_transfer_lane_stream(0, lane)
+        assert stream
+        self.event = threading.Event()
+        rt.launch_host_func(stream, lambda: self.event.wait(30))
+
+    def release(self):
+        self.event.set()
+
+
+def test_the_copies_run_on_the_lane_and_the_wait_orders_the_read():
+    """Eagerly: with the swap-in lane held, the launch returns and the cache is not yet written; the
+    swap-out lane is another stream and completes meanwhile; after the release, WaitTransfer orders the
+    read after the copies."""
+    src, dst = caches(), caches(1000)
+    buf = HostBuffer(2 * 4 * BLOCK_BYTES)
+    host = buf.numpy(np.float32, (2, 4, *BLOCK))
+    host[:] = -1
+    k, v = parameters(dst, "held")
+    # the ops live as long as their transfers (a dropped op's kernel waits for its transfers)
+    swap_in, swap_out = SwapBlocksAsync("h2d", buf, num_caches=2), SwapBlocksAsync("d2h", buf, num_caches=2)
+    gate = Gate(1)
+    try:
+        token = swap_in(k, v, [[0, 1]])
+        np.testing.assert_array_equal(k.asnumpy(), dst[0])  # queued behind the held lane
+        out = swap_out(*parameters(src, "out"), [[3, 2]])
+        WaitTransfer(num_tensors=2, lane="d2h")(k, v, out)  # the swap-out lane is not held
+        np.testing.assert_array_equal(host[0, 2], src[0][3])
+        np.testing.assert_array_equal(k.asnumpy(), dst[0])
+    finally:
+        gate.release()
+    assert WaitTransfer(num_tensors=2, lane="h2d")(k, v, token).asnumpy().tolist() == [2 * BLOCK_BYTES]
+    np.testing.assert_array_equal(k.asnumpy()[1], -np.ones(BLOCK, np.float32))
+    assert transfer_stream_count() >= 2
+    wait_transfers()
+    buf.close()
+
+
+BAD_MAPPINGS = [
+    np.array([[0, 9]], np.int64),  # host block out of range
+    np.array([[0, 1], [2, 1]], np.int64),  # destination twice
+    np.array([[-1, 0]], np.int64),  # device block negative
+]
+
+
+@pytest.mark.parametrize("mapping", BAD_MAPPINGS, ids=["range", "twice", "negative"])
+def test_errors_are_the_sync_ops_with_nothing_written(mode, mapping):
+    buf = HostBuffer(2 * 2 * BLOCK_BYTES)
+    host = buf.numpy(np.uint8)
+    host[:] = 7
+    values = caches()
+    texts = []
+    for op, label in ((SwapBlocks("d2h", buf, num_caches=2), "SwapBlocks(d2h)"),
+                      (SwapBlocksAsync("d2h", buf, num_caches=2), "SwapBlocksAsync(d2h)")):
+        params = parameters(values, f"err_{mode}_{label[:5]}")
+        with pytest.raises(ValueError) as info:
+            if mode == "graph":
+                cell = _Call(op, params)
+                cell(ms.Tensor(mapping))
+            else:
+                op(*params, ms.Tensor(mapping))
+        message = str(info.value).split("\n\n", 1)[0]
+        assert message.startswith(f"ms_memcopy {label}: ")
+        texts.append(message[len(f"ms_memcopy {label}: "):])
+        wait_transfers()
+        assert (host == 7).all()
+    assert texts[0] == texts[1]
+    buf.close()
+
+
+class _Call(nn.Cell):
+    def __init__(self, op, params):
+        super().__init__()
+        self.op = op
+        self.params = ms.ParameterTuple(params)
+
+    def construct(self, mapping):
+        return self.op(self.params[0], self.params[1], mapping)
+
+
+def test_copy_blocks_async_error_text_is_copy_blocks():
+    values = caches()
+    texts = []
+    for op in (CopyBlocks(num_caches=2), CopyBlocksAsync(num_caches=2)):
+        with pytest.raises(ValueError) as info:
+            op(*parameters(values, "cb"), [[0, 1], [1, 2]])
+        texts.append(str(info.value).split(": ", 1)[1])
+    assert texts[0] == texts[1]
+
+
+def test_events_and_streams_stay_flat_over_graph_steps():
+    """500 compiled steps of a swap-out, a swap-in and their waits (10^4 in the issue: the same ring
+    reuse, counted here on a budget of seconds)."""
+    previous = ms.get_context("mode")
+    ms.set_context(mode=ms.GRAPH_MODE, jit_config={"jit_level": "O0"})
+    try:
+        buf = HostBuffer(2 * 4 * BLOCK_BYTES)
+        step = SwapOutIn(buf, parameters(caches(), "flat_src"), parameters(caches(1000), "flat_dst"))
+        out_mapping, in_mapping = ms.Tensor([[1, 0]], ms.int64), ms.Tensor([[0, 3]], ms.int64)
+        for _ in range(10):
+            step(out_mapping, in_mapping)
+        before = (rt.live_resource_counts(), _kernels_lib.owned_resources(), transfer_stream_count())
+        for _ in range(500):
+            step(out_mapping, in_mapping)
+        wait_transfers()
+        after = (rt.live_resource_counts(), _kernels_lib.owned_resources(), transfer_stream_count())
+        assert after == before
+        buf.close()
+    finally:
+        ms.set_context(mode=previous)
