@@ -146,7 +146,8 @@ class MemcpyBatch(OpCell):
             self._check_whole_read(offsets)
         outs = ()
         for part, (start, stop) in zip(self._parts, self._bounds):
-            outs = outs + part(ms.Tensor(offsets[start:stop]))
+            part_offsets = offsets[start:stop]
+            outs = outs + part(part_offsets if isinstance(part_offsets, ms.Tensor) else ms.Tensor(part_offsets))
         return outs
 
     def _check_whole_read(self, offsets):
