@@ -134,8 +134,9 @@ class MemcpyBatch(OpCell):
         return outs
 
     def __call__(self, *args):
-        """An eager call (a graph compiles construct instead). A split read checks every offset once,
-        then runs one launch per part over offsets taken from the same host values."""
+        """An eager call (a graph compiles construct instead). A split read checks the offsets once (their
+        values too when the call has them on the host), then runs one launch per part over its slice of
+        them; a Tensor's values are read and checked by each part's launch (ms_memcopy.ops)."""
         if not self._bounds:
             return self.construct(*args)
         with labelled_errors(self.primitive._label):

@@ -205,7 +205,7 @@ class RouteRunner : public ms::pynative::PyboostRunner {
         const HostValues &h = v.host;
         const int64_t *data = h.deferred ? ReadDeferredValues(inputs()[next++], a) : h.values.data();
         args.push_back(
-          TensorArg{const_cast<int64_t *>(data), h.shape.data(), static_cast<int>(h.shape.size()), "int64", true});
+            TensorArg{const_cast<int64_t *>(data), h.shape.data(), static_cast<int>(h.shape.size()), "int64", true});
         continue;
       }
       for (size_t i = 0; i < v.tensors.size(); ++i) {
@@ -260,7 +260,7 @@ class RouteRunner : public ms::pynative::PyboostRunner {
     try {
 #if MSMC_ASCEND
       const aclError ret =
-        aclrtMemcpyAsync(values.data(), bytes, t.GetDataPtr(), bytes, ACL_MEMCPY_DEVICE_TO_HOST, stream());
+          aclrtMemcpyAsync(values.data(), bytes, t.GetDataPtr(), bytes, ACL_MEMCPY_DEVICE_TO_HOST, stream());
       if (ret != ACL_SUCCESS) {
         throw std::runtime_error("AclError: aclrtMemcpyAsync failed reading an int64 input (" + std::to_string(ret) +
                                  ")");
