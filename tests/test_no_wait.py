@@ -7,8 +7,6 @@ entry point of MindSpore. A bad value then fails its launch with the same except
 the same value given on the host, raised at the next synchronization point (here
 ``_pynative_executor.sync()``; ``asnumpy()`` of any tensor is one too), and nothing is copied.
 """
-import re
-
 import numpy as np
 import pytest
 
@@ -70,18 +68,18 @@ def test_eager_calls_with_tensor_values_never_synchronize(pynative, monkeypatch)
         d2h = MemcpyWithCondition("d2h", host_buffer=buf)
         extract = Memcpy2D("extract", height=1, width=16)
         copy_blocks = CopyBlocks(num_caches=2)
-        xt = ms.Tensor(x)
+        xt, row0 = ms.Tensor(x), ms.Tensor(x[0])
         offsets = [ms.Tensor(np.array([i * 64], np.int64)) for i in range(calls)]
         row_values = [ms.Tensor(np.array([i % rows], np.int64)) for i in range(calls)]
         col = ms.Tensor(np.array([0], np.int64))
         mappings = [ms.Tensor(np.array([[i % 32, 32 + i % 32]], np.int64)) for i in range(calls)]
         for i in range(3):  # warm up (first calls build the kernel instances)
-            d2h(xt, offsets[i])
+            d2h(row0, offsets[i])
         sync_launches()
         counter = SyncCounter(monkeypatch)
         extracted = []
         for i in range(calls):
-            d2h(xt, offsets[i])
+            d2h(row0, offsets[i])
             extracted.append(extract(xt, row_values[i], col))
             copy_blocks(*caches, mappings[i])
         assert counter.total() == 0, counter.calls
@@ -140,13 +138,14 @@ def test_a_bad_tensor_offset_fails_its_launch_at_the_next_sync(pynative):
 
 
 def test_gradients_of_eager_calls_compile_nothing_per_value(pynative):
-    """ms.grad over eager calls with 1,500 distinct start values: each call takes the kernel instance's
+    """ms.grad over eager calls with 200 distinct start values: each call takes the kernel instance's
     eager launch (the eager launch counter), RSS stays flat (MindSpore's single-op path compiled a graph
-    per value: +44 KiB a value), and the gradients are numpy's."""
+    per value: +44 KiB a value, about 8.6 MiB here), and the gradients are numpy's. (A gradient call
+    costs tens of ms here, most of it ms.grad's own: 200 values keep the test cheap.)"""
     from ms_memcopy._extension import _kernels_lib
     from ms_memcopy.ops import MemcpyWithDesc
 
-    calls, n = 1500, 1504
+    calls, n = 200, 204
     op = MemcpyWithDesc(count=4)
     x = ms.Tensor(np.arange(n, dtype=np.float32))
     starts = [ms.Tensor(np.array([i], np.int64)) for i in range(calls)]
@@ -162,14 +161,18 @@ def test_gradients_of_eager_calls_compile_nothing_per_value(pynative):
         np.testing.assert_array_equal(grad(x, starts[i]).asnumpy(), expected(i))
     sync_launches()
     rss, eager = _rss_bytes(), _kernels_lib.launch_counts().eager
-    results = [grad(x, starts[i]) for i in range(2, calls)]
+    checked = {}
+    for i in range(2, calls):
+        dx = grad(x, starts[i])
+        if i in (2, 100, calls - 1):
+            checked[i] = dx
     sync_launches()
     grown = _rss_bytes() - rss
     launches = _kernels_lib.launch_counts().eager - eager
     assert launches >= calls - 2, f"{launches} eager launches for {calls - 2} calls: the calls took another path"
-    assert grown < 12 * (1 << 20), f"{calls} gradients with distinct values grew RSS by {grown / (1 << 20):.1f} MiB"
-    for i in (2, 700, calls - 1):
-        np.testing.assert_array_equal(results[i - 2].asnumpy(), expected(i))
+    assert grown < 3 * (1 << 20), f"{calls} gradients with distinct values grew RSS by {grown / (1 << 20):.1f} MiB"
+    for i, dx in checked.items():
+        np.testing.assert_array_equal(dx.asnumpy(), expected(i))
 
 
 def _rss_bytes():
