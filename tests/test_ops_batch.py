@@ -141,10 +141,11 @@ def test_h2d_of_more_tensors_than_one_launch_takes(ms_mode, style, monkeypatch):
         # (a Tensor's values are read and checked by each part's launch, raising at the next sync and
         # naming the offset by its index in its part: here the last part's second)
         n, end = shapes[9][0] * 4, buf.nbytes
-        op(ms.Tensor(np.r_[offsets.asnumpy()[:9], end].astype(np.int64)))
+        bad = ms.Tensor(np.r_[offsets.asnumpy()[:9], end].astype(np.int64))
         with raises_exactly(ValueError, f"ms_memcopy MemcpyBatch(h2d): offsets[1] = {end}: tensor 1 ({n} bytes) would "
                                         f"end at byte {end + n}, past the end of the HostBuffer ({end} bytes); "
                                         "nothing was copied"):
+            op(bad)
             sync_launches()
 
 
