@@ -18,6 +18,19 @@ def recording_gradients():
     return bool(_pynative_executor().requires_grad())
 
 
+def record_custom_bprop(cell, launch, args):
+    """Runs launch() without recording it, then records its outputs for the gradient being recorded as
+    the outputs of cell called with args, whose ``bprop`` MindSpore calls in the backward pass (its
+    custom-bprop record, what a Cell with a bprop gets in PYNATIVE): no single-op graph is compiled."""
+    try:
+        from mindspore.graph.api import _no_grad
+    except ImportError:  # MindSpore before 2.9 kept it in mindspore.common.api
+        from mindspore.common.api import _no_grad
+    with _no_grad():
+        outputs = launch()
+    return _pynative_executor().call_custom_bprop(cell, outputs, *args)
+
+
 def sync_launches():
     """Waits for the MindSpore launches queued so far (PYNATIVE_MODE runs ops asynchronously on its own
     thread). Does nothing when MindSpore has not been imported: then nothing can be queued."""

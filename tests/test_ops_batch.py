@@ -5,6 +5,7 @@ import pytest
 import mindspore as ms
 
 from ms_memcopy import HostBuffer
+from ms_memcopy._framework import sync_launches
 from ms_memcopy.ops import MemcpyBatch
 
 from _ops_support import (DTYPES, FnCell, SHAPES, as_numpy, call, dtype_of, int64, make, raw_bytes,
@@ -137,12 +138,15 @@ def test_h2d_of_more_tensors_than_one_launch_takes(ms_mode, style, monkeypatch):
             np.testing.assert_array_equal(out.asnumpy(), want)
         with raises_exactly(ValueError, "ms_memcopy MemcpyBatch(h2d): offsets must hold 10 value(s), got 9"):
             op(int64(*range(9)))
-        # (the whole read's check: offsets named by their index in the whole, not in a part)
+        # (a Tensor's values are read and checked by each part's launch, raising at the next sync and
+        # naming the offset by its index in its part: here the last part's second)
         n, end = shapes[9][0] * 4, buf.nbytes
-        with raises_exactly(ValueError, f"ms_memcopy MemcpyBatch(h2d): offsets[9] = {end}: tensor 9 ({n} bytes) would "
+        bad = ms.Tensor(np.r_[offsets.asnumpy()[:9], end].astype(np.int64))
+        with raises_exactly(ValueError, f"ms_memcopy MemcpyBatch(h2d): offsets[1] = {end}: tensor 1 ({n} bytes) would "
                                         f"end at byte {end + n}, past the end of the HostBuffer ({end} bytes); "
                                         "nothing was copied"):
-            op(ms.Tensor(np.r_[offsets.asnumpy()[:9], end].astype(np.int64)))
+            op(bad)
+            sync_launches()
 
 
 def test_h2d_of_thousands_of_tensors_eager():

@@ -7,18 +7,21 @@ Importing this module imports MindSpore.
 
 One route on every device (:mod:`ms_memcopy.op_def_route`): graphs (GRAPH_MODE, ms.jit) run the op's
 registered KernelMod (a NativeCpuKernelMod on CPU, a KernelMod in CustomKernelFactory on Ascend);
-an eager call runs the op's body through the module's PyboostRunner function with the int64 values
-passed as host values and the kernel state kept per primitive instance (:class:`._primitive.CopyPrimitive`),
-so no single-op graph is compiled per value. Only a call recorded for a gradient (PYNATIVE under
-ms.grad) goes through MindSpore's single-op path, which records the op's bprop.
+an eager call runs the op's body through the module's PyboostRunner function with the kernel state
+kept per primitive instance (:class:`._primitive.CopyPrimitive`), so no single-op graph is compiled per
+value. int64 values given on the host (numpy, lists) are checked at the call; int64 Tensors are read
+by the launch, in MindSpore's order, so no eager call waits for MindSpore's queues (a bad value fails
+the launch and raises at the next sync). A call recorded for a gradient (PYNATIVE under ms.grad) takes
+the same launch, recorded with the op's bprop as a custom-bprop Cell.
 
 Validation has one place per kind of mistake, each error raised before anything runs:
 - the kernel's check (ops_impl/kernels/bodies/<family>.cpp, the ``check`` of each op body): values,
   shapes and regions (offsets within the HostBuffer, regions within tensors, the pitch, block
   mappings, overlapping destinations), raising ValueError. The same check runs in the op's infer
   function while a graph compiles (on the shapes and the int64 inputs that are constants: a graph
-  with a bad constant fails to compile), in an eager call before anything is queued, and in the
-  kernel at launch (where it also sees the values a graph holds in its inputs);
+  with a bad constant fails to compile), in an eager call before anything is queued (on the values
+  given on the host), and in the kernel at launch (where it also sees the values a graph holds in its
+  inputs, and an eager call's int64 Tensors);
 - the op's infer function: dtypes (TypeError), in-place inputs that are not Parameters (TypeError),
   jit_level O2;
 - Python, in an eager call, for what the kernel cannot see: argument types before conversion (and

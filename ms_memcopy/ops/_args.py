@@ -64,12 +64,14 @@ def check_host_buffer(host_buffer, argument="host_buffer"):
 
 
 def eager_int64(value, argument):
-    """The values of an int64 tensor given to an eager call (numpy, flattened)."""
+    """An int64 tensor given to an eager call, flattened: its values (numpy) when the call was given
+    them on the host, else the Tensor itself (never read here: the launch reads it)."""
     if not isinstance(value, ms.Tensor):
         raise TypeError(f"{argument} must be an int64 Tensor, not {type(value).__name__}")
     if value.dtype != ms.int64:
         raise TypeError(f"{argument} must be an int64 tensor, got {dtype_name(value.dtype)}")
-    return host_values(value).reshape(-1)
+    values = host_values(value)
+    return value.reshape(-1) if values is None else values.reshape(-1)
 
 
 def flat_input_names(definition, count):

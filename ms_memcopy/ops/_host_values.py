@@ -1,5 +1,6 @@
-"""The host values of an eager call's int64 tensors (offsets, rows, block mappings), read back once
-for the checks and the launch."""
+"""The host values an eager call already has for its int64 tensors (a block mapping given as numpy or
+a list, made a Tensor for the call). No tensor is ever read back here: a Tensor's values are read
+where its launch runs (the module's KernelInstance), so an eager call never waits for MindSpore's queues."""
 import contextlib
 import threading
 
@@ -18,8 +19,8 @@ _host_values_of_call = _HostValuesOfCall()
 
 @contextlib.contextmanager
 def reading_host_values_once():
-    """Within the block, each int64 tensor of the call is read back to the host (``asnumpy``) at most
-    once (:func:`host_values`). Re-entrant: an inner block shares the outer one's values."""
+    """Within the block, the host values given with :func:`remember_host_values` are the call's
+    (:func:`host_values`). Re-entrant: an inner block shares the outer one's values."""
     if _host_values_of_call.by_id is not None:
         yield
         return
@@ -37,11 +38,9 @@ def remember_host_values(tensor, values):
 
 
 def host_values(tensor):
-    """The values of an int64 tensor on the host (numpy): read once per eager call."""
+    """The host values remembered for tensor in this call (numpy), or None: then the launch reads the
+    tensor itself, in MindSpore's launch order."""
     memo = _host_values_of_call.by_id
     if memo is not None and id(tensor) in memo:
         return memo[id(tensor)][1]
-    values = tensor.asnumpy()
-    if memo is not None:
-        memo[id(tensor)] = (tensor, values)  # the tensor is kept so that its id stays its own
-    return values
+    return None

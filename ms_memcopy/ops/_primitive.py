@@ -1,11 +1,10 @@
 """CopyPrimitive, the ``Custom_ms_memcopy_<op>`` primitive of an op of configs/ops/*.yaml that every copy
 primitive of ms_memcopy.ops is or holds (how it is run and checked: :mod:`ms_memcopy.ops`)."""
 import numpy as np
-from mindspore import ops
-from mindspore.ops.primitive import _run_op
+from mindspore import nn, ops
 
 from .._extension import _kernels_lib, op_def_route, route_codegen
-from .._framework import recording_gradients
+from .._framework import record_custom_bprop, recording_gradients
 from ..op_defs import op_def
 from ._args import check_dtypes, check_same_dtype, check_tensors
 from ._bprop import register_op_def_bprop
@@ -71,6 +70,7 @@ class CopyPrimitive(ops.Custom):
         self._init_values = tuple(values)
         self._kernel = None  # the eager calls' KernelInstance
         self.bprop = None if bprop is None else register_op_def_bprop(definition, bprop)
+        self._gradient = None if bprop is None else _EagerGradient(bprop)
         if definition.side_effect_mem:
             self.add_prim_attr("side_effect_mem", True)
 
@@ -87,9 +87,9 @@ class CopyPrimitive(ops.Custom):
         check_same_dtype(self._op_def, [{"dtype": t.dtype} for t in flat])
         check_jit_level(self._label)
         self._check_eager(flat)
-        if recording_gradients():
-            # MindSpore records the op for autograd only on its own single-op path (a graph per value).
-            return _run_op(self, self.name, (*args, *self._init_values))
+        if self._gradient is not None and recording_gradients():
+            # the same launch, recorded with the primitive's bprop (no single-op graph per value)
+            return record_custom_bprop(self._gradient, lambda: self._launch_eagerly(args), args)
         return self._launch_eagerly(args)
 
     def _check_arity(self, args):
@@ -104,8 +104,7 @@ class CopyPrimitive(ops.Custom):
     def _launch_eagerly(self, args):
         if self._kernel is None:
             self._kernel = op_def_route.load().KernelInstance(self._op_def.name, *self._init_values)
-        values = [np.ascontiguousarray(host_values(x), dtype=np.int64) if t.host_values else _dense(x)
-                  for t, x in zip(self._op_def.inputs, args)]
+        values = [_int64_values(x) if t.host_values else _dense(x) for t, x in zip(self._op_def.inputs, args)]
         target = self._transfer_target
         if target is None:
             outputs = self._kernel(*values)
@@ -115,6 +114,25 @@ class CopyPrimitive(ops.Custom):
 
     def _check_eager(self, inputs):
         """What the kernel cannot see, on the objects of an eager call (nothing by default)."""
+
+
+class _EagerGradient(nn.Cell):
+    """An eager call's record for a gradient (PYNATIVE under ms.grad): MindSpore's custom-bprop record
+    of a Cell, whose bprop is the primitive's (inputs, out, dout) -> input gradients."""
+
+    def __init__(self, bprop):
+        super().__init__()
+        self._bprop = bprop
+
+    def bprop(self, *args):
+        return self._bprop(*args)
+
+
+def _int64_values(tensor):
+    """An int64 input as the kernel takes it: the host values the call was given (checked now), or the
+    Tensor itself, read by the launch in MindSpore's order (its errors surface at the next sync)."""
+    values = host_values(tensor)
+    return tensor if values is None else np.ascontiguousarray(values, dtype=np.int64)
 
 
 def _dense(tensors):

@@ -134,8 +134,9 @@ class MemcpyBatch(OpCell):
         return outs
 
     def __call__(self, *args):
-        """An eager call (a graph compiles construct instead). A split read checks every offset once,
-        then runs one launch per part over offsets taken from the same host values."""
+        """An eager call (a graph compiles construct instead). A split read checks the offsets once (their
+        values too when the call has them on the host), then runs one launch per part over its slice of
+        them; a Tensor's values are read and checked by each part's launch (ms_memcopy.ops)."""
         if not self._bounds:
             return self.construct(*args)
         with labelled_errors(self.primitive._label):
@@ -146,7 +147,8 @@ class MemcpyBatch(OpCell):
             self._check_whole_read(offsets)
         outs = ()
         for part, (start, stop) in zip(self._parts, self._bounds):
-            outs = outs + part(ms.Tensor(offsets[start:stop]))
+            part_offsets = offsets[start:stop]
+            outs = outs + part(part_offsets if isinstance(part_offsets, ms.Tensor) else ms.Tensor(part_offsets))
         return outs
 
     def _check_whole_read(self, offsets):

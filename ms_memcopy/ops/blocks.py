@@ -24,11 +24,14 @@ _DIRECTIONS = ("d2h", "h2d")
 
 
 def _mapping_values(mapping):
-    """The pairs of an eager block_mapping (Tensor, numpy array or list of pairs) as numpy int64 [n, 2]."""
+    """The pairs of an eager block_mapping given as a numpy array or a list of pairs, as numpy int64
+    [n, 2]; None for an int64 Tensor [n, 2] (its values are the launch's to read and check)."""
     if isinstance(mapping, ms.Tensor):
         if mapping.dtype != ms.int64:
             raise TypeError(f"block_mapping must be an int64 tensor, got {dtype_name(mapping.dtype)}")
-        values = mapping.asnumpy()
+        if len(mapping.shape) != 2 or mapping.shape[1] != 2:
+            raise ValueError(f"block_mapping must have shape [n, 2], got {list(mapping.shape)}")
+        return None  # its values are read by the launch (never waiting for MindSpore's queues)
     elif isinstance(mapping, np.ndarray):
         if mapping.dtype.kind not in "iu":
             raise TypeError(f"block_mapping must hold integers, got a numpy array of {mapping.dtype}")
@@ -67,8 +70,10 @@ class _BlockPrimitive(CopyPrimitive):
             with labelled_errors(self._label):
                 self._check_count(len(flat))
                 values = _mapping_values(flat[-1])
-            mapping = flat[-1] if isinstance(flat[-1], ms.Tensor) else ms.Tensor(values)
-            remember_host_values(mapping, values)  # launched from these values
+            mapping = flat[-1]
+            if values is not None:
+                mapping = ms.Tensor(values)
+                remember_host_values(mapping, values)  # launched from these values
             return super().__call__(caches, mapping)
 
     def _check_count(self, count):

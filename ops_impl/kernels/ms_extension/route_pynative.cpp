@@ -20,6 +20,8 @@
 // event recorded after it, returning without running the work (AsyncLaunch: poll or wait for it).
 // On Ascend a transfer queue uses MindSpore's own streams and events around an ordinary call.
 #include <condition_variable>
+#include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -147,10 +149,14 @@ class AsyncLaunch {
 class AsyncLaunch;
 #endif
 
-// The values of an int64 input, read on the host before the launch is queued.
+// The values of an int64 input: given on the host (numpy, a sequence of ints), checked before the
+// launch is queued; or deferred: given as a Tensor, which is then one of the runner's inputs and is
+// read where the launch runs, in MindSpore's launch order (ReadDeferredValues), so the call never
+// waits for MindSpore's queues. The call's check sees only its shape; the launch checks its values.
 struct HostValues {
   std::vector<int64_t> values;
   Shape shape;
+  bool deferred = false;
 };
 
 // One op_def argument as the caller gave it.
@@ -197,8 +203,9 @@ class RouteRunner : public ms::pynative::PyboostRunner {
       const ArgValue &v = values_[static_cast<size_t>(a)];
       if (op_.args[a].kind == ArgKind::kHostValues) {
         const HostValues &h = v.host;
-        args.push_back(TensorArg{const_cast<int64_t *>(h.values.data()), h.shape.data(),
-                                 static_cast<int>(h.shape.size()), "int64", true});
+        const int64_t *data = h.deferred ? ReadDeferredValues(inputs()[next++], a) : h.values.data();
+        args.push_back(
+            TensorArg{const_cast<int64_t *>(data), h.shape.data(), static_cast<int>(h.shape.size()), "int64", true});
         continue;
       }
       for (size_t i = 0; i < v.tensors.size(); ++i) {
@@ -209,6 +216,9 @@ class RouteRunner : public ms::pynative::PyboostRunner {
       args.push_back(ToArg(t));
     }
     try {
+      if (read_error_ != nullptr) {
+        std::rethrow_exception(read_error_);
+      }
 #if !MSMC_ASCEND
       if (async_ != nullptr) {
         Tensors keep(inputs().begin(), inputs().end());
@@ -231,12 +241,48 @@ class RouteRunner : public ms::pynative::PyboostRunner {
  private:
   TensorArg ToArg(const ms::Tensor &t) { return ToTensorArg(t.GetDataPtr(), t.shape(), t.data_type(), &unnamed_); }
 
+  // The values of a deferred int64 input (a Tensor), read at the launch: its producers have run (it is
+  // one of the runner's inputs). CPU target: the tensor is host memory, read directly, without a wait.
+  // Ascend: one device-to-host copy on the launch's stream and a wait for that stream (the launch's own
+  // stream, in MindSpore's launch thread; the Python thread and MindSpore's queues do not wait). A
+  // failure is kept for the launch to raise (read_error_): nothing is copied.
+  const int64_t *ReadDeferredValues(const ms::Tensor &t, int arg) {
+    std::vector<int64_t> &values = deferred_[static_cast<size_t>(arg)];
+    size_t n = 1;
+    for (int64_t d : values_[static_cast<size_t>(arg)].host.shape) {
+      n *= static_cast<size_t>(d);
+    }
+    values.resize(n);
+    const size_t bytes = n * sizeof(int64_t);
+    if (bytes == 0 || read_error_ != nullptr) {
+      return values.data();
+    }
+    try {
+#if MSMC_ASCEND
+      const aclError ret =
+          aclrtMemcpyAsync(values.data(), bytes, t.GetDataPtr(), bytes, ACL_MEMCPY_DEVICE_TO_HOST, stream());
+      if (ret != ACL_SUCCESS) {
+        throw std::runtime_error("AclError: aclrtMemcpyAsync failed reading an int64 input (" + std::to_string(ret) +
+                                 ")");
+      }
+      Synchronize(stream());
+#else
+      std::memcpy(values.data(), t.GetDataPtr(), bytes);
+#endif
+    } catch (...) {
+      read_error_ = std::current_exception();
+    }
+    return values.data();
+  }
+
   const RouteOp &op_;
   const OpBody &body_;
   std::shared_ptr<KernelState> state_;
   std::vector<ArgValue> values_;
   std::shared_ptr<AsyncLaunch> async_;  // set for a transfer queue's launch
   std::vector<std::string> unnamed_;
+  std::vector<std::vector<int64_t>> deferred_ = std::vector<std::vector<int64_t>>(values_.size());
+  std::exception_ptr read_error_;
 };
 
 std::vector<int64_t> ToInts(const py::handle &obj, const char *argument) {
@@ -250,14 +296,10 @@ std::vector<int64_t> ToInts(const py::handle &obj, const char *argument) {
   return values;
 }
 
-// The values of an int64 input given as a numpy array or a sequence of ints (no wait), or as a
-// Tensor (read back with asnumpy(), which waits for the op that produces it).
+// The values of an int64 input given as a numpy array or a sequence of ints (a Tensor is deferred:
+// HostValues).
 HostValues ToHostValues(const py::handle &obj, const char *argument) {
-  py::object source = py::reinterpret_borrow<py::object>(obj);
-  if (py::isinstance<ms::Tensor>(obj) || py::hasattr(obj, "asnumpy")) {
-    source = source.attr("asnumpy")();
-  }
-  py::array array = py::array::ensure(source);
+  py::array array = py::array::ensure(obj);
   if (!array) {
     PyErr_Clear();
     throw py::type_error(std::string(argument) +
@@ -301,7 +343,16 @@ void Convert(const RouteOp &op, const py::args &args, int first, std::vector<Arg
           AddTensor(obj, &v);
           break;
         case ArgKind::kHostValues:
-          v.host = ToHostValues(obj, arg.name);
+          if (py::isinstance<ms::Tensor>(obj) || py::hasattr(obj, "asnumpy")) {
+            AddTensor(obj, &v);  // read at the launch (HostValues)
+            if (v.dtypes.back() != mindspore::kNumberTypeInt64) {
+              throw py::type_error(std::string(arg.name) + " must be an int64 tensor");
+            }
+            v.host.shape = v.shapes.back();
+            v.host.deferred = true;
+          } else {
+            v.host = ToHostValues(obj, arg.name);
+          }
           break;
         case ArgKind::kTensors:
           for (const py::handle &item : obj) {
@@ -498,7 +549,8 @@ class KernelInstance {
     for (int a = 0; a < InputCount(op_); ++a) {
       const ArgValue &v = values[static_cast<size_t>(a)];
       if (op_.args[a].kind == ArgKind::kHostValues) {
-        args.AddValues(v.host.shape, v.host.values);
+        // (a deferred input's values: checked at the launch)
+        args.AddValues(v.host.shape, v.host.deferred ? std::nullopt : std::make_optional(v.host.values));
         continue;
       }
       for (size_t i = 0; i < v.shapes.size(); ++i) {
