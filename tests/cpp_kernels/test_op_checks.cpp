@@ -175,7 +175,7 @@ void TestBlocks() {
   msmc::SetAttr(wide, "buffer_id", kBufferId);
   msmc::SetAttr(wide, "host_layout", 1);
   msmc::SetAttr(wide, "blocks_per_host_block", 2);  // 2 host blocks of 2 x 16 bytes: slots [0, 4)
-  const std::vector<int64_t> host_four = {4, 0};  // (host slot, device block)
+  const std::vector<int64_t> host_four = {4, 0};    // (host slot, device block)
   ExpectText(CheckText("swap_blocks_h2d", wide, {c, c, Values({1, 2}, host_four), out}),
              "block_mapping[0][0] = 4: host block out of range [0, 4); nothing was copied",
              "swap h2d: slots of host blocks holding 2 device blocks");

@@ -279,8 +279,7 @@ void CheckSwapBlocks(KernelState &s, const TensorArg *a, size_t n, bool to_host)
 void CopyBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
                 const TensorArg &out, aclrtStream stream) {
   std::vector<int64_t> values;
-  const BlockPlan p =
-      CheckBlocks(s, caches, num_caches, ValuesOnHost(block_mapping, &values), nullptr, false, nullptr);
+  const BlockPlan p = CheckBlocks(s, caches, num_caches, ValuesOnHost(block_mapping, &values), nullptr, false, nullptr);
   BlocksState &b = s.Family<BlocksState>();
   PlanBlocks(b, caches, num_caches, p.mapping, nullptr, false);
   b.desc.CopyItems(b.items.data(), b.items.size(), stream);
