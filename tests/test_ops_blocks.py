@@ -716,7 +716,8 @@ def swap_round_trip(ms_mode, case, layout="cache_major", per_host_block=1, host_
     """d2h, h2d and CopyBlocks over the caches of case: every cache's blocks against numpy."""
     caches, refs, dtypes = mixed_caches(case)
     bb = [r.shape[1] for r in refs]
-    buf = HostBuffer(host_blocks * per_host_block * sum(bb) + 7)
+    # one device block of every cache more than the host blocks hold: F matters in either layout
+    buf = HostBuffer(host_blocks * per_host_block * sum(bb) + sum(bb) + 7)
     style = "cell" if ms_mode == "graph" else "eager"
     kwargs = {"num_caches": 2, "host_layout": layout, "blocks_per_host_block": per_host_block}
     with buf:
@@ -774,7 +775,7 @@ def test_mixed_caches_refused_with_nothing_written(route, ms_mode):
     caches, refs, dtypes = mixed_caches("int8_k_bf16_v")
     bb = [r.shape[1] for r in refs]
     fewer = parameters(ms.Tensor(np.zeros((6, 2, 1, 512), np.int8)), ms.Tensor(np.zeros((5, 2, 1, 64), np.float16)))
-    with HostBuffer(2 * sum(bb) + 5) as buf, HostBuffer(sum(bb) - 1) as small:
+    with HostBuffer(3 * sum(bb) + 5) as buf, HostBuffer(sum(bb) - 1) as small:
         buf.numpy(np.uint8)[:] = 7
         small.numpy(np.uint8)[:] = 7
         prefix = "ms_memcopy SwapBlocks(d2h): "
