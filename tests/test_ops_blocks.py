@@ -615,20 +615,17 @@ def test_constant_bad_mapping_refused_while_compiling(route, ms_mode, kind, mapp
 
 @pytest.mark.parametrize("kind", ["d2h", "h2d", "copy"])
 def test_caches_must_match(route, ms_mode, kind):
-    """Caches of another shape: the kernel's check (ValueError, naming shape and dtype); of another dtype:
-    the dtype group (TypeError, from the infer function in a graph, from Python eagerly)."""
+    """Caches of another number of blocks: the kernel's check (ValueError, naming the shapes)."""
     buf, _ = host_buffer_for("float32")
     mapping = ms.Tensor(np.array([[0, 1]], np.int64))
     a = ms.Tensor(np.zeros((6, 3, 5), np.float32))
     style = "cell" if ms_mode == "graph" else "eager"
     prefix = f"ms_memcopy {LABELS[kind]}: "
     with buf:
-        with raises_exactly(ValueError, prefix + "caches[1] has shape [6, 5, 3] and dtype float32 but caches[0] has "
-                                                 "[6, 3, 5] and float32; all caches of one call have the same shape "
-                                                 "and dtype"):
-            run(style, block_op(kind, buf), parameters(a, ms.Tensor(np.zeros((6, 5, 3), np.float32))), mapping)
-        with raises_exactly(TypeError, prefix + "caches[1] has dtype float16 but caches[0] has float32"):
-            run(style, block_op(kind, buf), parameters(a, ms.Tensor(np.zeros((6, 3, 5), np.float16))), mapping)
+        with raises_exactly(ValueError, prefix + "caches[1] has shape [5, 3, 5] but caches[0] has [6, 3, 5]; all "
+                                                 "caches of one call have the same number of blocks (first "
+                                                 "dimension)"):
+            run(style, block_op(kind, buf), parameters(a, ms.Tensor(np.zeros((5, 3, 5), np.float16))), mapping)
         with raises_exactly(TypeError, prefix + "built for num_caches=2 and takes 2 caches plus block_mapping, got 2 "
                                                 "arguments"):
             block_op(kind, buf)(a, mapping)
@@ -646,6 +643,10 @@ def test_constructor_arguments(route):
             SwapBlocks("d2h", buf, num_caches=1.0)
         with pytest.raises(ValueError, match="num_caches must be >= 1"):
             CopyBlocks(num_caches=0)
+        with pytest.raises(ValueError, match="host_layout must be one of"):
+            SwapBlocks("d2h", buf, num_caches=1, host_layout="layer_major")
+        with pytest.raises(ValueError, match="blocks_per_host_block must be >= 1"):
+            SwapBlocks("d2h", buf, num_caches=1, blocks_per_host_block=0)
         with pytest.raises(TypeError, match="host_buffer must be an ms_memcopy.HostBuffer"):
             SwapBlocks("h2d", bytearray(64), num_caches=1)
     with pytest.raises(ValueError, match="the HostBuffer is closed"):
@@ -674,6 +675,127 @@ def test_swap_in_needs_parameters_in_graphs_and_swap_out_does_not(route):
         assert Plain(SwapBlocks("d2h", buf, num_caches=2))(*tensors, mapping).asnumpy().tolist() == [2 * bb]
         np.testing.assert_array_equal(host_cache(buf, 2, bb)[1, 2], block_bytes_of("float32", values[1])[1])
     ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+# ---- caches of several block shapes and dtypes; host layouts --------------------------------------
+
+# (dtype, shape) of each cache: one number of blocks (6), any block shape and dtype.
+MIXED_CASES = {
+    "mla_latent_rope": [("bfloat16", (6, 2, 512)), ("bfloat16", (6, 2, 64))],
+    "int8_k_bf16_v": [("int8", (6, 2, 1, 512)), ("bfloat16", (6, 2, 1, 64))],
+    # vLLM's own K and V: [num_blocks, block_size, num_kv_heads, head_size]
+    "vllm_kv": [("float16", (6, 4, 2, 8)), ("float16", (6, 4, 2, 8))],
+}
+
+
+def mixed_caches(case, seed=30):
+    specs = MIXED_CASES[case]
+    made = [make(dtype, shape, seed=seed + l) for l, (dtype, shape) in enumerate(specs)]
+    refs = [block_bytes_of(dtype, v) for (dtype, _), (_, v) in zip(specs, made)]
+    return parameters(*[t for t, _ in made]), refs, [d for d, _ in specs]
+
+
+def cache_bytes(dtype, cache):
+    """numpy [num_blocks, block_bytes] of a cache's bytes as MindSpore stores them."""
+    return block_bytes_of(dtype, as_numpy(cache))
+
+
+def host_slots(buf, block_bytes, layout, per_host_block):
+    """Per cache, numpy [H * F, b_l] views of the HostBuffer: row s is slot s (docs/primitives.md)."""
+    f, total = per_host_block, sum(block_bytes)
+    h = buf.nbytes // (f * total)
+    used = buf.numpy(np.uint8)[:h * f * total]
+    edges = np.cumsum([0, *block_bytes])
+    if layout == "cache_major":
+        return [used[h * f * a:h * f * b].reshape(h * f, b - a) for a, b in zip(edges, edges[1:])]
+    blocks = used.reshape(h, f * total)
+    return [blocks[:, f * a:f * b].reshape(h * f, b - a) for a, b in zip(edges, edges[1:])]
+
+
+def swap_round_trip(ms_mode, case, layout="cache_major", per_host_block=1, host_blocks=3):
+    """d2h, h2d and CopyBlocks over the caches of case: every cache's blocks against numpy."""
+    caches, refs, dtypes = mixed_caches(case)
+    bb = [r.shape[1] for r in refs]
+    # one device block of every cache more than the host blocks hold: F matters in either layout
+    buf = HostBuffer(host_blocks * per_host_block * sum(bb) + sum(bb) + 7)
+    style = "cell" if ms_mode == "graph" else "eager"
+    kwargs = {"num_caches": 2, "host_layout": layout, "blocks_per_host_block": per_host_block}
+    with buf:
+        buf.numpy(np.uint8)[:] = 0
+        last = host_blocks * per_host_block - 1
+        out_map = np.array([[4, 0], [1, last], [5, 1]], np.int64)  # (device block, host slot)
+        n = run(style, SwapBlocks("d2h", buf, **kwargs), caches, ms.Tensor(out_map))
+        assert n.asnumpy().tolist() == [3 * sum(bb)]
+        slots = host_slots(buf, bb, layout, per_host_block)
+        for l in range(2):
+            expected = np.zeros_like(slots[l])
+            expected[out_map[:, 1]] = refs[l][out_map[:, 0]]
+            np.testing.assert_array_equal(slots[l], expected)
+        assert not buf.numpy(np.uint8)[-7:].any()
+
+        in_map = np.array([[last, 0], [0, 2]], np.int64)  # (host slot, device block)
+        n = run(style, SwapBlocks("h2d", buf, **kwargs), caches, ms.Tensor(in_map))
+        assert n.asnumpy().tolist() == [2 * sum(bb)]
+        n = run(style, CopyBlocks(num_caches=2), caches, ms.Tensor(np.array([[2, 3]], np.int64)))
+        assert n.asnumpy().tolist() == [sum(bb)]
+        for l in range(2):
+            expected = refs[l].copy()
+            expected[0], expected[2], expected[3] = refs[l][1], refs[l][4], refs[l][4]
+            np.testing.assert_array_equal(cache_bytes(dtypes[l], caches[l]), expected)
+
+
+@pytest.mark.parametrize("case", list(MIXED_CASES))
+def test_caches_of_several_block_shapes_and_dtypes(ms_mode, case):
+    swap_round_trip(ms_mode, case)
+
+
+@pytest.mark.parametrize("layout,per_host_block", [("block_major", 1), ("block_major", 2), ("cache_major", 2)])
+def test_host_layouts(ms_mode, layout, per_host_block):
+    swap_round_trip(ms_mode, "int8_k_bf16_v", layout, per_host_block)
+
+
+def test_block_major_host_block_is_one_range(route):
+    """Host block h of the block-major layout is bytes [h * F * B, (h + 1) * F * B): cache 0's F blocks,
+    then cache 1's, each F blocks in slot order."""
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    caches, refs, _ = mixed_caches("int8_k_bf16_v")
+    bb = [r.shape[1] for r in refs]
+    with HostBuffer(2 * 2 * sum(bb)) as buf:
+        op = SwapBlocks("d2h", buf, num_caches=2, host_layout="block_major", blocks_per_host_block=2)
+        assert op.host_blocks(bb) == 2
+        op(*caches, np.array([[3, 2], [5, 3]], np.int64))  # host block 1 <- device blocks 3 and 5
+        expected = np.concatenate([refs[0][3], refs[0][5], refs[1][3], refs[1][5]])
+        np.testing.assert_array_equal(buf.numpy(np.uint8)[2 * sum(bb):], expected)
+
+
+def test_mixed_caches_refused_with_nothing_written(route, ms_mode):
+    """Another number of blocks, a host slot out of range, a HostBuffer holding no host block: the
+    kernel's check, the same text in both modes; nothing written."""
+    style = "cell" if ms_mode == "graph" else "eager"
+    caches, refs, dtypes = mixed_caches("int8_k_bf16_v")
+    bb = [r.shape[1] for r in refs]
+    fewer = parameters(ms.Tensor(np.zeros((6, 2, 1, 512), np.int8)), ms.Tensor(np.zeros((5, 2, 1, 64), np.float16)))
+    with HostBuffer(3 * sum(bb) + 5) as buf, HostBuffer(sum(bb) - 1) as small:
+        buf.numpy(np.uint8)[:] = 7
+        small.numpy(np.uint8)[:] = 7
+        prefix = "ms_memcopy SwapBlocks(d2h): "
+        with raises_exactly(ValueError, prefix + "caches[1] has shape [5, 2, 1, 64] but caches[0] has [6, 2, 1, 512]; "
+                                                 "all caches of one call have the same number of blocks (first "
+                                                 "dimension)"):
+            run(style, SwapBlocks("d2h", buf, num_caches=2), fewer, ms.Tensor(np.array([[0, 0]], np.int64)))
+        with raises_exactly(ValueError, "ms_memcopy SwapBlocks(h2d): block_mapping[1][0] = 2: host block out of range "
+                                        "[0, 2); nothing was copied"):  # one host block of 2 slots
+            run(style, SwapBlocks("h2d", buf, num_caches=2, blocks_per_host_block=2), caches,
+                ms.Tensor(np.array([[1, 0], [2, 1]], np.int64)))
+        with raises_exactly(ValueError, prefix + f"host_buffer: its {sum(bb) - 1} bytes hold no host block: a host "
+                                                 f"block holds 1 block(s) of each of the 2 caches; give a HostBuffer "
+                                                 f"of at least {sum(bb)} bytes (host blocks x blocks_per_host_block x "
+                                                 "the caches' block bytes)"):
+            run(style, SwapBlocks("d2h", small, num_caches=2, host_layout="block_major"), caches,
+                ms.Tensor(np.array([[0, 0]], np.int64)))
+        assert (buf.numpy(np.uint8) == 7).all() and (small.numpy(np.uint8) == 7).all()
+        for l in range(2):
+            np.testing.assert_array_equal(cache_bytes(dtypes[l], caches[l]), refs[l])
 
 
 # ---- every SoC profile ---------------------------------------------------------------------------

@@ -1,12 +1,13 @@
 """SwapBlocks and CopyBlocks: vLLM's swap_blocks / copy_blocks over L paged caches, in place.
 
-A cache is a tensor of shape [num_blocks, *block_shape] (a Parameter in graphs); all caches of one
-call share that shape and dtype. ``block_mapping`` is an int64 [n, 2] tensor of (source block,
-destination block) pairs applied to every cache; eager calls also take a numpy array or a list of
-pairs. Each call returns an int64 tensor of one value, the bytes moved (L * n * block bytes).
+A cache is a tensor of shape [num_blocks, *block_shape] (a Parameter in graphs); the caches of one
+call share num_blocks, and each has its own block shape and dtype (an MLA latent and rope cache, an
+int8 K with a bf16 V). ``block_mapping`` is an int64 [n, 2] tensor of (source block, destination
+block) pairs applied to every cache; eager calls also take a numpy array or a list of pairs. Each
+call returns an int64 tensor of one value, the bytes moved (n times the sum of the caches' block bytes).
 """
 import numbers
-from typing import Callable, Dict
+from typing import Callable, Dict, Sequence, Union
 
 import numpy as np
 import mindspore as ms
@@ -21,6 +22,8 @@ from ._samples import Sample, parameter
 from ._variadic import OpCell
 
 _DIRECTIONS = ("d2h", "h2d")
+#: SwapBlocks' host layouts, in the order of the kernel's host_layout attribute (configs/ops/blocks.yaml).
+HOST_LAYOUTS = ("cache_major", "block_major")
 
 
 def _mapping_values(mapping):
@@ -100,8 +103,18 @@ class SwapBlocks(OpCell):
     ``(host_block, device_block)``, host block ``host_block`` of host cache l into block
     ``device_block`` of cache l, **in place** (the caches must be Parameters in graphs).
 
-    Host layout: the HostBuffer holds the L host caches one after another; host block h of cache l
-    starts at byte ``(l * H + h) * block_bytes`` with ``H = host_buffer.nbytes // (L * block_bytes)``.
+    The caches share their number of blocks; each has its own block shape and dtype (b_l bytes a
+    block, ``B = b_0 + ... + b_{L-1}``). A host block holds ``F = blocks_per_host_block`` device
+    blocks of every cache, ``F * B`` bytes, and the HostBuffer holds ``H = nbytes // (F * B)`` of
+    them. The mapping's host column names a slot of one device block, in ``[0, H * F)``: slot s is
+    device block ``s % F`` of host block ``s // F``. With ``P_l = b_0 + ... + b_{l-1}``, slot s of
+    cache l starts at byte
+
+    - ``host_layout="cache_major"`` (the default): ``H * F * P_l + s * b_l`` (the L host caches one
+      after another; for caches of one block shape, ``(l * H * F + s) * b``);
+    - ``host_layout="block_major"``: ``(s // F) * F * B + F * P_l + (s % F) * b_l`` (host block h is
+      one contiguous range of ``F * B`` bytes holding its F blocks of cache 0, then of cache 1, ...).
+
     All L x n copies go through one aclrtMemcpyBatchAsync per 4096 items (blocks adjacent on both
     sides merged); on a SoC without the batch call, one aclrtMemcpyAsync per item.
     A block outside either side or a destination block twice raises ValueError before any byte moves.
@@ -110,10 +123,13 @@ class SwapBlocks(OpCell):
         direction (str): ``"d2h"`` (swap out) or ``"h2d"`` (swap in).
         host_buffer (HostBuffer): the host memory holding the L host caches.
         num_caches (int): L, the caches of each call (>= 1).
+        host_layout (str): ``"cache_major"`` (default) or ``"block_major"``.
+        blocks_per_host_block (int): F, the device blocks of each cache in one host block (>= 1,
+            default 1; vLLM's ``block_size_factor``).
 
     Inputs:
-        - **cache_0, ..., cache_{L-1}** (Tensor) - [num_blocks, \*block_shape], one shape and dtype;
-          written in place by h2d (Parameters in graphs).
+        - **cache_0, ..., cache_{L-1}** (Tensor) - [num_blocks, \*block_shape_l], one num_blocks,
+          any block shapes and dtypes; written in place by h2d (Parameters in graphs).
         - **block_mapping** (Tensor) - int64 [n, 2]: (source block, destination block) pairs; eager
           calls also take a numpy array or a list of pairs.
 
@@ -121,10 +137,10 @@ class SwapBlocks(OpCell):
         An int64 Tensor of shape (1,): the bytes moved.
 
     Raises:
-        TypeError: caches of different or unsupported dtypes, block_mapping not int64, a wrong
-            number of caches, an in-place target that is a slice or view (or not a Parameter in graphs).
-        ValueError: caches of different shapes, a block out of range, a destination block twice,
-            a closed HostBuffer (nothing is copied).
+        TypeError: caches of unsupported dtypes, block_mapping not int64, a wrong number of caches,
+            an in-place target that is a slice or view (or not a Parameter in graphs).
+        ValueError: caches of different numbers of blocks, a block out of range, a destination
+            block twice, a HostBuffer holding no host block, a closed HostBuffer (nothing is copied).
 
     Supported Platforms:
         ``Ascend`` ``CPU``
@@ -157,15 +173,20 @@ class SwapBlocks(OpCell):
 
     _forms = _DIRECTIONS
 
-    def __init__(self, direction: str, host_buffer: HostBuffer, *, num_caches: int):
+    def __init__(self, direction: str, host_buffer: HostBuffer, *, num_caches: int, host_layout: str = "cache_major",
+                 blocks_per_host_block: int = 1):
         super().__init__()
-        self.primitive = _SwapBlocksPrimitive(direction, host_buffer, num_caches=num_caches)
+        self.primitive = _SwapBlocksPrimitive(direction, host_buffer, num_caches=num_caches, host_layout=host_layout,
+                                              blocks_per_host_block=blocks_per_host_block)
         self.direction = direction
         self.host_buffer = host_buffer
         self.num_caches = self.primitive.num_caches
+        self.host_layout = host_layout
+        self.blocks_per_host_block = self.primitive.blocks_per_host_block
 
-    def host_blocks(self, block_bytes):
-        """H: the blocks of each host cache for blocks of block_bytes bytes."""
+    def host_blocks(self, block_bytes: Union[int, Sequence[int]]) -> int:
+        """H: the host blocks of the HostBuffer for caches whose blocks hold block_bytes bytes (one int for
+        caches of one block size, else the L caches' block bytes)."""
         return self.primitive.host_blocks(block_bytes)
 
 
@@ -174,16 +195,26 @@ class _SwapBlocksPrimitive(_BlockPrimitive):
 
     _op_suffix = ""  # "_async": the asynchronous form's op (ms_memcopy/ops/transfer.py)
 
-    def __init__(self, direction: str, host_buffer: HostBuffer, *, num_caches: int):
+    def __init__(self, direction: str, host_buffer: HostBuffer, *, num_caches: int, host_layout: str = "cache_major",
+                 blocks_per_host_block: int = 1):
         if direction not in _DIRECTIONS:
             raise ValueError(f"direction must be one of {_DIRECTIONS}, got {direction!r}")
+        if host_layout not in HOST_LAYOUTS:
+            raise ValueError(f"host_layout must be one of {HOST_LAYOUTS}, got {host_layout!r}")
         self.direction = direction
+        self.blocks_per_host_block = check_int(blocks_per_host_block, "blocks_per_host_block", minimum=1)
         self.host_buffer = check_host_buffer(host_buffer)
-        super().__init__(f"swap_blocks_{direction}{self._op_suffix}", num_caches, {"buffer_id": host_buffer.buffer_id})
+        super().__init__(f"swap_blocks_{direction}{self._op_suffix}", num_caches,
+                         {"buffer_id": host_buffer.buffer_id, "host_layout": HOST_LAYOUTS.index(host_layout),
+                          "blocks_per_host_block": self.blocks_per_host_block})
 
     def host_blocks(self, block_bytes):
-        """H: the blocks of each host cache for blocks of block_bytes bytes."""
-        return self.host_buffer.nbytes // (self.num_caches * block_bytes)
+        """H: the host blocks of the HostBuffer (see SwapBlocks.host_blocks)."""
+        if isinstance(block_bytes, numbers.Integral):
+            block_bytes = [block_bytes] * self.num_caches
+        if len(block_bytes) != self.num_caches:
+            raise ValueError(f"block_bytes: {len(block_bytes)} values for num_caches={self.num_caches}")
+        return self.host_buffer.nbytes // (self.blocks_per_host_block * sum(block_bytes))
 
     def _check_eager(self, inputs):
         check_host_buffer(self.host_buffer)
@@ -207,8 +238,8 @@ class CopyBlocks(OpCell):
         num_caches (int): L, the caches of each call (>= 1).
 
     Inputs:
-        - **cache_0, ..., cache_{L-1}** (Tensor) - [num_blocks, \*block_shape], one shape and dtype,
-          written in place (Parameters in graphs).
+        - **cache_0, ..., cache_{L-1}** (Tensor) - [num_blocks, \*block_shape_l], one num_blocks,
+          any block shapes and dtypes; written in place (Parameters in graphs).
         - **block_mapping** (Tensor) - int64 [n, 2]: (source block, destination block) pairs; eager
           calls also take a numpy array or a list of pairs.
 
@@ -216,10 +247,10 @@ class CopyBlocks(OpCell):
         An int64 Tensor of shape (1,): the bytes copied.
 
     Raises:
-        TypeError: caches of different or unsupported dtypes, block_mapping not int64, a wrong
-            number of caches, a cache that is a slice or view (or not a Parameter in graphs).
-        ValueError: caches of different shapes, a block out of range, a destination block twice, a
-            block both read and written (nothing is copied).
+        TypeError: caches of unsupported dtypes, block_mapping not int64, a wrong number of caches,
+            a cache that is a slice or view (or not a Parameter in graphs).
+        ValueError: caches of different numbers of blocks, a block out of range, a destination block
+            twice, a block both read and written (nothing is copied).
 
     Supported Platforms:
         ``Ascend`` ``CPU``

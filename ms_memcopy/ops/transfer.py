@@ -141,10 +141,13 @@ class SwapBlocksAsync(OpCell):
         direction (str): ``"d2h"`` (swap out) or ``"h2d"`` (swap in).
         host_buffer (HostBuffer): the host memory holding the L host caches.
         num_caches (int): L, the caches of each call (>= 1).
+        host_layout (str): as SwapBlocks: ``"cache_major"`` (default) or ``"block_major"``.
+        blocks_per_host_block (int): as SwapBlocks: device blocks per host block (default 1).
 
     Inputs:
-        - **cache_0, ..., cache_{L-1}** (Tensor) - as SwapBlocks: [num_blocks, \*block_shape], one
-          shape and dtype; written in place by h2d (Parameters in graphs).
+        - **cache_0, ..., cache_{L-1}** (Tensor) - as SwapBlocks: [num_blocks, \*block_shape], the same
+          number of blocks, each its own block shape and dtype; written in place by h2d (Parameters in
+          graphs).
         - **block_mapping** (Tensor) - int64 [n, 2]: (source block, destination block) pairs.
 
     Outputs:
@@ -176,9 +179,12 @@ class SwapBlocksAsync(OpCell):
 
     _forms = ("d2h", "h2d")
 
-    def __init__(self, direction: str, host_buffer: HostBuffer, *, num_caches: int):
+    def __init__(self, direction: str, host_buffer: HostBuffer, *, num_caches: int, host_layout: str = "cache_major",
+                 blocks_per_host_block: int = 1):
         super().__init__()
-        self.primitive = _SwapBlocksAsyncPrimitive(direction, host_buffer, num_caches=num_caches)
+        self.primitive = _SwapBlocksAsyncPrimitive(direction, host_buffer, num_caches=num_caches,
+                                                   host_layout=host_layout,
+                                                   blocks_per_host_block=blocks_per_host_block)
         self.direction = direction
         self.host_buffer = host_buffer
         self.num_caches = self.primitive.num_caches

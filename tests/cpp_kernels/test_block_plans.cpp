@@ -159,6 +159,7 @@ struct Fixture {
 void TestSwapOutChunksAndMerges(Fixture &f) {
   msmc::KernelState s;
   msmc::SetAttr(s, "buffer_id", f.buffer_id);
+  msmc::SetAttr(s, "blocks_per_host_block", 1);
   std::vector<int64_t> pairs;
   for (int64_t i = 0; i < 2500; ++i) {  // reversed: no two items adjacent on both sides
     pairs.push_back(2499 - i);
@@ -189,6 +190,7 @@ void TestSwapOutChunksAndMerges(Fixture &f) {
 void TestSwapInAndCopy(Fixture &f) {
   msmc::KernelState s;
   msmc::SetAttr(s, "buffer_id", f.buffer_id);
+  msmc::SetAttr(s, "blocks_per_host_block", 1);
   ResetCounts();
   f.Run("swap_blocks_h2d", s, f.Mapping({0, 2599, 5, 2598}));
   Expect(f.Result() == static_cast<int64_t>(kCaches * 2 * kBlockBytes), "h2d returns the bytes moved");
@@ -212,6 +214,7 @@ void TestSwapInAndCopy(Fixture &f) {
 void TestBadMappingMovesNothing(Fixture &f) {
   msmc::KernelState s;
   msmc::SetAttr(s, "buffer_id", f.buffer_id);
+  msmc::SetAttr(s, "blocks_per_host_block", 1);
   const std::vector<std::vector<int64_t>> bad = {{0, 1, 2600, 2}, {0, 2500}, {0, 1, 2, 1}, {-1, 0}};
   for (const auto &pairs : bad) {
     ResetCounts();
@@ -242,6 +245,7 @@ void TestHostValuesMapping(Fixture &f) {
   {
     msmc::KernelState s;
     msmc::SetAttr(s, "buffer_id", f.buffer_id);
+    msmc::SetAttr(s, "blocks_per_host_block", 1);
     f.Run("swap_blocks_d2h", s, mapping);
     Expect(f.Result() == static_cast<int64_t>(kCaches * 2 * kBlockBytes), "d2h from host values: bytes moved");
     Expect(f.HostValue(0, 3) == 7 && f.HostValue(1, 4) == 102590, "d2h from host values: blocks land");
@@ -256,6 +260,7 @@ void TestHostValuesMapping(Fixture &f) {
   {
     msmc::KernelState s;
     msmc::SetAttr(s, "buffer_id", f.buffer_id);
+    msmc::SetAttr(s, "blocks_per_host_block", 1);
     pairs = {0, 2599, 1, 2599};
     bool refused = false;
     try {

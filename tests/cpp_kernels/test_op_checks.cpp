@@ -137,6 +137,7 @@ void TestDescAndCondition() {
 void TestBlocks() {
   msmc::KernelState s;
   msmc::SetAttr(s, "buffer_id", kBufferId);
+  msmc::SetAttr(s, "blocks_per_host_block", 1);
   const std::vector<int64_t> cache = {6, 2};  // 6 blocks of 8 bytes; the HostBuffer holds 4 per cache
   const std::vector<int64_t> pairs = {1, 2};
   const std::vector<int64_t> one = {1};
@@ -159,6 +160,30 @@ void TestBlocks() {
              "host_buffer: its 64 bytes hold no host block: each of the 1 host caches needs at least one block of "
              "256 bytes; give a HostBuffer of at least 256 bytes (num_caches x host blocks x block bytes)",
              "swap h2d: no host block, whatever the mapping");
+  // Caches of other block shapes and dtypes: one number of blocks; a host block holds a block of each.
+  const std::vector<int64_t> small = {6, 4};  // 6 blocks of 4 bytes (int8): a host block of 8 + 4 bytes, 5 of them
+  const std::vector<int64_t> fewer = {5, 2};
+  const std::vector<int64_t> host_five = {0, 5};
+  ExpectText(CheckText("swap_blocks_d2h", s, {c, Tensor(small, "int8"), Values({1, 2}, host_five), out}),
+             "block_mapping[0][1] = 5: host block out of range [0, 5); nothing was copied",
+             "swap d2h: host blocks sized by every cache's block");
+  ExpectText(CheckText("copy_blocks", s, {c, Tensor(fewer, "float32"), Tensor(pairs, "int64"), out}),
+             "caches[1] has shape [5, 2] but caches[0] has [6, 2]; all caches of one call have the same number of "
+             "blocks (first dimension)",
+             "copy blocks: another number of blocks");
+  msmc::KernelState wide;
+  msmc::SetAttr(wide, "buffer_id", kBufferId);
+  msmc::SetAttr(wide, "host_layout", 1);
+  msmc::SetAttr(wide, "blocks_per_host_block", 2);  // 2 host blocks of 2 x 16 bytes: slots [0, 4)
+  const std::vector<int64_t> host_four = {4, 0};    // (host slot, device block)
+  ExpectText(CheckText("swap_blocks_h2d", wide, {c, c, Values({1, 2}, host_four), out}),
+             "block_mapping[0][0] = 4: host block out of range [0, 4); nothing was copied",
+             "swap h2d: slots of host blocks holding 2 device blocks");
+  msmc::SetAttr(wide, "blocks_per_host_block", 6);  // a host block of 6 x (8 + 4) bytes: none fits
+  ExpectText(CheckText("swap_blocks_h2d", wide, {c, Tensor(small, "int8"), Tensor(pairs, "int64"), out}),
+             "host_buffer: its 64 bytes hold no host block: a host block holds 6 block(s) of each of the 2 caches; "
+             "give a HostBuffer of at least 72 bytes (host blocks x blocks_per_host_block x the caches' block bytes)",
+             "swap h2d: no host block of mixed caches");
 }
 
 }  // namespace

@@ -23,9 +23,11 @@ struct BlocksState {
   DescCopier desc;    // CopyBlocks
   std::vector<BatchItem> items;
   std::vector<std::pair<int64_t, size_t>> destinations;  // (block, pair index) of a block mapping, sorted
+  std::vector<size_t> block_bytes;                       // of each cache
 };
 
-const AttrSpec kAttrs[] = {{"buffer_id", false}};
+// host_layout: 0 cache-major, 1 block-major; blocks_per_host_block: device blocks per host block (SwapBlocks).
+const AttrSpec kAttrs[] = {{"buffer_id", false}, {"host_layout", true}, {"blocks_per_host_block", true}};
 MSMC_REGISTER_ATTRS(kAttrs);
 
 std::string ShapeText(const TensorArg &t) {
@@ -38,36 +40,41 @@ std::string ShapeText(const TensorArg &t) {
 
 std::string CacheName(size_t l) { return "caches[" + std::to_string(l) + "]"; }
 
-// The caches of one block call: the same shape [num_blocks, *block_shape] and dtype for all.
+// The caches of one block call: [num_blocks, *block_shape_l] each, one num_blocks for all; each cache
+// has its own block shape and dtype (its block bytes go to s.block_bytes).
 struct BlockCaches {
   size_t num_blocks;
-  size_t block_bytes;
+  size_t total_block_bytes;  // one block of every cache
+  bool uniform;              // all caches have the same block bytes
 };
 
-BlockCaches CheckCaches(const TensorArg *caches, size_t count) {
+BlockCaches CheckCaches(BlocksState &s, const TensorArg *caches, size_t count) {
   if (count == 0) {
     throw InputError("caches", "at least one cache is needed");
   }
-  const TensorArg &first = caches[0];
-  if (first.ndim < 1) {
-    throw InputError("caches[0]", "must have shape [num_blocks, *block_shape], got a scalar");
-  }
-  for (size_t l = 1; l < count; ++l) {
+  s.block_bytes.resize(count);
+  size_t total = 0;
+  for (size_t l = 0; l < count; ++l) {
     const TensorArg &c = caches[l];
-    const bool same_shape = c.ndim == first.ndim && std::equal(c.shape, c.shape + c.ndim, first.shape);
-    if (!same_shape || std::strcmp(c.dtype, first.dtype) != 0) {
-      throw InputError(CacheName(l) + " has shape " + ShapeText(c) + " and dtype " + c.dtype + " but caches[0] has " +
-                       ShapeText(first) + " and " + first.dtype +
-                       "; all caches of one call have the same shape and dtype");
+    const std::string name = CacheName(l);
+    if (c.ndim < 1) {
+      throw InputError(name, "must have shape [num_blocks, *block_shape], got a scalar");
     }
+    if (c.shape[0] != caches[0].shape[0]) {
+      throw InputError(name + " has shape " + ShapeText(c) + " but caches[0] has " + ShapeText(caches[0]) +
+                       "; all caches of one call have the same number of blocks (first dimension)");
+    }
+    NumBytes(c, name.c_str());  // the whole cache's size does not overflow, so no block offset does
+    const size_t bytes = NumBytes(TensorArg{c.data, c.shape + 1, c.ndim - 1, c.dtype}, name.c_str());
+    if (bytes == 0) {
+      throw InputError(name, "a block of shape " + ShapeText(c) + " holds no bytes");
+    }
+    s.block_bytes[l] = bytes;
+    total = CheckedAdd(total, bytes, "caches");
   }
-  NumBytes(first, "caches[0]");  // the whole cache's size does not overflow, so no block offset does
-  const size_t num_blocks = static_cast<size_t>(first.shape[0]);
-  const size_t block_bytes = NumBytes(TensorArg{first.data, first.shape + 1, first.ndim - 1, first.dtype}, "caches[0]");
-  if (block_bytes == 0) {
-    throw InputError("caches[0]", "a block of shape " + ShapeText(first) + " holds no bytes");
-  }
-  return BlockCaches{num_blocks, block_bytes};
+  const bool uniform =
+      std::all_of(s.block_bytes.begin(), s.block_bytes.end(), [&](size_t b) { return b == s.block_bytes[0]; });
+  return BlockCaches{static_cast<size_t>(caches[0].shape[0]), total, uniform};
 }
 
 // block_mapping ([n, 2] int64) on the host: its n pairs (host values from the entry layer, or device
@@ -137,110 +144,146 @@ void CheckMapping(BlocksState &s, const BlockMapping &mapping, const BlockSide &
   }
 }
 
-// Where the blocks of cache l start on one side: in caches[l], or in the l-th host cache of a HostBuffer.
-struct BlockBase {
-  const TensorArg *caches;  // NULL on the host side
-  uint8_t *host;
-  size_t host_cache_bytes;
-  char *At(size_t l) const {
-    return caches != nullptr ? static_cast<char *>(caches[l].data)
-                             : reinterpret_cast<char *>(host) + l * host_cache_bytes;
+// The host side of a SwapBlocks call. The mapping's host column names a slot of one device block:
+// slot s is device block s % F of host block s / F (F = blocks_per_host_block). With b_l the block
+// bytes of cache l, P_l = b_0 + ... + b_{l-1}, B = P_L and H = capacity / (F * B) host blocks, slot s
+// of cache l starts at byte
+//   cache-major: H * F * P_l + s * b_l                      (host cache l: H * F slots of cache l)
+//   block-major: (s / F) * F * B + F * P_l + (s % F) * b_l  (host block h: one range of F * B bytes)
+struct HostLayout {
+  uint8_t *data;
+  bool block_major;
+  size_t per_host_block;  // F
+  size_t host_blocks;     // H
+  size_t total_block_bytes;
+  size_t Slots() const { return host_blocks * per_host_block; }
+  size_t Offset(size_t slot, size_t prefix, size_t block_bytes) const {
+    const size_t f = per_host_block;
+    return block_major ? (slot / f) * f * total_block_bytes + f * prefix + (slot % f) * block_bytes
+                       : Slots() * prefix + slot * block_bytes;
   }
 };
 
-// One item per (cache, pair): block m[i][0] of `from` cache l -> block m[i][1] of `to` cache l.
-void PlanBlocks(BlocksState &s, size_t num_caches, const BlockMapping &mapping, size_t block_bytes,
-                const BlockBase &from, const BlockBase &to) {
-  const int64_t *m = mapping.pairs;
-  const size_t n = mapping.n;
-  s.items.resize(CheckedMul(num_caches, n, "block_mapping"));
-  for (size_t l = 0; l < num_caches; ++l) {
-    const char *src = from.At(l);
-    char *dst = to.At(l);
-    for (size_t i = 0; i < n; ++i) {
-      s.items[l * n + i] = BatchItem{dst + static_cast<size_t>(m[2 * i + 1]) * block_bytes,
-                                     src + static_cast<size_t>(m[2 * i]) * block_bytes, block_bytes};
-    }
+// The layout of a HostBuffer of `capacity` bytes; InputError when it holds no host block.
+HostLayout PlanHost(const KernelState &k, size_t capacity, const BlockCaches &c, const std::vector<size_t> &bytes) {
+  const int64_t layout = k.Attr("host_layout");
+  const int64_t per_host_block = k.Attr("blocks_per_host_block");
+  if (layout != 0 && layout != 1) {
+    throw InputError("host_layout", "must be 0 (cache_major) or 1 (block_major), got " + std::to_string(layout));
   }
-}
-
-// The host caches of a SwapBlocks call: L equal parts of a HostBuffer of `capacity` bytes, each of H
-// blocks; InputError when H is 0.
-size_t HostBlocks(size_t capacity, size_t num_caches, size_t block_bytes) {
-  const size_t cache_block_bytes = CheckedMul(num_caches, block_bytes, "caches");
-  const size_t host_blocks = capacity / cache_block_bytes;
-  if (host_blocks == 0) {
+  if (per_host_block < 1) {
+    throw InputError("blocks_per_host_block", "must be >= 1, got " + std::to_string(per_host_block));
+  }
+  const size_t f = static_cast<size_t>(per_host_block);
+  const size_t host_block_bytes = CheckedMul(f, c.total_block_bytes, "blocks_per_host_block");
+  const size_t host_blocks = capacity / host_block_bytes;
+  const std::string caches = std::to_string(bytes.size());
+  if (host_blocks == 0 && c.uniform && f == 1) {
     throw InputError("host_buffer", "its " + std::to_string(capacity) + " bytes hold no host block: each of the " +
-                                        std::to_string(num_caches) + " host caches needs at least one block of " +
-                                        std::to_string(block_bytes) + " bytes; give a HostBuffer of at least " +
-                                        std::to_string(cache_block_bytes) +
+                                        caches + " host caches needs at least one block of " +
+                                        std::to_string(bytes[0]) + " bytes; give a HostBuffer of at least " +
+                                        std::to_string(host_block_bytes) +
                                         " bytes (num_caches x host blocks x block bytes)");
   }
-  return host_blocks;
+  if (host_blocks == 0) {
+    throw InputError("host_buffer", "its " + std::to_string(capacity) + " bytes hold no host block: a host block " +
+                                        "holds " + std::to_string(f) + " block(s) of each of the " + caches +
+                                        " caches; give a HostBuffer of at least " + std::to_string(host_block_bytes) +
+                                        " bytes (host blocks x blocks_per_host_block x the caches' block bytes)");
+  }
+  return HostLayout{nullptr, layout == 1, f, host_blocks, c.total_block_bytes};
 }
 
-// The check of a block call: the caches, the mapping, and every pair when the mapping's values are
-// known (capacity: the HostBuffer's bytes for SwapBlocks; 0 for CopyBlocks, which has none).
+// The check of a block call: the caches, the host layout (capacity: the HostBuffer's bytes for
+// SwapBlocks, the layout going to *host; nullptr for CopyBlocks, which has none), the mapping, and
+// every pair when the mapping's values are known.
 struct BlockPlan {
   BlockCaches caches;
-  size_t host_blocks;
   BlockMapping mapping;
 };
 
-BlockPlan CheckBlocks(BlocksState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
-                      const size_t *capacity, bool to_host) {
-  const BlockCaches c = CheckCaches(caches, num_caches);
-  const size_t host_blocks = capacity != nullptr ? HostBlocks(*capacity, num_caches, c.block_bytes) : 0;
+BlockPlan CheckBlocks(KernelState &k, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
+                      const size_t *capacity, bool to_host, HostLayout *host) {
+  BlocksState &s = k.Family<BlocksState>();
+  const BlockCaches c = CheckCaches(s, caches, num_caches);
+  if (capacity != nullptr) {
+    *host = PlanHost(k, *capacity, c, s.block_bytes);
+  }
   const BlockMapping mapping = KnownMapping(block_mapping);
   if (mapping.pairs != nullptr) {
     const BlockSide device_side{"device", c.num_blocks};
     if (capacity == nullptr) {
       CheckMapping(s, mapping, device_side, device_side, true);
     } else {
-      const BlockSide host_side{"host", host_blocks};
+      const BlockSide host_side{"host", host->Slots()};
       CheckMapping(s, mapping, to_host ? device_side : host_side, to_host ? host_side : device_side, false);
     }
   }
-  return BlockPlan{c, host_blocks, mapping};
+  return BlockPlan{c, mapping};
 }
 
-void FinishBlocks(KernelState &s, size_t num_caches, size_t n, size_t block_bytes, const TensorArg &out,
-                  aclrtStream stream) {
-  s.host_results.assign(
-      1, static_cast<int64_t>(CheckedMul(CheckedMul(num_caches, n, "block_mapping"), block_bytes, "block_mapping")));
+// One item per (cache, pair): block m[i][0] of cache l -> block m[i][1] of cache l, both on the device
+// (host nullptr) or one of them in the host layout (the destination when to_host, else the source).
+void PlanBlocks(BlocksState &s, const TensorArg *caches, size_t num_caches, const BlockMapping &mapping,
+                const HostLayout *host, bool to_host) {
+  const int64_t *m = mapping.pairs;
+  const size_t n = mapping.n;
+  s.items.resize(CheckedMul(num_caches, n, "block_mapping"));
+  size_t prefix = 0;  // P_l
+  for (size_t l = 0; l < num_caches; ++l) {
+    const size_t b = s.block_bytes[l];
+    char *device = static_cast<char *>(caches[l].data);
+    for (size_t i = 0; i < n; ++i) {
+      const auto from = static_cast<size_t>(m[2 * i]);
+      const auto to = static_cast<size_t>(m[2 * i + 1]);
+      char *src = device + from * b;
+      char *dst = device + to * b;
+      if (host != nullptr) {
+        char *at = reinterpret_cast<char *>(host->data) + host->Offset(to_host ? to : from, prefix, b);
+        (to_host ? dst : src) = at;
+      }
+      s.items[l * n + i] = BatchItem{dst, src, b};
+    }
+    prefix += b;
+  }
+}
+
+void FinishBlocks(KernelState &s, size_t n, size_t total_block_bytes, const TensorArg &out, aclrtStream stream) {
+  s.host_results.assign(1, static_cast<int64_t>(CheckedMul(n, total_block_bytes, "block_mapping")));
   WriteResults(s, out, stream);
 }
 
 void SwapBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
                 const TensorArg &out, bool to_host, aclrtStream stream) {
-  BlocksState &b = s.Family<BlocksState>();
   HostBufferLease buffer(s.Attr("buffer_id"), "host_buffer", stream);
   std::vector<int64_t> values;
   const size_t capacity = buffer.nbytes();
-  const BlockPlan p = CheckBlocks(b, caches, num_caches, ValuesOnHost(block_mapping, &values), &capacity, to_host);
-  const BlockBase device{caches, nullptr, 0};
-  const BlockBase host{nullptr, buffer.data(), p.host_blocks * p.caches.block_bytes};
-  PlanBlocks(b, num_caches, p.mapping, p.caches.block_bytes, to_host ? device : host, to_host ? host : device);
+  HostLayout host{};
+  const BlockPlan p =
+      CheckBlocks(s, caches, num_caches, ValuesOnHost(block_mapping, &values), &capacity, to_host, &host);
+  host.data = buffer.data();
+  BlocksState &b = s.Family<BlocksState>();
+  PlanBlocks(b, caches, num_caches, p.mapping, &host, to_host);
   b.batch.Run(b.items.data(), b.items.size(), to_host ? ACL_MEMCPY_DEVICE_TO_HOST : ACL_MEMCPY_HOST_TO_DEVICE, s.device,
               nullptr, stream);
-  FinishBlocks(s, num_caches, p.mapping.n, p.caches.block_bytes, out, stream);
+  FinishBlocks(s, p.mapping.n, p.caches.total_block_bytes, out, stream);
 }
 
 void CheckSwapBlocks(KernelState &s, const TensorArg *a, size_t n, bool to_host) {
   const size_t capacity = HostBufferBytes(s.Attr("buffer_id"), "host_buffer");
-  CheckBlocks(s.Family<BlocksState>(), a, n - 2, a[n - 2], &capacity, to_host);
+  HostLayout host{};
+  CheckBlocks(s, a, n - 2, a[n - 2], &capacity, to_host, &host);
 }
 
 // CopyBlocks: block m[i][0] of caches[l] -> block m[i][1] of caches[l], in place.
 void CopyBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
                 const TensorArg &out, aclrtStream stream) {
-  BlocksState &b = s.Family<BlocksState>();
   std::vector<int64_t> values;
-  const BlockPlan p = CheckBlocks(b, caches, num_caches, ValuesOnHost(block_mapping, &values), nullptr, false);
-  const BlockBase device{caches, nullptr, 0};
-  PlanBlocks(b, num_caches, p.mapping, p.caches.block_bytes, device, device);
+  const BlockPlan p = CheckBlocks(s, caches, num_caches, ValuesOnHost(block_mapping, &values), nullptr, false, nullptr);
+  BlocksState &b = s.Family<BlocksState>();
+  PlanBlocks(b, caches, num_caches, p.mapping, nullptr, false);
   b.desc.CopyItems(b.items.data(), b.items.size(), stream);
-  FinishBlocks(s, num_caches, p.mapping.n, p.caches.block_bytes, out, stream);
+  FinishBlocks(s, p.mapping.n, p.caches.total_block_bytes, out, stream);
 }
 
 const OpBody kBodies[] = {
@@ -255,9 +298,7 @@ const OpBody kBodies[] = {
        SwapBlocks(s, a, n - 2, a[n - 2], a[n - 1], false, st);
      }},
     {"copy_blocks", "CopyBlocks",
-     [](KernelState &s, const TensorArg *a, size_t n) {
-       CheckBlocks(s.Family<BlocksState>(), a, n - 2, a[n - 2], nullptr, false);
-     },
+     [](KernelState &s, const TensorArg *a, size_t n) { CheckBlocks(s, a, n - 2, a[n - 2], nullptr, false, nullptr); },
      [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) {
        CopyBlocks(s, a, n - 2, a[n - 2], a[n - 1], st);
      }},

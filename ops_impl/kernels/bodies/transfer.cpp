@@ -36,8 +36,14 @@ struct AsyncForm {
 };
 
 const AsyncForm kForms[] = {
-    {"swap_blocks_d2h_async", "swap_blocks_d2h", {"buffer_id"}, kLaneDeviceToHost},
-    {"swap_blocks_h2d_async", "swap_blocks_h2d", {"buffer_id"}, kLaneHostToDevice},
+    {"swap_blocks_d2h_async",
+     "swap_blocks_d2h",
+     {"buffer_id", "host_layout", "blocks_per_host_block"},
+     kLaneDeviceToHost},
+    {"swap_blocks_h2d_async",
+     "swap_blocks_h2d",
+     {"buffer_id", "host_layout", "blocks_per_host_block"},
+     kLaneHostToDevice},
     {"copy_blocks_async", "copy_blocks", {}, kLaneWithinDevice},
 };
 
