@@ -178,7 +178,8 @@ def test_route_table_lists_every_op_and_its_rules():
     assert re.findall(r'\{"(\w+)", ArgKind::\w+, [\w:]+, true, \w+\}', insert) == ["dst", "src"]
     # the inputs written in place, whose graph infer wants Parameters (a variadic one: each element)
     # (the block ops' caches form no dtype_group: each cache has its own dtype)
-    assert '{"caches", ArgKind::kTensors, mindspore::kTypeUnknown, false, true}' in table  # swap_blocks_h2d, copy_blocks
+    # swap_blocks_h2d, copy_blocks
+    assert '{"caches", ArgKind::kTensors, mindspore::kTypeUnknown, false, true}' in table
     assert '{"caches", ArgKind::kTensors, mindspore::kTypeUnknown, false, false}' in table  # swap_blocks_d2h
     assert '{"dst", ArgKind::kTensor, mindspore::kTypeUnknown, true, true}' in table  # memcpy2d_write
     assert '{"y", ShapeRule::kDims, -1, {{DimKind::kAttr, 3}, {DimKind::kAttr, 4}}, 2' in table  # extract
