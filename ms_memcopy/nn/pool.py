@@ -117,6 +117,17 @@ class _BlockNumbers:
             self._allocated.update(blocks)
 
 
+def _choose_copy_strategy():
+    """The host runtime chooses how it copies large copies at its first one (a calibration of about a
+    tenth of a second, once per process): a pool makes that happen now rather than in its first swap."""
+    from .._extension import _paths
+
+    if _paths.uses_host_runtime():
+        from .._acl import runtime
+
+        runtime.copy_strategy()
+
+
 class BlockPool(nn.Cell):
     """A paged cache with swap-out, swap-in and fork, handing out block numbers as vLLM's block manager does.
 
@@ -195,6 +206,7 @@ class BlockPool(nn.Cell):
             ms.Parameter(ops.zeros((num_blocks, *self.block_shape), self.dtype), name=f"{name}.cache{l}")
             for l in range(self.num_caches))
         self.host_buffer = HostBuffer(max(1, self.num_caches * num_host_blocks * self.block_bytes), pinned=pinned)
+        _choose_copy_strategy()
         self._swap_out = SwapBlocks("d2h", self.host_buffer, num_caches=self.num_caches)
         self._swap_in = SwapBlocks("h2d", self.host_buffer, num_caches=self.num_caches)
         self._copy = CopyBlocks(num_caches=self.num_caches)
