@@ -35,15 +35,12 @@ struct AsyncForm {
   int64_t lane;
 };
 
+// The attributes SwapBlocks' body reads (configs/ops/blocks.yaml), passed on by its asynchronous forms.
+const std::vector<const char *> kSwapAttrs = {"buffer_id", "host_layout", "blocks_per_host_block"};
+
 const AsyncForm kForms[] = {
-    {"swap_blocks_d2h_async",
-     "swap_blocks_d2h",
-     {"buffer_id", "host_layout", "blocks_per_host_block"},
-     kLaneDeviceToHost},
-    {"swap_blocks_h2d_async",
-     "swap_blocks_h2d",
-     {"buffer_id", "host_layout", "blocks_per_host_block"},
-     kLaneHostToDevice},
+    {"swap_blocks_d2h_async", "swap_blocks_d2h", kSwapAttrs, kLaneDeviceToHost},
+    {"swap_blocks_h2d_async", "swap_blocks_h2d", kSwapAttrs, kLaneHostToDevice},
     {"copy_blocks_async", "copy_blocks", {}, kLaneWithinDevice},
 };
 
