@@ -139,7 +139,8 @@ def test_the_copies_run_on_the_lane_and_the_wait_orders_the_read():
         token = swap_in(k, v, [[0, 1]])
         np.testing.assert_array_equal(k.asnumpy(), dst[0])  # queued behind the held lane
         out = swap_out(*parameters(src, "out"), [[3, 2]])
-        WaitTransfer(num_tensors=2, lane="d2h")(k, v, out)  # the swap-out lane is not held
+        # the swap-out lane is not held; asnumpy: the eager wait has run before the host reads
+        WaitTransfer(num_tensors=2, lane="d2h")(k, v, out).asnumpy()
         np.testing.assert_array_equal(host[0, 2], src[0][3])
         np.testing.assert_array_equal(k.asnumpy(), dst[0])
     finally:
