@@ -15,6 +15,7 @@ from mindspore import nn, ops
 from ms_memcopy import HostBuffer
 from ms_memcopy import _kernels_lib
 from ms_memcopy import runtime as rt
+from ms_memcopy._framework import sync_launches
 from ms_memcopy.ops import CopyBlocks, CopyBlocksAsync, SwapBlocks, SwapBlocksAsync, WaitTransfer, transfer
 from ms_memcopy.ops import transfer_stream_count, wait_transfers
 
@@ -173,8 +174,9 @@ def test_errors_are_the_sync_ops_with_nothing_written(mode, mapping):
             if mode == "graph":
                 cell = _Call(op, params)
                 cell(ms.Tensor(mapping))
-            else:
+            else:  # a Tensor mapping is read by the launch: its error is raised at the next sync
                 op(*params, ms.Tensor(mapping))
+                sync_launches()
         message = str(info.value).split("\n\n", 1)[0]
         assert message.startswith(f"ms_memcopy {label}: ")
         texts.append(message[len(f"ms_memcopy {label}: "):])
