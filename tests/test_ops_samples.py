@@ -32,7 +32,8 @@ def test_each_sample_builds_its_op():
             if name not in samples.GRADIENT_ONLY:
                 assert type(sample.op) is getattr(ops, public), name
                 classes.add(public)
-    assert classes == set(ops.__all__)  # every public class has its forms in the table
+    public_classes = {name for name in ops.__all__ if isinstance(getattr(ops, name), type)}
+    assert classes == public_classes  # every public class has its forms in the table
 
 
 @pytest.mark.parametrize("name", OP_NAMES)
