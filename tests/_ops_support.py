@@ -10,6 +10,7 @@ import mindspore as ms
 from mindspore import nn
 
 from ms_memcopy import _kernels_lib, _paths, _runtime_env
+from ms_memcopy._framework import sync_launches
 from ms_memcopy.op_defs import supported_dtypes
 
 DTYPES = supported_dtypes()
@@ -103,9 +104,12 @@ def check_on_profile(run_python, script, profile, timeout=180):
 def raises_exactly(error, message):
     """The block raises `error` itself (not a subclass) reading exactly `message`. An error raised while a
     graph compiles or runs carries MindSpore's C++ call stack and the graph's traceback after a blank
-    line: that part is not the message."""
+    line: that part is not the message. An eager call whose Tensor value fails its launch's check raises at
+    MindSpore's next synchronization: the block ends with one."""
     with pytest.raises(error) as info:
         yield info
+        # an eager launch that reads a Tensor value fails at its launch, reported at the next sync
+        sync_launches()
     assert type(info.value) is error, f"{type(info.value).__name__} instead of {error.__name__}: {info.value}"
     assert str(info.value).split("\n\n", 1)[0] == message
 
