@@ -2,6 +2,7 @@
 primitive of ms_memcopy.ops is or holds (how it is run and checked: :mod:`ms_memcopy.ops`)."""
 import numpy as np
 from mindspore import nn, ops
+from mindspore.ops.primitive import _run_op
 
 from .._extension import _kernels_lib, op_def_route, route_codegen
 from .._framework import record_custom_bprop, recording_gradients
@@ -87,9 +88,13 @@ class CopyPrimitive(ops.Custom):
         check_same_dtype(self._op_def, [{"dtype": t.dtype} for t in flat])
         check_jit_level(self._label)
         self._check_eager(flat)
-        if self._gradient is not None and recording_gradients():
-            # the same launch, recorded with the primitive's bprop (no single-op graph per value)
-            return record_custom_bprop(self._gradient, lambda: self._launch_eagerly(args), args)
+        if recording_gradients():
+            if self._gradient is not None:
+                # the same launch, recorded with the primitive's bprop (no single-op graph per value)
+                return record_custom_bprop(self._gradient, lambda: self._launch_eagerly(args), args)
+            # No bprop (a copy to or from the host): MindSpore's own record raises "bprop not defined"
+            # where a gradient flows through the op, as a graph does, and not where none does.
+            return _run_op(self, self.name, (*args, *self._init_values))
         return self._launch_eagerly(args)
 
     def _check_arity(self, args):
