@@ -52,8 +52,8 @@ ByteRange CheckMemset(const KernelState &s, const TensorArg &dst, const TensorAr
   return ByteRange{static_cast<size_t>(first[0]), span, true};
 }
 
-void Memset(KernelState &s, const TensorArg &dst, const TensorArg &offset, const TensorArg &count,
-            const TensorArg &out, aclrtStream stream) {
+void Memset(KernelState &s, const TensorArg &dst, const TensorArg &offset, const TensorArg &count, const TensorArg &out,
+            aclrtStream stream) {
   std::vector<int64_t> offsets;
   std::vector<int64_t> counts;
   const ByteRange range = CheckMemset(s, dst, ValuesOnHost(offset, &offsets), ValuesOnHost(count, &counts), out);
