@@ -15,16 +15,9 @@ namespace {
 constexpr std::chrono::microseconds kSpinTime{200};  // how long an idle pool thread or a waiting caller spins
 
 size_t ConfiguredThreads() {
-  size_t threads = std::min(UsableCores(), CopyPool::kMaxThreads);
-  const char *value = std::getenv(ACLHOST_ENV_COPY_THREADS);
-  if (value != nullptr && *value != '\0') {
-    char *end = nullptr;
-    const unsigned long long wanted = std::strtoull(value, &end, 10);
-    if (end != value && *end == '\0' && wanted > 0) {
-      threads = std::min<size_t>(threads, static_cast<size_t>(wanted));
-    }
-  }
-  return threads;
+  const size_t threads = std::min(UsableCores(), CopyPool::kMaxThreads);
+  const size_t wanted = CopyThreadsFromEnv();
+  return wanted > 0 ? std::min(threads, wanted) : threads;
 }
 
 // Polls done() for at most kSpinTime; true when it became true.
@@ -52,6 +45,16 @@ size_t UsableCores() {
   }
   const unsigned n = std::thread::hardware_concurrency();
   return n > 0 ? n : 1;
+}
+
+size_t CopyThreadsFromEnv() {
+  const char *value = std::getenv(ACLHOST_ENV_COPY_THREADS);
+  if (value == nullptr || *value == '\0') {
+    return 0;
+  }
+  char *end = nullptr;
+  const unsigned long long wanted = std::strtoull(value, &end, 10);
+  return end != value && *end == '\0' ? static_cast<size_t>(wanted) : 0;
 }
 
 CopyPool &CopyPool::Instance() {

@@ -15,6 +15,9 @@ namespace aclhost {
 // Cores this process may run on (its affinity mask).
 size_t UsableCores();
 
+// MS_MEMCOPY_COPY_THREADS as a positive count, or 0 when it is unset, empty, 0 or malformed.
+size_t CopyThreadsFromEnv();
+
 // One split copy: `parts` parts, claimed by index by the caller and by pool workers.
 class Job {
  public:

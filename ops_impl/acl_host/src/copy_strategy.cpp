@@ -77,15 +77,7 @@ bool StoresFixedByEnv(StoreKind *kind) {
   return true;
 }
 
-bool ThreadsFixedByEnv() {
-  const char *value = std::getenv(ACLHOST_ENV_COPY_THREADS);
-  if (value == nullptr || *value == '\0') {
-    return false;
-  }
-  char *end = nullptr;
-  const unsigned long long wanted = std::strtoull(value, &end, 10);
-  return end != value && *end == '\0' && wanted > 0;
-}
+bool ThreadsFixedByEnv() { return CopyThreadsFromEnv() > 0; }
 
 // One calibration pass: every piece of src to a scattered place in dst (as a pool's blocks are), the
 // pieces split into `parts` contiguous runs.
