@@ -31,6 +31,18 @@ def pytest_configure(config):
                                               os.environ.get(_import_check.CHECKOUT_ENV) == "1")
     if problem:
         raise pytest.UsageError(problem)
+    _children_import_the_same_copy(_imported_package())
+
+
+def _children_import_the_same_copy(imported):
+    """A checkout built in place (no install) is importable here only because `python -m pytest` put
+    the current directory on sys.path; the Python processes that tests start run elsewhere, so they
+    get the checkout through PYTHONPATH and import the copy under test, as after `pip install -e .`."""
+    if imported != _import_check.CHECKOUT / "ms_memcopy":
+        return
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if str(_import_check.CHECKOUT) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(_import_check.CHECKOUT), *paths])
 
 
 # ---------------------------------------------------------------------------------------------
