@@ -7,6 +7,7 @@ load on first attribute access, and none of them imports MindSpore; ``ops``
 offloading handler over them) import MindSpore when first used.
 """
 import importlib
+from typing import Any, List
 
 from . import _moved
 from ._extension._paths import get_acl_library, get_include
@@ -22,7 +23,7 @@ _LAZY_ATTRIBUTES = {"HostBuffer": "host_buffer"}  # name -> submodule defining i
 __all__ = ["AclError", "HostBuffer", "get_include", "get_acl_library", "__version__", *_LAZY_SUBMODULES]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name in _LAZY_SUBMODULES:
         return importlib.import_module(f"{__name__}.{name}")
     if name in _LAZY_ATTRIBUTES:
@@ -32,5 +33,5 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> List[str]:
     return sorted(set(globals()) | set(_LAZY_SUBMODULES) | set(_LAZY_ATTRIBUTES))

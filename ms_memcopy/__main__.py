@@ -2,9 +2,10 @@
 ``python -m ms_memcopy npu-check``."""
 import argparse
 import sys
+from typing import List, Optional
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ms_memcopy", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="version, ACL backend, emulated SoC and its calls, MindSpore")

@@ -1,11 +1,12 @@
 """What ms_memcopy needs from MindSpore outside the primitives, in one place."""
 import re
 import sys
+from typing import Any, Callable, Sequence
 
 from ._extension import _paths
 
 
-def _pynative_executor():
+def _pynative_executor() -> Any:
     try:
         from mindspore.graph.api import _pynative_executor as executor
     except ImportError:  # MindSpore before 2.9 kept it in mindspore.common.api
@@ -13,12 +14,12 @@ def _pynative_executor():
     return executor
 
 
-def recording_gradients():
+def recording_gradients() -> bool:
     """True while PYNATIVE_MODE records ops for a gradient (inside ms.grad, value_and_grad, ...)."""
     return bool(_pynative_executor().requires_grad())
 
 
-def record_custom_bprop(cell, launch, args):
+def record_custom_bprop(cell: Any, launch: Callable[[], Any], args: Sequence[Any]) -> Any:
     """Runs launch() without recording it, then records its outputs for the gradient being recorded as
     the outputs of cell called with args, whose ``bprop`` MindSpore calls in the backward pass (its
     custom-bprop record, what a Cell with a bprop gets in PYNATIVE): no single-op graph is compiled."""
@@ -31,7 +32,7 @@ def record_custom_bprop(cell, launch, args):
     return _pynative_executor().call_custom_bprop(cell, outputs, *args)
 
 
-def sync_launches():
+def sync_launches() -> None:
     """Waits for the MindSpore launches queued so far (PYNATIVE_MODE runs ops asynchronously on its own
     thread). Does nothing when MindSpore has not been imported: then nothing can be queued."""
     if "mindspore" not in sys.modules:
@@ -39,7 +40,7 @@ def sync_launches():
     _pynative_executor().sync()
 
 
-def _process_environment(name):
+def _process_environment(name: str) -> str:
     """The variable as the process's C environment holds it, where the kernels read it: MindSpore's
     init() sets DEVICE_ID there (to the local rank), which os.environ does not see."""
     import ctypes
@@ -50,7 +51,7 @@ def _process_environment(name):
     return "" if value is None else value.decode()
 
 
-def acl_device():
+def acl_device() -> int:
     """The ACL device of MindSpore's device. With the host ACL runtime (the CPU target) it is DEVICE_ID
     from the environment, default 0, the device the copy kernels set (HostTargetDevice in
     ops_impl/kernels/launch_context.cpp). With CANN it is MindSpore's current device once MindSpore has

@@ -1,5 +1,6 @@
 """The environment variables the host ACL runtime reads, named once for Python (C++:
 ``ACLHOST_ENV_*`` in acl_host/acl_host_ext.h; docs/host_runtime.md describes them)."""
+from typing import Dict, Mapping
 
 SOC = "MS_MEMCOPY_SOC"  #: the emulated SoC profile, resolved once per process
 DEVICE_COUNT = "MS_MEMCOPY_DEVICE_COUNT"  #: the device count, 1..1024 (default 8)
@@ -15,6 +16,6 @@ STRICT_ORDER = "MS_MEMCOPY_STRICT_ORDER"  #: "1": a call racing with a queued co
 MACHINE = (SOC, DEVICE_COUNT)
 
 
-def without_machine(environ):
+def without_machine(environ: Mapping[str, str]) -> Dict[str, str]:
     """A copy of environ without the MACHINE variables."""
     return {key: value for key, value in environ.items() if key not in MACHINE}

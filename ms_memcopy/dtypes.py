@@ -8,6 +8,7 @@ Only the standard library and PyYAML are used: setup.py imports this module befo
 """
 import dataclasses
 import functools
+from typing import Tuple
 
 import yaml
 
@@ -30,7 +31,7 @@ class Dtype:
     supported: bool  # every op accepts it (an input of dtype "any")
 
 
-def parse(table, where="configs/dtypes.yaml"):
+def parse(table: object, where: str = "configs/dtypes.yaml") -> Tuple[Dtype, ...]:
     """The Dtype entries of a parsed configs/dtypes.yaml, supported ones first; raises DtypeTableError."""
     if not isinstance(table, dict) or set(table) != {"supported", "named"}:
         raise DtypeTableError(f"{where} must hold exactly the keys supported and named, got "
@@ -51,35 +52,35 @@ def parse(table, where="configs/dtypes.yaml"):
 
 
 @functools.lru_cache(maxsize=None)
-def table():
+def table() -> Tuple[Dtype, ...]:
     """Every Dtype of configs/dtypes.yaml, supported ones first, each list in the file's order."""
     with open(_paths.configs_dir() / "dtypes.yaml", encoding="utf-8") as f:
         return parse(yaml.safe_load(f))
 
 
-def supported():
+def supported() -> Tuple[str, ...]:
     """The names of the dtypes every op accepts, in the file's order."""
     return tuple(d.name for d in table() if d.supported)
 
 
-def _entry(name):
+def _entry(name: str) -> Dtype:
     for d in table():
         if d.name == name:
             return d
     raise KeyError(f"dtype {name!r} is not in configs/dtypes.yaml")
 
 
-def itemsize(name):
+def itemsize(name: str) -> int:
     """Bytes per element of dtype name."""
     return _entry(name).itemsize
 
 
-def type_id_suffix(name):
+def type_id_suffix(name: str) -> str:
     """The suffix of dtype name's TypeId (``mindspore::kNumberType<suffix>``)."""
     return _entry(name).type_id
 
 
-def table_source():
+def table_source() -> str:
     """``dtypes.inc``: ``MSMC_DTYPES(X)`` expands ``X(name, TypeId suffix, itemsize, supported)`` for
     every dtype of configs/dtypes.yaml (the kernels' ItemSize and the module's TypeId names)."""
     cells = " ".join(f"X({d.name}, {d.type_id}, {d.itemsize}, {'true' if d.supported else 'false'})"

@@ -1,5 +1,5 @@
 """The one error type of ms_memcopy's raising layers: :class:`AclError`."""
-from typing import Optional
+from typing import Optional, Tuple
 
 from ._extension import _paths
 from ._acl.error_codes import error_names, read_error_codes
@@ -8,7 +8,7 @@ from ._acl.error_codes import error_names, read_error_codes
 ERROR_NAMES = error_names(read_error_codes(_paths.shipped_include()))
 
 
-def error_name(code):
+def error_name(code: int) -> str:
     """The header name of an aclError code; ``ACL_ERROR_UNKNOWN_<code>`` for codes the headers lack."""
     return ERROR_NAMES.get(code, f"ACL_ERROR_UNKNOWN_{code}")
 
@@ -56,7 +56,7 @@ class AclError(RuntimeError):
     """
 
     def __init__(self, code: int, api: Optional[str] = None, fail_index: Optional[int] = None,
-                 message: Optional[str] = None):
+                 message: Optional[str] = None) -> None:
         self.code = int(code)
         self.name = error_name(self.code)
         self.api = api
@@ -64,7 +64,7 @@ class AclError(RuntimeError):
         self.message = message
         super().__init__(self._text())
 
-    def _text(self):
+    def _text(self) -> str:
         text = f"{self.name} ({self.code})"
         if self.api:
             text = f"{self.api} failed: {text}"
@@ -74,8 +74,8 @@ class AclError(RuntimeError):
             text += f": {self.message}"
         return text
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self._text()
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[type, Tuple[int, Optional[str], Optional[int], Optional[str]]]:
         return (type(self), (self.code, self.api, self.fail_index, self.message))

@@ -20,12 +20,14 @@ import sys
 import threading
 import warnings
 import weakref
+from types import ModuleType
+from typing import Any, Callable, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _kernels_lib
+from ._acl.constants import ACL_ERROR_RT_CONTEXT_NULL, ACL_HOST_REG_PINNED
+from ._extension import _kernels_lib
 from ._framework import acl_device, sync_launches
-from .acl_constants import ACL_ERROR_RT_CONTEXT_NULL, ACL_HOST_REG_PINNED
 from .errors import AclError
 
 _ALIGNMENT = 64
@@ -35,10 +37,10 @@ _REGISTER_ALIGNMENT = 4096  # CANN: the start of a host registration must be 4 K
 class _Allocation:
     """Owns the memory; freed when the last holder (buffer or view) lets go."""
 
-    def __init__(self, nbytes, pinned):
+    def __init__(self, nbytes: int, pinned: bool) -> None:
         self.nbytes = nbytes
         self.pinned = pinned
-        self._keepalive = None
+        self._keepalive: Optional[np.ndarray] = None
         if nbytes == 0:
             self.ptr = 0
         elif pinned:
@@ -47,7 +49,9 @@ class _Allocation:
             _ensure_current_context(runtime)
             self.ptr = runtime.malloc_host(nbytes)
             finalizer = weakref.finalize(self, _free_pinned, self.ptr)
-            finalizer.atexit = False  # the ACL runtime may be gone at interpreter shutdown
+            # the ACL runtime may be gone at interpreter shutdown (typeshed has finalize's atexit property
+            # as an attribute outside its __slots__)
+            finalizer.atexit = False  # type: ignore[misc]
         else:
             raw = np.empty(nbytes + _ALIGNMENT, dtype=np.uint8)
             shift = (-raw.ctypes.data) % _ALIGNMENT
@@ -63,7 +67,7 @@ class _RegisteredMemory:
     The registration starts at the page holding the object's first byte (CANN wants a 4 KiB aligned
     start) and ends at its last byte, so two wrapped objects may not share a page (507910)."""
 
-    def __init__(self, obj):
+    def __init__(self, obj: Any) -> None:
         try:
             view = memoryview(obj)
         except TypeError:
@@ -89,7 +93,7 @@ class _RegisteredMemory:
                                  ACL_HOST_REG_PINNED)
         self._registered = True
 
-    def unregister(self):
+    def unregister(self) -> None:
         """Ends the registration (idempotent); the memory stays the owner's."""
         if self._registered:
             self._registered = False
@@ -98,7 +102,11 @@ class _RegisteredMemory:
             runtime.host_unregister(self.registered_base)
 
 
-def _ensure_current_context(runtime):
+#: What a HostBuffer's memory is: its own allocation, or the registered memory of another object.
+_Memory = Union[_Allocation, _RegisteredMemory]
+
+
+def _ensure_current_context(runtime: ModuleType) -> None:
     """aclrtMallocHost needs a current context on the calling thread (CANN's ApiImpl::HostMalloc): on a
     thread without one, set MindSpore's device there first."""
     try:
@@ -109,7 +117,7 @@ def _ensure_current_context(runtime):
         runtime.set_device(acl_device())
 
 
-def _free_pinned(ptr):
+def _free_pinned(ptr: int) -> None:
     from . import runtime
 
     try:
@@ -121,7 +129,7 @@ def _free_pinned(ptr):
 class _ByteView:
     """Exposes an allocation to numpy and keeps it alive for as long as the array lives."""
 
-    def __init__(self, allocation, offset, nbytes):
+    def __init__(self, allocation: "_Memory", offset: int, nbytes: int) -> None:
         self._allocation = allocation
         self.__array_interface__ = {
             "data": (allocation.ptr + offset, False),
@@ -137,19 +145,19 @@ class _BufferIds:
     process (about 100 KiB per id seen in PYNATIVE_MODE): reusing ids bounds that by the number of
     buffers in use at once instead of the number ever created."""
 
-    def __init__(self):
-        self._free = []
+    def __init__(self) -> None:
+        self._free: List[int] = []
         self._next = 1
         self._lock = threading.Lock()
 
-    def acquire(self):
+    def acquire(self) -> int:
         with self._lock:
             if self._free:
                 return heapq.heappop(self._free)
             self._next += 1
             return self._next - 1
 
-    def release(self, buffer_id):
+    def release(self, buffer_id: int) -> None:
         with self._lock:
             heapq.heappush(self._free, buffer_id)
 
@@ -164,9 +172,9 @@ class _IdLease:
 
     __slots__ = ("id", "__weakref__")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.id = _IDS.acquire()
-        weakref.finalize(self, _IDS.release, self.id).atexit = False
+        weakref.finalize(self, _IDS.release, self.id).atexit = False  # type: ignore[misc]  # as above
 
 
 class HostBuffer:
@@ -206,7 +214,10 @@ class HostBuffer:
         True
     """
 
-    def __init__(self, nbytes: int, pinned: bool = True):
+    _allocation: Optional[_Memory]  # None once closed
+    _id_lease: Optional[_IdLease]  # None once closed
+
+    def __init__(self, nbytes: int, pinned: bool = True) -> None:
         if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral):
             raise TypeError(f"nbytes must be an int, not {type(nbytes).__name__}")
         if nbytes < 0:
@@ -239,14 +250,15 @@ class HostBuffer:
         buffer._open(_RegisteredMemory(obj))
         return buffer
 
-    def _open(self, allocation):
+    def _open(self, allocation: "_Memory") -> None:
         self._allocation = allocation
         self._nbytes = allocation.nbytes
         self._pinned = allocation.pinned
         self._registered = isinstance(allocation, _RegisteredMemory)
         self._used_by_primitives = False
         self._id_lease = _IdLease()
-        self._before_close = []  # weak methods that launch copies into or out of the buffer still held back
+        # weak methods that launch copies into or out of the buffer still held back
+        self._before_close: List[Callable[[], Optional[Callable[[], Optional[BaseException]]]]] = []
         self._id = self._id_lease.id
         if _kernels_lib.library().msmc_hostbuffer_open(self._id, allocation.ptr, self._nbytes, int(self._pinned)) != 0:
             self._release_registration()
@@ -255,11 +267,11 @@ class HostBuffer:
 
     # -- properties ---------------------------------------------------------------------------
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         return self._nbytes
 
     @property
-    def pinned(self):
+    def pinned(self) -> bool:
         return self._pinned
 
     @property
@@ -268,33 +280,33 @@ class HostBuffer:
         return self._registered
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._allocation is None
 
     @property
-    def ptr(self):
+    def ptr(self) -> int:
         """The buffer's address (an int), for ms_memcopy.runtime and ms_memcopy.acl calls."""
-        self._check_open()
-        return self._allocation.ptr
+        return self._check_open().ptr
 
     @property
-    def buffer_id(self):
+    def buffer_id(self) -> int:
         """The id the copy kernels lease this buffer by."""
         self._check_open()
         return self._id
 
-    def __repr__(self):
-        state = "closed" if self.closed else f"ptr=0x{self._allocation.ptr:x}"
+    def __repr__(self) -> str:
+        state = "closed" if self._allocation is None else f"ptr=0x{self._allocation.ptr:x}"
         return f"HostBuffer(nbytes={self._nbytes}, pinned={self._pinned}, {state})"
 
     # -- data ------------------------------------------------------------------------------------
-    def numpy(self, dtype=np.uint8, shape=None, offset=0):
+    def numpy(self, dtype: Any = np.uint8, shape: Union[int, Sequence[int], None] = None,
+              offset: int = 0) -> np.ndarray:
         """A zero-copy numpy view of the buffer, after the copies in flight that touch it are done.
 
         dtype: numpy dtype of the view; shape: its shape (default: as many elements as fit from
         offset to the end); offset: byte offset of the first element.
         """
-        self._check_open()
+        allocation = self._check_open()
         dtype = np.dtype(dtype)
         if isinstance(offset, bool) or not isinstance(offset, numbers.Integral):
             raise TypeError(f"offset must be an int, not {type(offset).__name__}")
@@ -313,10 +325,10 @@ class HostBuffer:
         self.wait()
         if nbytes == 0:
             return np.empty(shape, dtype=dtype)
-        raw = np.asarray(_ByteView(self._allocation, offset, nbytes))
+        raw = np.asarray(_ByteView(allocation, offset, nbytes))
         return raw.view(dtype).reshape(shape)
 
-    def wait(self):
+    def wait(self) -> None:
         """Blocks until the copies in flight that read or write this buffer have completed."""
         self._check_open()
         if self._used_by_primitives:
@@ -325,20 +337,20 @@ class HostBuffer:
         if ret != 0:
             raise AclError(ret, "aclrtSynchronizeStream")
 
-    def _attach_primitive(self):
+    def _attach_primitive(self) -> Optional[_IdLease]:
         """Called by each primitive built on this buffer: its launches count as copies in flight. Returns
         the buffer's id lease, which the primitive keeps for as long as it lives."""
         self._check_open()
         self._used_by_primitives = True
         return self._id_lease
 
-    def _note_stream(self, stream):
+    def _note_stream(self, stream: Optional[int]) -> None:
         """Records that a copy touching the buffer was enqueued on stream (a handle int, or None)."""
         self._check_open()
         _kernels_lib.library().msmc_hostbuffer_note_stream(self._id, stream or None)
 
     # -- lifetime --------------------------------------------------------------------------------
-    def close(self):
+    def close(self) -> None:
         """Waits for the copies in flight, then releases the buffer. Idempotent."""
         if self._allocation is None:
             return
@@ -360,18 +372,19 @@ class HostBuffer:
         if error is not None:
             raise error
 
-    def _release_registration(self):
+    def _release_registration(self) -> None:
         if isinstance(self._allocation, _RegisteredMemory):
             self._allocation.unregister()
 
-    def __enter__(self):
+    def __enter__(self) -> "HostBuffer":
         self._check_open()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self, _is_finalizing=sys.is_finalizing):  # bound early: module globals may be gone at exit
+    # _is_finalizing is bound early: module globals may be gone at exit
+    def __del__(self, _is_finalizing: Callable[[], bool] = sys.is_finalizing) -> None:
         if _is_finalizing():
             return  # at interpreter shutdown the process releases everything
         try:
@@ -380,6 +393,8 @@ class HostBuffer:
         except Exception as exc:  # noqa: BLE001  (a destructor must never raise)
             warnings.warn(f"HostBuffer could not be closed when collected: {exc}", ResourceWarning, stacklevel=1)
 
-    def _check_open(self):
+    def _check_open(self) -> _Memory:
+        """The buffer's memory; ValueError once it is closed."""
         if self._allocation is None:
             raise ValueError("HostBuffer is closed")
+        return self._allocation

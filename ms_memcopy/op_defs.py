@@ -39,7 +39,7 @@ import dataclasses
 import functools
 import re
 from pathlib import Path
-from typing import Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, NoReturn, Optional, Sequence, Set, Tuple, Union, cast
 
 import yaml
 
@@ -76,7 +76,7 @@ class TensorDef:
     variadic: bool = False
 
     @property
-    def host_values(self):
+    def host_values(self) -> bool:
         """True for an int64 input whose values the kernel reads on the host."""
         return self.dtype == HOST_VALUE_DTYPE and not self.variadic
 
@@ -111,35 +111,35 @@ class OpDef:
     dtype_group: Tuple[str, ...] = ()
 
     @property
-    def attr_names(self):
+    def attr_names(self) -> Tuple[str, ...]:
         return tuple(a.name for a in self.attrs)
 
     @property
-    def input_names(self):
+    def input_names(self) -> Tuple[str, ...]:
         return tuple(t.name for t in self.inputs)
 
     @property
-    def length_attr(self):
+    def length_attr(self) -> Optional[str]:
         """The int attribute holding the length of the op's variadic input (num_<input>), or None."""
         return next((length_attr_name(t.name) for t in self.inputs if t.variadic), None)
 
     @property
-    def outputs_given(self):
+    def outputs_given(self) -> bool:
         """True when the caller gives the outputs' shapes and dtypes (no input describes them)."""
         return any(o.shape == "given" for o in self.outputs)
 
 
-def length_attr_name(input_name):
+def length_attr_name(input_name: str) -> str:
     """The attribute holding the length of variadic input input_name."""
     return f"num_{input_name}"
 
 
-def _fail(op, where, message):
+def _fail(op: str, where: str, message: str) -> NoReturn:
     """op: "<file>: op <name>", as _op builds it."""
     raise OpDefinitionError(f"{op}: {where}: {message}")
 
 
-def _check_keys(op, where, entry, allowed, required):
+def _check_keys(op: str, where: str, entry: Any, allowed: Set[str], required: Set[str]) -> None:
     if not isinstance(entry, dict):
         _fail(op, where, f"must be a mapping, got {entry!r}")
     unknown = sorted(set(entry) - allowed)
@@ -150,20 +150,21 @@ def _check_keys(op, where, entry, allowed, required):
         _fail(op, where, f"missing key(s) {missing}")
 
 
-def _flag(op, where, value):
+def _flag(op: str, where: str, value: Any) -> bool:
     if not isinstance(value, bool):
         _fail(op, where, f"must be true or false, got {value!r}")
     return value
 
 
-def _tensor(op, where, entry, dtypes):
+def _tensor(op: str, where: str, entry: Any, dtypes: Sequence[str]) -> TensorDef:
     _check_keys(op, where, entry, _INPUT_KEYS, {"name", "dtype"})
     if entry["dtype"] != "any" and entry["dtype"] not in dtypes:
         _fail(op, where, f"dtype {entry['dtype']!r} is neither 'any' nor one of {list(dtypes)}")
     return TensorDef(entry["name"], entry["dtype"], _flag(op, where, entry.get("variadic", False)))
 
 
-def _output_shape(op, where, rule, inputs, attrs):
+def _output_shape(op: str, where: str, rule: Any, inputs: Mapping[str, TensorDef],
+                  attrs: Mapping[str, str]) -> Union[str, Tuple[str, str], Tuple[Any, ...]]:
     if rule == "given":
         return rule
     if isinstance(rule, str):
@@ -173,7 +174,7 @@ def _output_shape(op, where, rule, inputs, attrs):
         return "like", like.group(1)
     if not isinstance(rule, list):
         _fail(op, where, f"shape must be 'given', like(<input>) or a list, got {rule!r}")
-    dims = []
+    dims: List[Union[int, str, Tuple[str, str]]] = []
     for d in rule:
         length = _LEN.match(d) if isinstance(d, str) else None
         if isinstance(d, int) and not isinstance(d, bool) and d >= 0:
@@ -187,13 +188,14 @@ def _output_shape(op, where, rule, inputs, attrs):
     return tuple(dims)
 
 
-def _output(op, where, entry, dtypes, inputs, attrs):
+def _output(op: str, where: str, entry: Any, dtypes: Sequence[str], inputs: Mapping[str, TensorDef],
+            attrs: Mapping[str, str]) -> OutputDef:
     _check_keys(op, where, entry, _OUTPUT_KEYS, {"name", "dtype", "shape"})
     base = _tensor(op, where, {k: v for k, v in entry.items() if k in _INPUT_KEYS}, dtypes)
     shape = _output_shape(op, where, entry["shape"], inputs, attrs)
     like = None
     if isinstance(entry["shape"], str) and entry["shape"] != "given":
-        shape, like = shape
+        shape, like = cast(Tuple[str, str], shape)  # ("like", <input>)
     dtype_of = entry.get("dtype_of")
     if dtype_of is not None and (dtype_of not in inputs or base.dtype != "any"):
         _fail(op, where, f"dtype_of {dtype_of!r} must name an input, for an output of dtype 'any'")
@@ -204,7 +206,7 @@ def _output(op, where, entry, dtypes, inputs, attrs):
     return OutputDef(base.name, base.dtype, base.variadic, shape, like, dtype_of)
 
 
-def _dtype_group(op, value, by_name):
+def _dtype_group(op: str, value: Any, by_name: Mapping[str, TensorDef]) -> Tuple[str, ...]:
     where = "args_signature.dtype_group"
     group = _GROUP.match(value) if isinstance(value, str) else None
     names = [n.strip() for n in group.group(1).split(",")] if group else None
@@ -215,7 +217,7 @@ def _dtype_group(op, value, by_name):
     return tuple(names)
 
 
-def _op(file, name, entry, dtypes):
+def _op(file: str, name: str, entry: Any, dtypes: Sequence[str]) -> OpDef:
     label = f"{file}: op {name}"
     _check_keys(label, "definition", entry, _OP_KEYS, _REQUIRED_OP_KEYS)
     ins = [_tensor(label, f"inputs[{i}]", t, dtypes) for i, t in enumerate(entry["inputs"] or ())]
@@ -263,7 +265,8 @@ def _op(file, name, entry, dtypes):
     )
 
 
-def parse(tables, dtypes=None):
+def parse(tables: Mapping[str, Any],
+          dtypes: Optional[Iterable[str]] = None) -> Tuple[Tuple[str, ...], Dict[str, OpDef]]:
     """(dtypes, {op name: OpDef}) of parsed op definition files; raises OpDefinitionError.
 
     tables: {file: its parsed YAML ({op name: definition})}, the file as messages name it
@@ -271,7 +274,8 @@ def parse(tables, dtypes=None):
     besides "any", by default configs/dtypes.yaml's supported ones.
     """
     dtypes = tuple(_dtypes.supported() if dtypes is None else dtypes)
-    ops, files = {}, {}
+    ops: Dict[str, OpDef] = {}
+    files: Dict[str, str] = {}
     for file, table in tables.items():
         if not isinstance(table, dict) or not table:
             raise OpDefinitionError(f"{file} must map op names to their definitions, got {table!r}")
@@ -283,9 +287,9 @@ def parse(tables, dtypes=None):
     return dtypes, ops
 
 
-def read_tables():
+def read_tables() -> Dict[str, Any]:
     """{"configs/ops/<family>.yaml": its parsed YAML} of every file of configs/ops/, in name order."""
-    tables = {}
+    tables: Dict[str, Any] = {}
     for path in sorted((_paths.configs_dir() / OPS_DIR).glob("*.yaml")):
         with open(path, encoding="utf-8") as f:
             tables[f"configs/{OPS_DIR}/{path.name}"] = yaml.safe_load(f)
@@ -295,27 +299,27 @@ def read_tables():
 
 
 @functools.lru_cache(maxsize=None)
-def _load():
+def _load() -> Tuple[Tuple[str, ...], Dict[str, OpDef]]:
     return parse(read_tables())
 
 
-def supported_dtypes():
+def supported_dtypes() -> Tuple[str, ...]:
     """The MindSpore dtype names every primitive supports, in the order of configs/dtypes.yaml."""
     return _load()[0]
 
 
-def op_def(name) -> OpDef:
+def op_def(name: str) -> OpDef:
     return _load()[1][name]
 
 
-def all_op_defs():
+def all_op_defs() -> Dict[str, OpDef]:
     return dict(_load()[1])
 
 
-def families():
+def families() -> Dict[str, List[str]]:
     """{family: [op names]} in file order: the stems shared by configs/ops/<family>.yaml,
     ops_impl/kernels/bodies/<family>.cpp and ms_memcopy/ops/<family>.py."""
-    result = {}
+    result: Dict[str, List[str]] = {}
     for op in _load()[1].values():
         result.setdefault(op.family, []).append(op.name)
     return result

@@ -39,7 +39,7 @@ def _gather() -> Dict[str, Callable[[HostBuffer], Sample]]:
 SAMPLES: Dict[str, Callable[[HostBuffer], Sample]] = _gather()
 
 
-def sample(op_name, host_buffer):
+def sample(op_name: str, host_buffer: HostBuffer) -> Sample:
     """The sample call of op_name on host_buffer (KeyError naming the op when it has none)."""
     try:
         make = SAMPLES[op_name]

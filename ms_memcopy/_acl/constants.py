@@ -5,6 +5,8 @@ the error codes are read from those headers when this module is imported. Both P
 them from here: ``ms_memcopy.runtime`` (raising) and ``ms_memcopy.acl`` (pyACL conventions).
 tests/test_runtime_errors.py parses the C headers and checks every value.
 """
+from typing import TYPE_CHECKING
+
 from .._extension import _paths
 from . import error_codes as _acl_error_codes
 
@@ -78,6 +80,10 @@ ACL_MEM_P2P_HUGE1G = 17
 # const int; error_codes/rt_error_codes.h: #define), the one source the kernels' code -> name table is
 # generated from too.
 globals().update(_acl_error_codes.read_error_codes(_paths.shipped_include()))
+if TYPE_CHECKING:
+    # The codes are read from the headers at import time, which a type checker does not run: to it,
+    # every other name of this module is one of them, an int. Defined for the type checker only.
+    def __getattr__(name: str) -> int: ...
 
 # Not an ACL name: the value a batch call's failIndex holds when no single
 # copy is at fault (C's SIZE_MAX for the 64-bit size_t of every ACL target).

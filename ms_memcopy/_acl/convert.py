@@ -7,6 +7,7 @@ import ctypes
 import operator
 import sys
 from collections.abc import Mapping, Sequence
+from typing import Any, Callable, Optional, Tuple, Type
 
 from .library import aclrtMemcpyBatchAttr
 from .constants import SIZE_MAX
@@ -14,12 +15,16 @@ from .constants import SIZE_MAX
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 UINT32_MAX = 2**32 - 1
 
+#: What a pointer argument accepts: None (NULL), an int address, a C-contiguous numpy array, or an
+#: object with an integer ``ptr`` attribute (and optionally ``nbytes``); :func:`address` checks it.
+Pointer = Any
 
-def _type_name(value):
+
+def _type_name(value: object) -> str:
     return type(value).__name__
 
 
-def integer(value, name):
+def integer(value: Any, name: str) -> int:
     """operator.index(value); bool and non-integers are TypeError."""
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an int, not bool")
@@ -29,7 +34,7 @@ def integer(value, name):
         raise TypeError(f"{name} must be an int, not {_type_name(value)}") from None
 
 
-def size(value, name):
+def size(value: Any, name: str) -> int:
     """A size_t argument: an int in [0, SIZE_MAX]."""
     v = integer(value, name)
     if v < 0:
@@ -39,7 +44,7 @@ def size(value, name):
     return v
 
 
-def int32(value, name):
+def int32(value: Any, name: str) -> int:
     """An int32_t (or C enum) argument."""
     v = integer(value, name)
     if not INT32_MIN <= v <= INT32_MAX:
@@ -47,14 +52,14 @@ def int32(value, name):
     return v
 
 
-def uint32(value, name):
+def uint32(value: Any, name: str) -> int:
     v = integer(value, name)
     if not 0 <= v <= UINT32_MAX:
         raise ValueError(f"{name} must fit in uint32 [0, {UINT32_MAX}], got {v}")
     return v
 
 
-def pyacl_int(value, name):
+def pyacl_int(value: object, name: str) -> int:
     """An element of a pyACL list argument (the batch calls): a Python int.
 
     numpy integers, numpy arrays, None and every other type are a TypeError (bool too).
@@ -64,7 +69,7 @@ def pyacl_int(value, name):
     return int(value)
 
 
-def pyacl_size(value, name):
+def pyacl_size(value: object, name: str) -> int:
     """A pyACL size_t argument: a Python int in [0, SIZE_MAX]."""
     v = pyacl_int(value, name)
     if not 0 <= v <= SIZE_MAX:
@@ -72,7 +77,7 @@ def pyacl_size(value, name):
     return v
 
 
-def pyacl_address(value, name):
+def pyacl_address(value: object, name: str) -> int:
     """A pyACL pointer argument: a Python int address (0 is NULL)."""
     v = pyacl_int(value, name)
     if not 0 <= v <= SIZE_MAX:
@@ -80,19 +85,19 @@ def pyacl_address(value, name):
     return v
 
 
-def pyacl_list(value, name):
+def pyacl_list(value: object, name: str) -> list:
     """A pyACL list argument: a Python list (its length is the C count)."""
     if not isinstance(value, list):
         raise TypeError(f"{name} must be a list, not {_type_name(value)}")
     return value
 
 
-def _ndarray_type():
+def _ndarray_type() -> Optional[Type[Any]]:
     np = sys.modules.get("numpy")  # an ndarray cannot exist unless numpy is imported
     return None if np is None else np.ndarray
 
 
-def address(obj, name, *, need=0, write=False):
+def address(obj: Pointer, name: str, *, need: int = 0, write: bool = False) -> int:
     """The address an ACL pointer argument denotes (0 for NULL).
 
     obj is None (NULL), an int, a C-contiguous numpy array (its data pointer)
@@ -131,7 +136,7 @@ def address(obj, name, *, need=0, write=False):
     return addr
 
 
-def stream(value, name="stream"):
+def stream(value: Any, name: str = "stream") -> Optional[int]:
     """An aclrtStream: None (NULL) or an int handle."""
     if value is None:
         return None
@@ -141,7 +146,7 @@ def stream(value, name="stream"):
     return v or None
 
 
-def sequence(value, name):
+def sequence(value: Any, name: str) -> Sequence[Any]:
     """A list-like argument (list, tuple, range, 1-D numpy array)."""
     ndarray = _ndarray_type()
     if ndarray is not None and isinstance(value, ndarray):
@@ -153,7 +158,7 @@ def sequence(value, name):
     return value
 
 
-def _location(value, name):
+def _location(value: Any, name: str) -> Tuple[int, int]:
     if not isinstance(value, Mapping):
         raise TypeError(f"{name} must be a dict {{'id': int, 'type': int}}, not {_type_name(value)}")
     unknown = set(value) - {"id", "type"}
@@ -165,7 +170,7 @@ def _location(value, name):
     return uint32(value["id"], f"{name}['id']"), int32(value["type"], f"{name}['type']")
 
 
-def batch_attr(value, name):
+def batch_attr(value: Any, name: str) -> aclrtMemcpyBatchAttr:
     """An aclrtMemcpyBatchAttr from a ctypes struct or a dict
     ``{"dst_loc": {"id": 0, "type": 1}, "src_loc": {"id": 0, "type": 0}}`` (optional "rsv": 16 byte values)."""
     if isinstance(value, aclrtMemcpyBatchAttr):
@@ -194,7 +199,8 @@ def batch_attr(value, name):
     return attr
 
 
-def _array(values, count, name, ctype, convert):
+def _array(values: Any, count: int, name: str, ctype: Type[Any],
+           convert: Callable[[Any, str, int], Any]) -> Any:
     if values is None:
         return None
     values = sequence(values, name)
@@ -218,7 +224,8 @@ def _array(values, count, name, ctype, convert):
     return arr
 
 
-def batch_arrays(dsts, dest_maxs, srcs, sizes, num_batches, attrs, attrs_indexes, num_attrs):
+def batch_arrays(dsts: Any, dest_maxs: Any, srcs: Any, sizes: Any, num_batches: int, attrs: Any,
+                 attrs_indexes: Any, num_attrs: int) -> Tuple[Any, ...]:
     """C arrays for an aclrtMemcpyBatch* call; None stays None (a NULL array).
 
     Lists may be longer than their count (the C call reads only the first
@@ -229,10 +236,10 @@ def batch_arrays(dsts, dest_maxs, srcs, sizes, num_batches, attrs, attrs_indexes
     c_dest_maxs = _array(dest_maxs, num_batches, "dest_maxs", ctypes.c_size_t, lambda v, n, i: size(v, n))
     c_sizes = _array(sizes, num_batches, "sizes", ctypes.c_size_t, lambda v, n, i: size(v, n))
 
-    def dst(v, n, i):
+    def dst(v: Pointer, n: str, i: int) -> int:
         return address(v, n, need=c_dest_maxs[i] if c_dest_maxs is not None else 0, write=True)
 
-    def src(v, n, i):
+    def src(v: Pointer, n: str, i: int) -> int:
         return address(v, n, need=c_sizes[i] if c_sizes is not None else 0)
 
     c_dsts = _array(dsts, num_batches, "dsts", ctypes.c_void_p, dst)
@@ -242,21 +249,22 @@ def batch_arrays(dsts, dest_maxs, srcs, sizes, num_batches, attrs, attrs_indexes
     return c_dsts, c_dest_maxs, c_srcs, c_sizes, num_batches, c_attrs, c_indexes, num_attrs
 
 
-def span_2d(pitch, width, height):
+def span_2d(pitch: int, width: int, height: int) -> int:
     """Bytes a pitched 2D copy touches from its base address."""
     if width == 0 or height == 0:
         return 0
     return (height - 1) * pitch + width
 
 
-def copy_args(dst, dest_max, src, count, kind):
+def copy_args(dst: Pointer, dest_max: int, src: Pointer, count: int, kind: int) -> Tuple[int, int, int, int, int]:
     """The C arguments (dst, destMax, src, count, kind) of aclrtMemcpy and its async forms."""
     dest_max, count = size(dest_max, "dest_max"), size(count, "count")
     return (address(dst, "dst", need=dest_max, write=True), dest_max,
             address(src, "src", need=count), count, int32(kind, "kind"))
 
 
-def copy2d_args(dst, dpitch, src, spitch, width, height, kind):
+def copy2d_args(dst: Pointer, dpitch: int, src: Pointer, spitch: int, width: int, height: int,
+                kind: int) -> Tuple[int, int, int, int, int, int, int]:
     """The C arguments (dst, dpitch, src, spitch, width, height, kind) of aclrtMemcpy2d(Async)."""
     dpitch, spitch = size(dpitch, "dpitch"), size(spitch, "spitch")
     width, height = size(width, "width"), size(height, "height")
@@ -265,7 +273,7 @@ def copy2d_args(dst, dpitch, src, spitch, width, height, kind):
             width, height, int32(kind, "kind"))
 
 
-def config_path(value):
+def config_path(value: Any) -> Optional[bytes]:
     """aclInit's configPath: None (NULL), str, bytes or os.PathLike."""
     if value is None:
         return None

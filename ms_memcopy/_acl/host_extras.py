@@ -5,6 +5,7 @@ import ctypes
 import itertools
 import threading
 from collections import namedtuple
+from typing import Any, Callable, Dict, Optional, Sequence
 
 from . import convert as cv
 from . import library as _acl_lib
@@ -17,18 +18,18 @@ MemLocation = namedtuple("MemLocation", ["type", "device_id", "base", "size"])
 
 # --- host runtime extras (acl_host/acl_host_ext.h) -----------------------------------------------
 
-def register_device_memory(ptr, size):
+def register_device_memory(ptr: cv.Pointer, size: int) -> None:
     """aclhostRegisterDeviceMemory(ptr, size): treat [ptr, ptr+size) as memory of the current device."""
     size = cv.size(size, "size")
     _call("aclhostRegisterDeviceMemory", cv.address(ptr, "ptr", need=size), size)
 
 
-def unregister_device_memory(ptr):
+def unregister_device_memory(ptr: cv.Pointer) -> None:
     """aclhostUnregisterDeviceMemory(ptr): drops one reference of a registration made at ptr."""
     _call("aclhostUnregisterDeviceMemory", cv.address(ptr, "ptr"))
 
 
-def register_device_memory_batch(ptrs, sizes):
+def register_device_memory_batch(ptrs: Sequence[cv.Pointer], sizes: Sequence[int]) -> None:
     """aclhostRegisterDeviceMemoryBatch(ptrs, sizes, count): register_device_memory of every range under
     one lock; all or nothing (a refused range i is reported with "item i" and nothing stays registered)."""
     ptrs, sizes = cv.sequence(ptrs, "ptrs"), cv.sequence(sizes, "sizes")
@@ -40,7 +41,7 @@ def register_device_memory_batch(ptrs, sizes):
     _call("aclhostRegisterDeviceMemoryBatch", c_ptrs, c_sizes, len(ptrs))
 
 
-def unregister_device_memory_batch(ptrs):
+def unregister_device_memory_batch(ptrs: Sequence[cv.Pointer]) -> None:
     """aclhostUnregisterDeviceMemoryBatch(ptrs, count): unregister_device_memory of every pointer under one
     lock; the first unknown one is reported after the others are released."""
     ptrs = cv.sequence(ptrs, "ptrs")
@@ -48,7 +49,7 @@ def unregister_device_memory_batch(ptrs):
     _call("aclhostUnregisterDeviceMemoryBatch", c_ptrs, len(ptrs))
 
 
-def get_mem_location(ptr):
+def get_mem_location(ptr: cv.Pointer) -> MemLocation:
     """aclhostGetMemLocation(ptr, ...): where the runtime thinks ptr lives, as a MemLocation."""
     loc_type, device_id = ctypes.c_int32(), ctypes.c_int32()
     base, size = ctypes.c_void_p(), ctypes.c_size_t()
@@ -57,7 +58,7 @@ def get_mem_location(ptr):
     return MemLocation(loc_type.value, device_id.value, base.value or 0, size.value)
 
 
-def set_stream_deferred(stream, deferred):
+def set_stream_deferred(stream: Optional[int], deferred: bool) -> None:
     """aclhostSetStreamDeferred(stream, deferred): with deferred True, enqueueing on stream wakes no thread
     and the queued tasks run when a thread waits for the stream (synchronize, free, destroy); False
     restores background execution. For callers that synchronize right after enqueueing."""
@@ -66,20 +67,20 @@ def set_stream_deferred(stream, deferred):
     _call("aclhostSetStreamDeferred", cv.stream(stream), int(deferred))
 
 
-_host_funcs = {}  # key -> callable, until the stream runs it
+_host_funcs: Dict[int, Callable[[], Any]] = {}  # key -> callable, until the stream runs it
 _host_func_keys = itertools.count(1)
 _host_funcs_lock = threading.Lock()
 
 
 @_acl_lib.aclhostHostFunc
-def _run_host_func(key):
+def _run_host_func(key: int) -> None:
     with _host_funcs_lock:
         fn = _host_funcs.pop(key, None)
     if fn is not None:
         fn()  # an exception is reported by ctypes (sys.unraisablehook); the stream goes on
 
 
-def launch_host_func(stream, fn):
+def launch_host_func(stream: Optional[int], fn: Callable[[], Any]) -> None:
     """aclhostLaunchHostFunc(stream, fn, userData): runs fn() on the stream's worker after every task
     submitted before it; later tasks wait for it. fn must not wait for streams (synchronize, destroy, free)."""
     if not callable(fn):
@@ -96,7 +97,7 @@ def launch_host_func(stream, fn):
         raise
 
 
-def soc_profile():
+def soc_profile() -> Optional[str]:
     """aclhostGetSocProfile(): the emulated SoC profile (MS_MEMCOPY_SOC, default Ascend910B)."""
     raw = _acl_lib.func("aclhostGetSocProfile")()
     return None if raw is None else raw.decode("utf-8", errors="replace")

@@ -9,6 +9,7 @@ Nothing here raises AclError: this is the codes layer both Python layers sit on.
 """
 import ctypes
 import threading
+from typing import Any, Dict, Optional, Tuple
 from ctypes import POINTER, c_char_p, c_int, c_int32, c_size_t, c_uint8, c_uint32, c_void_p
 
 from .._extension import _paths
@@ -115,11 +116,11 @@ HOST_PROTOTYPES = {
 }
 
 _lock = threading.Lock()
-_lib = None
-_functions = {}
+_lib: Optional[ctypes.CDLL] = None
+_functions: Dict[str, Any] = {}
 
 
-def _load():
+def _load() -> Tuple[ctypes.CDLL, Dict[str, Any]]:
     path = _paths.get_acl_library()
     lib = ctypes.CDLL(path)
     functions = {}
@@ -135,7 +136,7 @@ def _load():
     return lib, functions
 
 
-def lib():
+def lib() -> ctypes.CDLL:
     """The loaded ACL library (ctypes.CDLL), loading it on first call."""
     global _lib, _functions
     if _lib is None:
@@ -147,13 +148,13 @@ def lib():
     return _lib
 
 
-def has(name):
+def has(name: str) -> bool:
     """True when the loaded library exports the ACL function ``name``."""
     lib()
     return name in _functions
 
 
-def func(name):
+def func(name: str) -> Any:
     """The declared ctypes function ``name``; NotImplementedError naming it when the library lacks it."""
     lib()
     try:
@@ -162,10 +163,10 @@ def func(name):
         if name not in PROTOTYPES and name not in HOST_PROTOTYPES:
             raise AttributeError(f"{name} is not an ACL function that ms_memcopy declares") from None
         raise NotImplementedError(
-            f"{name} is not exported by the ACL library {_lib._name}") from None
+            f"{name} is not exported by the ACL library {lib()._name}") from None
 
 
-def recent_err_msg():
+def recent_err_msg() -> Optional[str]:
     """aclGetRecentErrMsg() of the calling thread as str, or None.
 
     As in CANN, reading does not clear the text, and each failure's message is put in front of the older
@@ -180,7 +181,7 @@ def recent_err_msg():
 _seen = threading.local()
 
 
-def new_err_msg():
+def new_err_msg() -> Optional[str]:
     """After a failing call: the part of this thread's aclGetRecentErrMsg() text added since ms_memcopy last
     read it on the thread (that failure's message without the older ones), or None."""
     previous = getattr(_seen, "text", None)

@@ -6,6 +6,8 @@ upper snake case (``kMaxBatchItems`` -> ``MAX_BATCH_ITEMS``, ``kMax2DHeight`` ->
 module's constants below take their values from there. Only the standard library is used.
 """
 import re
+from pathlib import Path
+from typing import Dict, Optional
 
 from .._extension import _paths
 
@@ -17,7 +19,7 @@ _CONSTANT = re.compile(r"^constexpr\s+\w+\s+k(\w+)\s*=\s*([^;]+);", re.M)
 _VALUE = re.compile(r"^(?:\s*(?:\w+\{\d+\}|\d+)\s*(?:<<|\*)?)+$")
 
 
-def header_path():
+def header_path() -> Path:
     """The header's path: ops_impl/kernels of a checkout, or the kernel sources a wheel carries."""
     found = _paths._first_existing(_paths.PACKAGE_DIR / "kernels_src" / HEADER_FILE,
                                    _paths.SOURCE_ROOT / "ops_impl" / "kernels" / HEADER_FILE)
@@ -26,17 +28,17 @@ def header_path():
     return found
 
 
-def _python_name(camel):
+def _python_name(camel: str) -> str:
     return re.sub(r"(?<=[a-z])(?=[A-Z0-9])|(?<=[A-Z0-9])(?=[A-Z][a-z])", "_", camel).upper()
 
 
-def _evaluate(text, name):
+def _evaluate(text: str, name: str) -> int:
     if not _VALUE.match(text):
         raise ValueError(f"{HEADER_FILE}: k{name} = {text!r} is not an integer expression of literals, << and *")
     return int(eval(re.sub(r"\w+\{(\d+)\}", r"\1", text), {"__builtins__": {}}))  # digits and operators only
 
 
-def read_limits(path=None):
+def read_limits(path: Optional[Path] = None) -> Dict[str, int]:
     """{PYTHON_NAME: value} of every constant of the header."""
     text = (path or header_path()).read_text(encoding="utf-8")
     return {_python_name(m[1]): _evaluate(m[2].strip(), m[1]) for m in _CONSTANT.finditer(text)}

@@ -10,6 +10,7 @@ import ctypes
 import functools
 from collections import namedtuple
 from ctypes import c_char_p, c_int32, c_int64, c_uint64, c_void_p
+from typing import Optional
 
 from . import _paths
 
@@ -29,7 +30,7 @@ _PROTOTYPES = {
 
 
 @functools.lru_cache(maxsize=None)
-def library():
+def library() -> ctypes.CDLL:
     """The loaded kernels library, with the HostBuffer table's prototypes set."""
     path = _paths.KERNELS_LIBRARY
     if not path.exists():
@@ -43,7 +44,7 @@ def library():
 
 
 @functools.lru_cache(maxsize=None)
-def op_label(op_name):
+def op_label(op_name: str) -> str:
     """The label the kernels give op_name's errors ("Memcpy2D(extract)"); KeyError for an op without a body."""
     label = library().msmc_op_label(op_name.encode())
     if label is None:
@@ -51,7 +52,7 @@ def op_label(op_name):
     return label.decode()
 
 
-def acl_error_name(code):
+def acl_error_name(code: int) -> Optional[str]:
     """The name the kernels' table gives ACL error code `code`, or None for a code it lacks."""
     name = library().msmc_acl_error_name(code)
     return None if name is None else name.decode()
@@ -66,13 +67,13 @@ OwnedResources.__doc__ = """The ACL resources the kernels hold now: events (resu
 HostBuffer fences), pinned host bytes of the result slots, device bytes of the memory-copy descriptors."""
 
 
-def launch_counts():
+def launch_counts() -> LaunchCounts:
     """The kernels' launch counters (:class:`LaunchCounts`)."""
     lib = library()
     return LaunchCounts(lib.msmc_graph_launch_count(), lib.msmc_eager_launch_count())
 
 
-def owned_resources():
+def owned_resources() -> OwnedResources:
     """The resources the kernels hold now (:class:`OwnedResources`); counted by the kernels
     themselves, so they read the same on CANN and on the host runtime."""
     lib = library()

@@ -7,6 +7,7 @@ runtime was built), the ACL headers and library are CANN's own.
 """
 import os
 from pathlib import Path
+from typing import Optional
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # ms_memcopy/
 SOURCE_ROOT = PACKAGE_DIR.parent
@@ -15,14 +16,14 @@ HOST_ACL_LIBRARY = LIB_DIR / "libascendcl.so"
 KERNELS_LIBRARY = LIB_DIR / "libms_memcopy_kernels.so"
 
 
-def _first_existing(*candidates):
+def _first_existing(*candidates: Path) -> Optional[Path]:
     for path in candidates:
         if path.exists():
             return path
     return None
 
 
-def cann_home():
+def cann_home() -> Optional[Path]:
     """The CANN installation to use, or None: the directory named by ASCEND_HOME_PATH or
     ASCEND_TOOLKIT_HOME, else the one ASCEND_OPP_PATH lies in (the parent of its ``opp`` directory, or
     its part before the first ``opp`` as MindSpore's CustomOpBuilder derives it), whichever first has
@@ -43,12 +44,12 @@ CANN_MISSING = ("ms_memcopy was built against CANN, and no CANN installation wit
                 "ASCEND_HOME_PATH to the toolkit's directory")
 
 
-def uses_host_runtime():
+def uses_host_runtime() -> bool:
     """True when this build ships the host ACL runtime (no CANN at build time)."""
     return HOST_ACL_LIBRARY.exists()
 
 
-def configs_dir():
+def configs_dir() -> Path:
     found = _first_existing(PACKAGE_DIR / "configs", SOURCE_ROOT / "configs")
     if found is None:
         raise FileNotFoundError("ms_memcopy configs not found: the installation is incomplete")
@@ -89,7 +90,7 @@ def get_include() -> str:
     return shipped_include()
 
 
-def shipped_include():
+def shipped_include() -> str:
     """The ACL header directory ms_memcopy ships (the host ACL runtime's), whether or not CANN is used:
     the error codes the Python layer and the kernels name are read from it."""
     found = _first_existing(PACKAGE_DIR / "include", SOURCE_ROOT / "ops_impl" / "acl_host" / "include")

@@ -14,10 +14,14 @@ setup.py imports this module before anything is built.
 import importlib.util
 import os
 from pathlib import Path
+from typing import Iterable, List, Optional, Sequence, Union
 
 from .. import dtypes
 from .._acl import error_codes as acl_error_codes
 from . import route_codegen
+
+#: A path argument: a str or a Path.
+PathLike = Union[str, os.PathLike[str]]
 
 STD = "-std=c++17"
 WARNINGS = ("-Wall", "-Wextra")
@@ -48,38 +52,40 @@ CPP_TESTS = Path("tests", "cpp")  # programs of the host runtime's public C API
 KERNEL_TESTS = Path("tests", "cpp_kernels")  # programs linking the kernel sources
 
 
-def cxx():
+def cxx() -> str:
     """The C++ compiler: $CXX, else g++."""
     return os.environ.get("CXX", "g++")
 
 
-def host_runtime_sources(root):
+def host_runtime_sources(root: PathLike) -> List[Path]:
     return sorted((Path(root) / HOST_SOURCES).glob("*.cpp"))
 
 
-def host_runtime_includes(root, generated):
+def host_runtime_includes(root: PathLike, generated: PathLike) -> List[Path]:
     """Include directories of the host runtime's sources; `generated` holds soc_profiles.inc."""
     root = Path(root)
     return [root / HOST_INCLUDE, Path(generated), root / HOST_SOURCES, root / KERNELS]
 
 
-def host_runtime_link_flags(root):
+def host_runtime_link_flags(root: PathLike) -> List[str]:
     # The version script keeps libstdc++ template instances (vague linkage, default visibility) local.
     return ["-Wl,-soname,libascendcl.so", f"-Wl,--version-script={Path(root) / HOST_EXPORT_MAP}"]
 
 
-def write_host_tables(root, generated):
+def write_host_tables(root: PathLike, generated: PathLike) -> None:
     """Writes the host runtime's generated table (soc_profiles.inc, from configs/soc_profiles.yaml) into
     `generated`."""
     root = Path(root)
     spec = importlib.util.spec_from_file_location("gen_soc_table", root / SOC_TABLE_GENERATOR)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {root / SOC_TABLE_GENERATOR}")
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
     Path(generated).mkdir(parents=True, exist_ok=True)
     generator.generate(root / SOC_PROFILES, Path(generated) / "soc_profiles.inc")
 
 
-def kernel_sources(kernels_dir):
+def kernel_sources(kernels_dir: PathLike) -> List[Path]:
     """kernels_dir/**/*.cpp but the entry layer: the shared code and each family's bodies/<family>.cpp."""
     kernels_dir = Path(kernels_dir)
     sources = sorted(p for p in kernels_dir.rglob("*.cpp") if ENTRY_LAYER not in p.relative_to(kernels_dir).parts)
@@ -89,19 +95,19 @@ def kernel_sources(kernels_dir):
     return sources
 
 
-def kernel_includes(kernels_dir, acl_include, generated):
+def kernel_includes(kernels_dir: PathLike, acl_include: PathLike, generated: PathLike) -> List[Path]:
     """Include directories of the kernel sources: the ACL headers in use (the host runtime's or CANN's),
     the kernels, and their generated tables."""
     return [Path(acl_include), Path(kernels_dir), Path(generated)]
 
 
-def route_includes(kernels_dir, acl_include, generated):
+def route_includes(kernels_dir: PathLike, acl_include: PathLike, generated: PathLike) -> List[Path]:
     """Include directories of the op_def route's entry layer (kernels_dir/ms_extension)."""
     kernels_dir = Path(kernels_dir)
     return [Path(generated), kernels_dir, kernels_dir / ENTRY_LAYER, Path(acl_include)]
 
 
-def write_kernel_tables(generated, acl_include):
+def write_kernel_tables(generated: PathLike, acl_include: PathLike) -> None:
     """Writes the kernels' generated tables into `generated` (unchanged files are left alone): the
     aclError code -> name table, from the ACL headers under acl_include, and the dtype table."""
     generated = Path(generated)
@@ -110,21 +116,24 @@ def write_kernel_tables(generated, acl_include):
     route_codegen.write_if_changed(generated / dtypes.TABLE_FILE, dtypes.table_source())
 
 
-def bench_sources(root):
+def bench_sources(root: PathLike) -> List[Path]:
     return sorted((Path(root) / BENCH_SOURCES).glob("*.cpp"))
 
 
-def includes(dirs):
+def includes(dirs: Iterable[PathLike]) -> List[str]:
     return [f"-I{d}" for d in dirs]
 
 
-def program_command(source, exe, acl_include, library_dir, flags=TEST_FLAGS, kernels_dir=None, generated=None,
-                    compiler=None):
+def program_command(source: PathLike, exe: PathLike, acl_include: PathLike, library_dir: PathLike,
+                    flags: Sequence[str] = TEST_FLAGS, kernels_dir: Optional[PathLike] = None,
+                    generated: Optional[PathLike] = None, compiler: Optional[str] = None) -> List[str]:
     """The command that builds one C++ test program into exe, linked against libascendcl in library_dir.
     A kernel test (kernels_dir given) also compiles the kernel sources, against the host runtime, with
     the kernels' generated tables in `generated` (see write_kernel_tables)."""
     kernel_part, kernel_flags = [], []
     if kernels_dir is not None:
+        if generated is None:
+            raise TypeError("a kernel test (kernels_dir given) needs generated, the kernels' generated tables")
         kernel_flags = [HOST_ACL_DEFINE, *includes([Path(kernels_dir), Path(generated)])]
         kernel_part = [str(p) for p in kernel_sources(kernels_dir)]
     return [compiler or cxx(), *flags, *kernel_flags, f"-I{acl_include}", str(source), *kernel_part,

@@ -40,7 +40,7 @@ from .route_load import PASS_DEVICES, _modules, _registered_pass_devices, load, 
 # is their one import path.
 
 
-def selected_route():
+def selected_route() -> str:
     """The route a primitive takes: "op_def", on every device (kept for code that asked)."""
     return "op_def"
 

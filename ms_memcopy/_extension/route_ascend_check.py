@@ -3,12 +3,13 @@ there is no CANN (:func:`compile_ascend_kernels`)."""
 import os
 import sysconfig
 from pathlib import Path
+from typing import List, Union
 
 from . import _paths
 from .route_build import PYNATIVE_SOURCE, build_options, builder, mindspore_plugin_dir
 
 
-def compile_ascend_kernels(out_dir, jobs=2):
+def compile_ascend_kernels(out_dir: Union[str, Path], jobs: int = 2) -> Path:
     """Compiles the module's translation units for backend Ascend (``-DCUSTOM_ASCEND_OP``, the
     Ascend KernelMods registered in CustomKernelFactory) with CustomOpBuilder's own flags, against
     the wheel's headers and this project's ACL headers, and links them against the wheel's
@@ -59,7 +60,7 @@ def compile_ascend_kernels(out_dir, jobs=2):
     return library
 
 
-def _python_link_flags():
+def _python_link_flags() -> List[str]:
     """The flags that resolve the PyNative unit's Python symbols in a link made with --no-undefined
     (an extension module takes them from the interpreter at load time); none where Python has no
     shared library, and then undefined symbols are not checked."""

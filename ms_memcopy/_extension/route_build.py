@@ -6,6 +6,7 @@ import os
 import shutil
 import sysconfig
 from pathlib import Path
+from typing import Any, Dict, Optional, Union
 
 from . import _paths, build_recipe, route_codegen
 
@@ -17,14 +18,14 @@ ENTRY_SOURCES = ("route_common.cpp", "route_infer.cpp", PYNATIVE_SOURCE, "route_
                  "route_ascend_kernel.cpp", "route_tuple_pass.cpp")
 
 
-def on_ascend():
+def on_ascend() -> bool:
     """True when MindSpore's device target is Ascend."""
     import mindspore as ms
 
     return ms.get_context("device_target") == "Ascend"
 
 
-def kernels_dir():
+def kernels_dir() -> Path:
     """The kernels' source directory: ops_impl/kernels of a checkout, or its copy inside a wheel."""
     for candidate in (_paths.PACKAGE_DIR / "kernels_src", _paths.SOURCE_ROOT / "ops_impl" / "kernels"):
         if (candidate / build_recipe.ENTRY_LAYER / ENTRY_SOURCES[0]).exists():
@@ -33,34 +34,34 @@ def kernels_dir():
                             "the op_def route needs a source checkout or a wheel that ships them")
 
 
-def _check_backend(backend):
+def _check_backend(backend: str) -> str:
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     return backend
 
 
-def default_backend():
+def default_backend() -> str:
     """'Ascend' when MindSpore's device target is Ascend, else 'CPU'."""
     return "Ascend" if on_ascend() else "CPU"
 
 
-def module_name(backend):
+def module_name(backend: str) -> str:
     return f"ms_memcopy_route_{_check_backend(backend).lower()}"
 
 
-def _leaf(backend):
+def _leaf(backend: str) -> str:
     import mindspore as ms
 
     return f"{_check_backend(backend).lower()}-ms{ms.__version__}"
 
 
-def packaged_build_dir(backend):
+def packaged_build_dir(backend: str) -> Path:
     """Where the installation's own build of the module is (``setup.py`` builds it there when
     MindSpore is importable at install time): ``ms_memcopy/_lib/route/<backend>-ms<version>``."""
     return _paths.LIB_DIR / "route" / _leaf(backend)
 
 
-def default_build_dir(backend):
+def default_build_dir(backend: str) -> Path:
     """Where the route is built and loaded from.
 
     ``$MS_MEMCOPY_ROUTE_BUILD_DIR/<backend>`` if set; else the installation's build
@@ -82,14 +83,14 @@ def default_build_dir(backend):
     return Path(cache) / "ms_memcopy" / "route" / leaf
 
 
-def mindspore_plugin_dir():
+def mindspore_plugin_dir() -> Path:
     """The wheel's lib/plugin directory (libmindspore_ops_cpu, libmindspore_hardware_abstract)."""
     import mindspore
 
     return Path(mindspore.__file__).resolve().parent / "lib" / "plugin"
 
 
-def build_options(backend, generated_include):
+def build_options(backend: str, generated_include: Union[str, Path]) -> Dict[str, Any]:
     """The sources, include paths and link flags of the route for backend (CustomOpBuilder arguments)."""
     _check_backend(backend)
     if not _paths.KERNELS_LIBRARY.exists():
@@ -117,7 +118,7 @@ def build_options(backend, generated_include):
     }
 
 
-def find_ninja():
+def find_ninja() -> Optional[str]:
     """Path of the ninja CustomOpBuilder runs, or None. A ninja installed in this Python environment
     (the `ninja` package of the test extra) counts even when the environment is not activated: its
     scripts directory is then put on PATH for the build."""
@@ -131,7 +132,7 @@ def find_ninja():
     return found
 
 
-def builder(backend, build_dir):
+def builder(backend: str, build_dir: Union[str, Path]) -> Any:
     """The ops.CustomOpBuilder of the route for backend, its generated files written into build_dir."""
     from mindspore import ops
 
@@ -145,7 +146,7 @@ def builder(backend, build_dir):
                                op_def=[str(op_def_path)], build_dir=str(directory))
 
 
-def _fingerprint(backend, route_builder):
+def _fingerprint(backend: str, route_builder: Any) -> str:
     """A digest of what the module is built from: the kernels' sources and headers and the generated
     files (by their paths relative to their directories, so that an installed build still matches),
     the compile flags, the backend, MindSpore's version and the kernels library it links."""
@@ -165,7 +166,7 @@ def _fingerprint(backend, route_builder):
     return digest.hexdigest()
 
 
-def build(backend=None, build_dir=None):
+def build(backend: Optional[str] = None, build_dir: Union[str, Path, None] = None) -> str:
     """Builds the module for backend into build_dir (default :func:`default_build_dir`) unless the
     build there is up to date; returns the module's path. CustomOpBuilder regenerates and recompiles
     its op_def registration on every build, so an up-to-date build is recognised here by a

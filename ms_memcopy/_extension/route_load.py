@@ -1,6 +1,7 @@
 """Loading the op_def route's module (built when missing or out of date) and registering its graph pass."""
 import threading
 from pathlib import Path
+from typing import Any, Dict, Optional, Set, Union
 
 from . import _paths, route_codegen
 from ..op_defs import all_op_defs
@@ -10,11 +11,11 @@ from .route_build import _check_backend, build, default_backend, default_build_d
 PASS_DEVICES = {"CPU": "cpu", "Ascend": "ascend"}
 
 _lock = threading.Lock()
-_modules = {}
-_registered_pass_devices = set()
+_modules: Dict[str, Any] = {}  # backend -> the loaded extension module
+_registered_pass_devices: Set[str] = set()
 
 
-def _load_cpu_plugin():
+def _load_cpu_plugin() -> None:
     """Loads the wheel's CPU plugin libraries the module links, from this MindSpore: a module built by
     ``pip install`` in an isolated build environment carries that environment's path, so the loader
     must find them already loaded (by their names) rather than look them up."""
@@ -25,7 +26,7 @@ def _load_cpu_plugin():
         ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
 
 
-def load(backend=None, build_dir=None):
+def load(backend: Optional[str] = None, build_dir: Union[str, Path, None] = None) -> Any:
     """Builds (when its sources changed) and loads the route for backend; cached per backend.
 
     Args:
@@ -74,7 +75,7 @@ def load(backend=None, build_dir=None):
         return module
 
 
-def register_tuple_pass(backend, module_path):
+def register_tuple_pass(backend: str, module_path: Union[str, Path]) -> None:
     """Registers the module's graph pass (:data:`route_codegen.TUPLE_PASS_NAME`, route_tuple_pass.cpp)
     for backend's device with ``mindspore.graph.register_custom_pass``, once per process (MindSpore
     would run a pass registered twice twice); :func:`load` does.

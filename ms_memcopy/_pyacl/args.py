@@ -24,6 +24,7 @@ import ctypes
 import functools
 import inspect
 import warnings
+from typing import Any, Callable, List, Optional, Tuple, TypeVar
 
 from .._acl import library as _acl_lib
 
@@ -46,17 +47,19 @@ _OUTPUT_TYPES = {
 #: the line that called the public function (the function, the decorator's wrapper, the caller).
 CALLER_STACKLEVEL = 3
 
+_T = TypeVar("_T")
 
-def _parse(call, format_string, args):
+
+def _parse(call: str, format_string: str, args: Tuple[Any, ...]) -> List[Any]:
     """The values PyArg_ParseTuple(args, format_string) produces, one per letter (None for an omitted
     optional one; ``O`` gives the object itself, ``s`` its UTF-8 bytes)."""
     letters = format_string.replace("|", "")
-    outputs = [_OUTPUT_TYPES[letter]() for letter in letters]
+    outputs: List[Any] = [_OUTPUT_TYPES[letter]() for letter in letters]
     try:
         _parse_tuple(ctypes.py_object(args), format_string.encode("ascii"), *map(ctypes.byref, outputs))
     except Exception as error:  # noqa: BLE001  (pyACL turns every parse failure into a TypeError)
         raise TypeError(f"{call}: {error}") from None
-    values = []
+    values: List[Any] = []
     for index, (letter, output) in enumerate(zip(letters, outputs)):
         if index >= len(args):
             values.append(None)
@@ -67,7 +70,7 @@ def _parse(call, format_string, args):
     return values
 
 
-def _mark_failure_text_seen(result):
+def _mark_failure_text_seen(result: object) -> None:
     """After a pyACL call that failed: records the thread's error text as read, so that the message of
     a later failure raised as AclError (ms_memcopy.runtime) is that failure's alone. The text itself is
     left as it is for the caller's acl.get_recent_err_msg()."""
@@ -76,7 +79,8 @@ def _mark_failure_text_seen(result):
         _acl_lib.recent_err_msg()
 
 
-def pyacl_args(module, format_string, *, deprecated_for=None):
+def pyacl_args(module: str, format_string: Optional[str], *,
+               deprecated_for: Optional[str] = None) -> Callable[[Callable[..., _T]], Callable[..., _T]]:
     """Decorator: the function takes its positional arguments as pyACL's wrapper of the same call.
 
     Args:
@@ -90,14 +94,14 @@ def pyacl_args(module, format_string, *, deprecated_for=None):
     TypeError, as for any METH_VARARGS function. The wrapper belongs to ``ms_memcopy.<module>``, the
     module that re-exports it.
     """
-    def decorate(function):
+    def decorate(function: Callable[..., _T]) -> Callable[..., _T]:
         call = f"{module}.{function.__name__}"
         expected = 0 if format_string is None else len(format_string.replace("|", ""))
         if len(inspect.signature(function).parameters) != expected:
             raise TypeError(f"{call}: the format {format_string!r} does not match the function's parameters")
 
         @functools.wraps(function)
-        def wrapper(*args):
+        def wrapper(*args: Any) -> _T:
             if deprecated_for is not None:
                 warnings.warn(f"{call} is deprecated by pyACL; use {deprecated_for}", Warning, stacklevel=2)
             result = function() if format_string is None else function(*_parse(call, format_string, args))

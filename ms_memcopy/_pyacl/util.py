@@ -16,6 +16,7 @@ import ctypes
 import functools
 import math
 import warnings
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -31,23 +32,23 @@ _SHAPE_MIN, _SHAPE_MAX = -(2**63), 2**64 - 1
 _MAX_BYTES = 2**63 - 1
 
 # The NumPy C type numbers of numeric types (NPY_BOOL 0 ... NPY_CLONGDOUBLE 16, NPY_HALF 23).
-_NUMERIC_TYPES = {}
+_NUMERIC_TYPES: Dict[int, np.dtype] = {}
 for _code in "?bhilqpBHILQPefdgFDG":
     _NUMERIC_TYPES.setdefault(np.dtype(_code).num, np.dtype(_code))
 del _code
 
 
-def _require_ndarray(call, value):
+def _require_ndarray(call: str, value: object) -> None:
     if not isinstance(value, np.ndarray):
         raise ValueError(f"acl.util.{call}: expected a numpy.ndarray, got {type(value).__name__}")
 
 
-def _data_address(array):
+def _data_address(array: np.ndarray) -> int:
     return array.__array_interface__["data"][0]
 
 
 @_util_args("O", deprecated_for="acl.util.bytes_to_ptr")
-def numpy_to_ptr(array, /):
+def numpy_to_ptr(array: Any, /) -> int:
     """ptr = acl.util.numpy_to_ptr(array): the address of the array's data (no copy)."""
     _require_ndarray("numpy_to_ptr", array)
     if not array.flags.c_contiguous:
@@ -58,7 +59,7 @@ def numpy_to_ptr(array, /):
 
 
 @_util_args("O", deprecated_for="acl.util.bytes_to_ptr")
-def numpy_contiguous_to_ptr(array, /):
+def numpy_contiguous_to_ptr(array: Any, /) -> Tuple[int, np.ndarray]:
     """ptr, data_out = acl.util.numpy_contiguous_to_ptr(array): the data address of a C-contiguous version of
     array (array itself when it already is one, else a C-order copy, returned as data_out). Keep data_out
     alive while the pointer is used."""
@@ -67,7 +68,7 @@ def numpy_contiguous_to_ptr(array, /):
     return _data_address(data_out), data_out
 
 
-def _dimension(index, value):
+def _dimension(index: int, value: object) -> int:
     if not isinstance(value, int):
         raise TypeError(f"acl.util.ptr_to_numpy: shape[{index}] must be an int, not {type(value).__name__}")
     if not _SHAPE_MIN <= value <= _SHAPE_MAX:
@@ -76,7 +77,7 @@ def _dimension(index, value):
 
 
 @_util_args("kOi", deprecated_for="acl.util.ptr_to_bytes")
-def ptr_to_numpy(ptr, shape, npy_type, /):
+def ptr_to_numpy(ptr: int, shape: Any, npy_type: int, /) -> np.ndarray:
     """array = acl.util.ptr_to_numpy(ptr, shape, type): a writeable numpy view (no copy) of the memory at ptr.
 
     shape is a tuple of ints; type a NumPy C type number (e.g. 2 NPY_UBYTE, 5 NPY_INT32, 11 NPY_FLOAT32,
@@ -96,12 +97,13 @@ def ptr_to_numpy(ptr, shape, npy_type, /):
         raise ValueError(f"acl.util.ptr_to_numpy: shape {shape} of {dtype} is {nbytes} bytes, too large for an array")
     if nbytes and not ptr:
         raise ValueError("acl.util.ptr_to_numpy: ptr is NULL")
-    buffer = (ctypes.c_char * nbytes).from_address(ptr) if nbytes else bytearray()
+    # a ctypes array has the buffer protocol, which numpy's stubs do not list for frombuffer
+    buffer: Any = (ctypes.c_char * nbytes).from_address(ptr) if nbytes else bytearray()
     return np.frombuffer(buffer, dtype=dtype, count=math.prod(dims)).reshape(dims)
 
 
 @_util_args("O")
-def bytes_to_ptr(data, /):
+def bytes_to_ptr(data: Any, /) -> Optional[int]:
     """ptr = acl.util.bytes_to_ptr(data): the address of a bytes object's buffer (no copy).
 
     Valid while ``data`` is alive; ACL must not write into a bytes object.
@@ -112,7 +114,7 @@ def bytes_to_ptr(data, /):
 
 
 @_util_args("kk")
-def ptr_to_bytes(ptr, size, /):
+def ptr_to_bytes(ptr: int, size: int, /) -> bytes:
     """data = acl.util.ptr_to_bytes(ptr, size): a bytes copy of size bytes at ptr (size < 2**63).
 
     As in pyACL (PyBytes_FromStringAndSize), a NULL ptr gives size bytes whose content is unspecified

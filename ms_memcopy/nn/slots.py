@@ -1,5 +1,5 @@
 """BlockSlots, SwapOutBlocks, SwapInBlocks: fixed-size blocks kept in numbered slots of a HostBuffer."""
-from typing import Sequence
+from typing import Sequence, Tuple
 
 import mindspore as ms
 from mindspore import nn, ops
@@ -93,7 +93,7 @@ class SwapOutBlocks(nn.Cell):
         self.write = MemcpyBatch("d2h", slots.host_buffer, num_tensors=check_int(num_blocks, "num_blocks", 1))
         self.block_bytes = ms.Tensor(slots.block_bytes, ms.int64)
 
-    def construct(self, *args):
+    def construct(self, *args: ms.Tensor) -> ms.Tensor:
         return self.write(*args[:-1], ops.mul(args[-1], self.block_bytes))
 
 
@@ -140,5 +140,5 @@ class SwapInBlocks(nn.Cell):
                                 dtypes=[slots.dtype] * num_blocks)
         self.block_bytes = ms.Tensor(slots.block_bytes, ms.int64)
 
-    def construct(self, slots):
+    def construct(self, slots: ms.Tensor) -> Tuple[ms.Tensor, ...]:
         return self.read(ops.mul(slots, self.block_bytes))

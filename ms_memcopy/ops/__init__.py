@@ -40,12 +40,19 @@ GradientOp), ``_variadic`` (OpCell, the base of the Cells), ``_bprop`` (bprop re
 (Sample, the sample calls' helpers).
 """
 import importlib as _importlib
+from typing import TYPE_CHECKING, Any, List
 
 from .. import op_defs as _op_defs
 
-__all__ = []
+__all__: List[str] = []
 for _family in _op_defs.families():  # one module per configs/ops/<family>.yaml, exporting its __all__
     _module = _importlib.import_module(f"{__name__}.{_family}")
     globals().update((_name, getattr(_module, _name)) for _name in _module.__all__)
     __all__ += _module.__all__
 del _family, _module
+
+if TYPE_CHECKING:
+    # The classes above are found from configs/ops at import time, which a type checker does not run:
+    # to it, every other name imported from this package is one of them (typed Any). Defined for the
+    # type checker only, so a name no family exports is still an AttributeError at run time.
+    def __getattr__(name: str) -> Any: ...

@@ -1,13 +1,16 @@
 """Registering a primitive's bprop as the gradient of its op_def primitive ``Custom_ms_memcopy_<op>``."""
+from typing import Any, Callable, Dict, Tuple
+
 from mindspore.ops._grad_experimental.grad_base import bprop_getters
 
 from .._extension import route_codegen
+from ..op_defs import OpDef
 
 
-_op_def_bprops = {}
+_op_def_bprops: Dict[str, Callable[..., Any]] = {}  # primitive name -> its registered bprop
 
 
-def register_op_def_bprop(definition, bprop):
+def register_op_def_bprop(definition: OpDef, bprop: Callable[..., Tuple[Any, ...]]) -> Callable[..., Any]:
     """Registers bprop as the gradient of the op's Custom_<op> primitive (GRAPH_MODE looks it up by
     name, PYNATIVE_MODE through the primitive's get_bprop); returns the registered function. The
     op_def bprop receives the init arguments too, after the inputs; their gradients are zeros."""
@@ -26,7 +29,7 @@ def register_op_def_bprop(definition, bprop):
     return op_def_bprop
 
 
-def _fixed_arity(n, fn):
+def _fixed_arity(n: int, fn: Callable[[Tuple[Any, ...], Any, Any], Any]) -> Callable[..., Any]:
     """fn(args, out, dout) as a function of n named arguments plus out and dout: GRAPH_MODE parses
     a bprop and needs them named."""
     if n == 1:

@@ -2,6 +2,7 @@
 ...", the prefix the kernels give theirs (the op's label), and graphs with jit_level O2 are refused."""
 import contextlib
 import functools
+from typing import Any, Callable, Iterator, Type
 
 import mindspore as ms
 
@@ -9,7 +10,7 @@ ERROR_PREFIX = "ms_memcopy "
 
 
 @contextlib.contextmanager
-def labelled_errors(label):
+def labelled_errors(label: str) -> Iterator[None]:
     """Re-raises a ValueError or TypeError of the block as the same type with its text prefixed
     "ms_memcopy <label>: ", as the kernels prefix theirs; text already prefixed is left alone."""
     try:
@@ -20,18 +21,18 @@ def labelled_errors(label):
         raise type(error)(f"{ERROR_PREFIX}{label}: {error}").with_traceback(error.__traceback__) from None
 
 
-def labelled_init(cls, init):
+def labelled_init(cls: Type[Any], init: Callable[..., None]) -> Callable[..., None]:
     """cls.__init__ raising labelled errors: "<Class>(<mode>)" when the first argument is one of
     the class's ``_forms``, else "<Class>"."""
     @functools.wraps(init)
-    def labelled(self, *args, **kwargs):
+    def labelled(self: Any, *args: Any, **kwargs: Any) -> None:
         form = args[0] if args and isinstance(args[0], str) and args[0] in cls._forms else None
         with labelled_errors(cls.__name__ if form is None else f"{cls.__name__}({form})"):
             init(self, *args, **kwargs)
     return labelled
 
 
-def check_jit_level(label):
+def check_jit_level(label: str) -> None:
     """The refusal the op's infer function makes, for calls that reach no infer function: these
     kernels run kernel by kernel, which jit_level O2 (task sink) does not do."""
     if ms.get_context("mode") == ms.GRAPH_MODE and (ms.get_context("jit_config") or {}).get("jit_level") == "O2":

@@ -2,7 +2,7 @@
 ``SAMPLES``; :mod:`ms_memcopy.samples` gathers them): :class:`Sample`, and the tensors they build."""
 import dataclasses
 import itertools
-from typing import Callable, Tuple
+from typing import Any, Callable, Iterable, Tuple
 
 import numpy as np
 import mindspore as ms
@@ -24,11 +24,11 @@ class Sample:
     writes: Tuple[Tuple[str, Callable[[], np.ndarray], np.ndarray], ...] = ()
 
     @property
-    def label(self):
+    def label(self) -> str:
         """The op's label, as its errors name it: "MemcpyBatch(d2h)"."""
         return _kernels_lib.op_label(self.op_name)
 
-    def check(self, outputs):
+    def check(self, outputs: Any) -> None:
         """AssertionError unless outputs and the writes equal the numpy expectations."""
         if isinstance(self.outputs, tuple):
             if not isinstance(outputs, tuple) or len(outputs) != len(self.outputs):
@@ -40,11 +40,11 @@ class Sample:
         self._compare(pairs)
         self.check_writes()
 
-    def check_writes(self):
+    def check_writes(self) -> None:
         """AssertionError unless what the call writes equals the numpy expectations."""
         self._compare([(name, read(), want) for name, read, want in self.writes])
 
-    def _compare(self, pairs):
+    def _compare(self, pairs: Iterable[Tuple[str, Any, Any]]) -> None:
         for name, got, want in pairs:
             got = got.asnumpy() if isinstance(got, ms.Tensor) else np.asarray(got)
             np.testing.assert_array_equal(got, want, err_msg=f"{self.label}: {name}")
@@ -52,14 +52,14 @@ class Sample:
                 raise AssertionError(f"{self.label}: {name} has dtype {got.dtype}, expected {np.asarray(want).dtype}")
 
 
-def int64(*values):
+def int64(*values: int) -> ms.Tensor:
     return ms.Tensor(np.array(values, np.int64))
 
 
-def parameter(values):
+def parameter(values: np.ndarray) -> ms.Parameter:
     """A Parameter of values with a name of its own (a graph's inputs need distinct names)."""
     return ms.Parameter(ms.Tensor(values), name=f"ms_memcopy_sample_{next(_names)}")
 
 
-def matrix():
+def matrix() -> np.ndarray:
     return np.arange(30, dtype=np.float32).reshape(5, 6)

@@ -1,5 +1,5 @@
 """MemcpyBatch: many tensors to or from a HostBuffer in one aclrtMemcpyBatchAsync per 4096 items."""
-from typing import Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -120,7 +120,7 @@ class MemcpyBatch(OpCell):
         else:
             self.num_tensors = self.primitive.num_tensors
 
-    def construct(self, *args):
+    def construct(self, *args: ms.Tensor) -> Union[ms.Tensor, Tuple[ms.Tensor, ...]]:
         if self.direction == "d2h":
             return self.primitive(args[:-1], args[-1])
         if not self._bounds:
@@ -133,7 +133,7 @@ class MemcpyBatch(OpCell):
             outs = outs + part(offsets[start:stop])
         return outs
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> Union[ms.Tensor, Tuple[ms.Tensor, ...]]:
         """An eager call (a graph compiles construct instead). A split read checks the offsets once (their
         values too when the call has them on the host), then runs one launch per part over its slice of
         them; a Tensor's values are read and checked by each part's launch (ms_memcopy.ops)."""

@@ -305,11 +305,11 @@ def _sample_swap_d2h(buf):
     values = _cache_values()
     mapping = np.array([[1, 0], [3, 2]], np.int64)  # (device block, host block)
     expected = [np.stack([v[1], v[3]]) for v in values]
+    writes = tuple((f"host cache {l}, blocks 0 and 2", lambda l=l: _host_blocks(buf)[l, [0, 2]].copy(), expected[l])
+                   for l in range(_CACHES))
     return Sample("swap_blocks_d2h", SwapBlocks("d2h", buf, num_caches=_CACHES),
                   (*[parameter(v) for v in values], ms.Tensor(mapping)),
-                  np.array([_CACHES * len(mapping) * _BLOCK_BYTES], np.int64),
-                  tuple((f"host cache {l}, blocks 0 and 2", lambda l=l: _host_blocks(buf)[l, [0, 2]].copy(),
-                         expected[l]) for l in range(_CACHES)))
+                  np.array([_CACHES * len(mapping) * _BLOCK_BYTES], np.int64), writes)
 
 
 def _sample_swap_h2d(buf):

@@ -80,7 +80,7 @@ class MemcpyWithCondition(CopyPrimitive):
             super().__init__("memcpy_cond_d2d", attrs={}, bprop=self._bprop_copy)
             return
         self.host_buffer = check_host_buffer(host_buffer)
-        attrs = {"buffer_id": host_buffer.buffer_id}
+        attrs = {"buffer_id": self.host_buffer.buffer_id}
         if direction == "d2h":
             if shape is not None or dtype is not None:
                 raise ValueError("takes no shape or dtype")

@@ -136,7 +136,7 @@ class Memcpy2D(CopyPrimitive):
         else:
             self.host_buffer = check_host_buffer(host_buffer)
             self.pitch = check_int(pitch, "pitch", minimum=1)
-            attrs = {"buffer_id": host_buffer.buffer_id, "pitch": self.pitch}
+            attrs = {"buffer_id": self.host_buffer.buffer_id, "pitch": self.pitch}
             if mode == "d2h":
                 super().__init__("memcpy2d_d2h", attrs=attrs)
             else:

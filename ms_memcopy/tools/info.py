@@ -1,6 +1,7 @@
 """`python -m ms_memcopy info`: what this installation runs on."""
 import functools
 import os
+from typing import Any, Dict, Optional
 
 import yaml
 
@@ -19,19 +20,19 @@ _ALWAYS = "aclrtMemcpy, aclrtMemcpyAsync, aclrtMemcpyAsyncWithCondition, aclrtMe
 
 
 @functools.lru_cache(maxsize=None)
-def soc_profiles():
+def soc_profiles() -> Dict[str, Any]:
     with open(_paths.configs_dir() / "soc_profiles.yaml", encoding="utf-8") as f:
         return yaml.safe_load(f)
 
 
-def emulated_soc():
+def emulated_soc() -> Optional[str]:
     """The SoC profile the host runtime emulates, as the runtime resolved it (None if MS_MEMCOPY_SOC is invalid)."""
     from .._acl import runtime
 
     return runtime.soc_profile()
 
 
-def route_line():
+def route_line() -> str:
     """The one route the primitives take, and where its module is built."""
     from .._extension import op_def_route
 
@@ -44,7 +45,7 @@ def route_line():
             f"graphs, PyboostRunner functions for eager calls\n{module}")
 
 
-def report():
+def report() -> str:
     lines = [f"ms_memcopy {__version__}"]
     if _paths.uses_host_runtime():
         lines.append(f"ACL backend: host ACL runtime ({_paths.get_acl_library()})")
