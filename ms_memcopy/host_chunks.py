@@ -13,14 +13,16 @@ from typing import Sequence, Tuple
 import numpy as np
 
 from . import _kernels_lib
+from ._framework import sync_launches
 from .host_buffer import HostBuffer, _IdLease
 
 __all__ = ["HostChunks"]
 
 
 class HostChunks:
-    """Several open HostBuffers (allocated with aclrtMallocHost, pageable, or wrapped registered memory)
-    that ``SwapBlocks`` uses as one host side.
+    """Several open HostBuffers that ``SwapBlocks`` uses as one host side.
+
+    The chunks may come from aclrtMallocHost, be pageable, or wrap registered memory (``HostBuffer.wrap``).
 
     Host blocks are numbered across the chunks: chunk k holds ``H_k = chunks[k].nbytes // (F * B)``
     host blocks (B the bytes of one block of every cache, F ``blocks_per_host_block``), numbered after
@@ -77,6 +79,7 @@ class HostChunks:
         self._id_lease = _IdLease()
         self._id = self._id_lease.id
         self._before_close = []  # as HostBuffer's: weak methods launching copies still held back
+        self._used_by_primitives = False
         chunk_ids = np.array([c.buffer_id for c in chunks], np.int64)
         if _kernels_lib.library().msmc_hostbuffer_open_chunks(self._id, chunk_ids.ctypes.data, len(chunks)) != 0:
             self._id_lease = None
@@ -131,6 +134,7 @@ class HostChunks:
         """Called by each primitive built on the group: its launches count as copies in flight of every
         chunk. Returns the leases the primitive keeps (the group's id and the chunks')."""
         self._check_open()
+        self._used_by_primitives = True
         return (self._id_lease, *(chunk._attach_primitive() for chunk in self._chunks))
 
     def _launch_held_back(self):
@@ -148,6 +152,8 @@ class HostChunks:
         if self._closed:
             return
         error = self._launch_held_back()
+        if self._used_by_primitives:
+            sync_launches()  # launches queued by MindSpore still lease the group's chunks by its id
         self._closed = True
         for chunk in self._chunks:
             if self._chunk_hook in chunk._before_close:
