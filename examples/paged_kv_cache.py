@@ -45,7 +45,7 @@ from mindspore import ops
 
 from ms_memcopy import HostBuffer, runtime
 from ms_memcopy.nn import BlockPool
-from paged_kv.model import DecodeStep, MiB, Prefill, block_bytes, cache_specs, make_layers
+from paged_kv.model import NUMPY_DTYPES, DecodeStep, MiB, Prefill, block_bytes, cache_specs, make_layers
 from paged_kv.report import replay, report
 from paged_kv.scheduler import Engine, Fork, OverlapEngine, Sequence
 
@@ -189,7 +189,7 @@ def host_caches_for_replay(args, pool, demand, num_caches):
     """Host tensors of the pool's caches' shapes, the targets of the replayed swap_cache calls: the pool's
     own host blocks (--model mha) or tensors of their own (--model mla: the pool is chunks of two dtypes)."""
     if args.model == "mla":
-        return [ms.Tensor(np.zeros((demand, *shape), ms.dtype_to_nptype(dtype)))
+        return [ms.Tensor(np.zeros((demand, *shape), NUMPY_DTYPES[dtype]))
                 for shape, dtype in zip(pool.block_shapes, pool.dtypes)]
     host_view = pool.host_buffer.numpy(np.float32).reshape(num_caches, demand, args.block_size, -1)
     return [ms.Tensor.from_numpy(host_view[i]) for i in range(num_caches)]

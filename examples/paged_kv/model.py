@@ -114,9 +114,12 @@ def cache_specs(args, width):
     return [(args.block_size, width)] * 2, [ms.float32] * 2
 
 
+NUMPY_DTYPES = {ms.float16: np.float16, ms.float32: np.float32}  # of the caches' dtypes
+
+
 def block_bytes(shapes, dtypes):
     """The bytes of one block of every cache of the given block shapes and dtypes."""
-    return sum(int(np.prod(s)) * np.dtype(ms.dtype_to_nptype(d)).itemsize for s, d in zip(shapes, dtypes))
+    return sum(int(np.prod(s)) * np.dtype(NUMPY_DTYPES[d]).itemsize for s, d in zip(shapes, dtypes))
 
 
 def describe_caches(args, num_caches, num_blocks, cache_block_bytes):
