@@ -147,9 +147,9 @@ class BlockPool(nn.Cell):
     """
 
     def __init__(self, num_caches: int, num_blocks: int, num_host_blocks: int,
-                 block_shape: Union[Sequence[int], Sequence[Sequence[int]]], dtype: Union[DtypeLike, Sequence[DtypeLike]],
-                 *, pinned: bool = True, name: str = "block_pool", host_layout: str = "cache_major",
-                 host_chunk_bytes: Optional[int] = None,
+                 block_shape: Union[Sequence[int], Sequence[Sequence[int]]],
+                 dtype: Union[DtypeLike, Sequence[DtypeLike]], *, pinned: bool = True, name: str = "block_pool",
+                 host_layout: str = "cache_major", host_chunk_bytes: Optional[int] = None,
                  host_buffers: Union[HostBuffer, Sequence[HostBuffer], None] = None):
         super().__init__()
         self.num_caches = check_int(num_caches, "num_caches", 1)
