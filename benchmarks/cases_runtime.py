@@ -163,10 +163,10 @@ def registered_d2h_case(nbytes):
         stream = _stream()
         src = _device(stack, nbytes)
         bl.view(src, nbytes)[:] = 9
-        owner = np.zeros(nbytes + 4096, np.uint8)
+        owner = np.ones(nbytes + 4096, np.uint8)  # pages touched, as the other destinations' are
         registered = HostBuffer.wrap(owner[-owner.ctypes.data % 4096:][:nbytes])  # its own pages
         stack.callback(registered.close)
-        allocated, pageable = _pinned(stack, nbytes, 0), np.zeros(nbytes, np.uint8)
+        allocated, pageable = _pinned(stack, nbytes, 0), np.ones(nbytes, np.uint8)
         d2h = ACL_MEMCPY_DEVICE_TO_HOST
 
         def copy_into(dst):
