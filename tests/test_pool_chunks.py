@@ -148,3 +148,44 @@ def test_pool_arguments_refused(route):
                       host_buffers=[small])
     with pytest.raises(TypeError, match=r"chunks\[1\] must be an ms_memcopy.HostBuffer"):
         HostChunks([HostBuffer(8), b"x"])
+
+
+def test_offloading_handler_over_a_mixed_pool_of_chunks(ms_mode):
+    """vLLM's store and load through the handler, over MLA-like caches whose host pool spans two chunks."""
+    from ms_memcopy.offload import DeviceBlocksSpec, HostBlocksSpec, OffloadingHandler
+
+    pool = BlockPool(num_caches=2, num_blocks=6, num_host_blocks=4, block_shape=[s for _, s in MLA],
+                     dtype=ms.bfloat16, host_chunk_bytes=3 * 2304)  # host blocks 0-2, then 3
+    refs = fill(pool, MLA)
+    handler = OffloadingHandler(pool, block_size_factor=2)  # handler host block 1 = pool host blocks 2, 3
+    try:
+        assert handler.transfer_async(1, (DeviceBlocksSpec([4, 1]), HostBlocksSpec([1])))
+        handler.wait({1})
+        first, second = pool.host_chunks
+        np.testing.assert_array_equal(host_slots([first], [2048, 256], "cache_major")[0][2], refs[0][4])
+        np.testing.assert_array_equal(host_slots([second], [2048, 256], "cache_major")[1][0], refs[1][1])
+        assert handler.transfer_async(2, (HostBlocksSpec([1]), DeviceBlocksSpec([0, 5])))
+        handler.wait({2})
+        results = {r.job_id: r for r in handler.get_finished()}
+        assert results[1].success and results[2].success and results[2].transfer_size == 2 * 2304
+        for l, cache in enumerate(pool.caches):
+            got = cache_bytes(cache)
+            np.testing.assert_array_equal(got[[0, 5]], refs[l][[4, 1]])
+    finally:
+        handler.close()
+        pool.close()
+
+
+def test_swap_blocks_async_over_host_chunks(route):
+    """The asynchronous form runs SwapBlocks' body: blocks to both chunks in one launch."""
+    from ms_memcopy.ops import SwapBlocksAsync, wait_transfers
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    cache = ms.Parameter(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)), name="cache")
+    with HostBuffer(8) as first, HostBuffer(16) as second:
+        with HostChunks([first, second]) as chunks:
+            token = SwapBlocksAsync("d2h", chunks, num_caches=1)(cache, [[2, 0], [0, 2]])
+            wait_transfers()
+            assert token.asnumpy().tolist() == [16]
+            np.testing.assert_array_equal(first.numpy(np.float32), [4, 5])
+            np.testing.assert_array_equal(second.numpy(np.float32)[2:], [0, 1])
