@@ -266,7 +266,8 @@ class BlockPool(nn.Cell):
 
     def allocate_host(self, n):
         """n free host block numbers (OutOfBlocks when fewer are free), for swaps a graph makes itself
-        with SwapBlocks on ``pool.host_buffer`` (``swap_out``/``swap_in`` allocate their own).
+        with SwapBlocks on ``pool.host_buffer`` in the pool's ``host_layout`` (``pool.swap_op(direction)``
+        builds one; ``swap_out``/``swap_in`` allocate their own).
 
         Examples:
             >>> import numpy as np
