@@ -245,6 +245,4 @@ def cases(settings):
     for cold in (False, True):
         out += [swap_case(d, block_bytes, count, num_caches, cold) for d in ("d2h", "h2d")]
         out.append(copy_blocks_case(block_bytes, count, num_caches, cold))
-    from . import cases_mixed  # (it imports this module's helpers)
-
-    return out + cases_mixed.cases(settings)
+    return out
