@@ -69,8 +69,8 @@ class BlockPool(nn.Cell):
     (``block_shape`` and ``dtype`` given per cache: an MLA latent and rope cache, an int8 K with a
     bf16 V). A block number refers to the same block of every cache, ``bytes_per_block`` bytes in all.
 
-    The host pool holds exactly ``num_host_blocks * bytes_per_block`` bytes (``host_nbytes``) in
-    SwapBlocks' ``host_layout``: one HostBuffer from aclrtMallocHost (``host_buffer``), or chunks of at
+    The host pool is in SwapBlocks' ``host_layout`` and, allocated, holds exactly ``num_host_blocks *
+    bytes_per_block`` bytes (``host_nbytes``): one HostBuffer from aclrtMallocHost (``host_buffer``), or chunks of at
     most ``host_chunk_bytes`` bytes each (whole host blocks; ``host_buffer`` is then a HostChunks over
     ``host_chunks``), or the caller's HostBuffers (``host_buffers``, e.g. ``HostBuffer.wrap`` of
     memory registered in place), which must hold num_host_blocks host blocks together and stay the
