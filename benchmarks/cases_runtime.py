@@ -8,8 +8,8 @@ import numpy as np
 
 from ms_memcopy import _acl_lib, acl_limits, runtime
 from ms_memcopy.acl_constants import (ACL_MEM_LOCATION_TYPE_DEVICE, ACL_MEM_LOCATION_TYPE_HOST,
-                                      ACL_MEMCPY_DEVICE_TO_DEVICE, ACL_MEMCPY_HOST_TO_DEVICE,
-                                      ACL_MEMCPY_INNER_DEVICE_TO_DEVICE)
+                                      ACL_MEMCPY_DEVICE_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST,
+                                      ACL_MEMCPY_HOST_TO_DEVICE, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE)
 from ms_memcopy.errors import AclError
 
 from . import baselines as bl
@@ -154,9 +154,37 @@ def desc_case(nbytes):
     return Case("runtime.desc", "D2D within the device", nbytes, build=build)
 
 
+def registered_d2h_case(nbytes):
+    """D2H into host memory pinned by registration (HostBuffer.wrap of a numpy array: aclrtHostRegisterV2)
+    against memory from aclrtMallocHost and against pageable memory (the copy's synchronous path)."""
+    def build(stack):
+        from ms_memcopy import HostBuffer
+
+        stream = _stream()
+        src = _device(stack, nbytes)
+        bl.view(src, nbytes)[:] = 9
+        owner = np.ones(nbytes + 4096, np.uint8)  # pages touched, as the other destinations' are
+        registered = HostBuffer.wrap(owner[-owner.ctypes.data % 4096:][:nbytes])  # its own pages
+        stack.callback(registered.close)
+        allocated, pageable = _pinned(stack, nbytes, 0), np.ones(nbytes, np.uint8)
+        d2h = ACL_MEMCPY_DEVICE_TO_HOST
+
+        def copy_into(dst):
+            return native.acl_memcpy_async(dst, nbytes, src, nbytes, d2h, stream)
+        pageable_loop = copy_into(pageable.ctypes.data)
+        pageable_loop.arrays = (pageable,)
+        return {
+            "aclrtMemcpyAsync+sync into registered": (OURS, copy_into(registered.ptr)),
+            "aclrtMemcpyAsync+sync into aclrtMallocHost": (BASELINE, copy_into(allocated)),
+            "aclrtMemcpyAsync+sync into pageable": (BASELINE, pageable_loop),
+        }
+    return Case("runtime.registered", "D2H device->registered host memory", nbytes, build=build)
+
+
 def cases(settings):
     full = settings.name == "full"
     out = [memcpy_case(n, full) for n in settings.copy_sizes]
+    out += [registered_d2h_case(n) for n in settings.copy_sizes if n >= 64 * 1024]
     out += [batch_case(size, count, full) for size, count in settings.batch_items]
     out += [memcpy2d_case(w, r, full) for r in settings.region_sizes for w in settings.row_widths
             if w <= r and r // w <= MAX_2D_HEIGHT]

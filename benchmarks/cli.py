@@ -111,6 +111,11 @@ def collect(settings, only):
             cases += cases_primitives.cases(settings)
         cases += cases_blocks.cases(settings)
         if only != "blocks":
+            # SwapBlocks over mixed caches: with the primitives, not in `--only blocks` (which
+            # tests/test_bench_smoke.py runs at the quick sizes, and would take longer).
+            from . import cases_mixed
+
+            cases += cases_mixed.cases(settings)
             # Last: after thousands of eager calls in PYNATIVE_MODE, MindSpore's later eager calls on
             # 128 MiB Parameters took 15-30 ms more (CopyBlocks 46-50 ms against 18-31 ms, its graph
             # step unchanged), which would charge the block cases' eager forms for this case.

@@ -223,13 +223,48 @@ def copy_blocks_targets(results):
     return out
 
 
+def mixed_swap_targets(results):
+    """One SwapBlocks call over caches of two block shapes against the calls users make without it."""
+    out = []
+    for direction in ("d2h", "h2d"):
+        name = f"SwapBlocks {direction}, mixed caches"
+        goal = (f"SwapBlocks {direction} over an MLA-like latent + rope cache per layer in one call: at least as "
+                "fast as one SwapBlocks call per block shape and as MindSpore's swap_cache once per cache")
+        rows = _find(results, "ops.SwapBlocks mixed", lambda r: r["params"]["direction"] == direction)
+        if not rows:
+            out.append(_target(name, goal, "not measured", ""))
+            continue
+        per_shape = ("SwapBlocks per block shape (eager)", lambda us, base: us <= base,
+                     lambda us, base: f"{base / us:.2f}x the speed of one call per block shape")
+        swap_cache = ("swap_cache per cache", lambda us, base: us <= base,
+                      lambda us, base: f"{base / us:.2f}x swap_cache's speed")
+        ok, detail = _block_goals(rows[0], [per_shape, swap_cache])
+        out.append(_target(name, goal, "met" if ok else "missed", detail))
+    return out
+
+
+def registered_target(results):
+    goal = "D2H into registered host memory (HostBuffer.wrap) within 1.1x of D2H into aclrtMallocHost memory"
+    rows = _find(results, "runtime.registered")
+    if not rows:
+        return _target("registered host memory", goal, "not measured", "")
+    r = max(rows, key=lambda row: row["nbytes"])
+    ours = _us(r, "aclrtMemcpyAsync+sync into registered")
+    allocated = _us(r, "aclrtMemcpyAsync+sync into aclrtMallocHost")
+    pageable = _us(r, "aclrtMemcpyAsync+sync into pageable")
+    return _target("registered host memory", goal, "met" if ours <= 1.1 * allocated else "missed",
+                   f"{r['nbytes'] // 1024} KiB: registered {ours:.1f} us = {ours / allocated:.2f}x aclrtMallocHost's "
+                   f"{allocated:.1f} us (pageable {pageable:.1f} us)")
+
+
 SMOKE_STATUS = "not evaluated (a smoke run checks that every case runs; its sizes and samples are too small to judge)"
 
 
 def _all_targets(results):
     evaluated = [f(results) for f in (batch_target, large_copy_target, copy2d_target, graph_batch_target,
                                       overhead_target, eager_target, write_target)]
-    return evaluated + swap_targets(results) + copy_blocks_targets(results)
+    return (evaluated + swap_targets(results) + copy_blocks_targets(results) + mixed_swap_targets(results)
+            + [registered_target(results)])
 
 
 def _at_quartiles(results, ours_quartile):

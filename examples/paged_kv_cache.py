@@ -23,9 +23,17 @@ of the next, so the schedule is the same on every rank. The queue paces its jobs
 Its outputs must equal each sequence decoded alone; the report adds the decode step time with a transfer
 in flight against without one, and the total time of both schedulers.
 
+With --model mla each layer's caches are an MLA-like latent cache (float16, --latent-dim values a token)
+and a rope key cache (float32, --rope-dim values a token): caches of different block shapes and dtypes in
+one pool, each swap still one SwapBlocks call over all of them. The host pool is then memory the script
+maps itself (anonymous mmaps), pinned by registration (HostBuffer.wrap) and given to the pool as two
+chunks (host blocks numbered across them); the outputs must again equal each sequence decoded alone.
+
     python examples/paged_kv_cache.py [--cache-mib 256] [--sequences 6] [--layers 4] [--overlap]
+                                      [--model mha|mla]
 """
 import argparse
+import mmap
 import os
 import sys
 import time
@@ -35,9 +43,9 @@ import numpy as np
 import mindspore as ms
 from mindspore import ops
 
-from ms_memcopy import runtime
+from ms_memcopy import HostBuffer, runtime
 from ms_memcopy.nn import BlockPool
-from paged_kv.model import Attention, DecodeStep, MiB, Prefill
+from paged_kv.model import NUMPY_DTYPES, DecodeStep, MiB, Prefill, block_bytes, cache_specs, make_layers
 from paged_kv.report import replay, report
 from paged_kv.scheduler import Engine, Fork, OverlapEngine, Sequence
 
@@ -119,12 +127,19 @@ def parse_args(argv):
     parser.add_argument("--transfer-part-mib", type=int, default=32,
                         help="--overlap: the TransferQueue's part_bytes in MiB (a job moves at most this much per "
                              "decode step); 0: whole jobs at once")
+    parser.add_argument("--model", choices=("mha", "mla"), default="mha",
+                        help="mha: K and V caches per layer; mla: an MLA-like latent (float16) and rope (float32) "
+                             "cache per layer, with a registered host pool of two chunks")
+    parser.add_argument("--latent-dim", type=int, default=512, help="--model mla: latent values per token")
+    parser.add_argument("--rope-dim", type=int, default=64, help="--model mla: rope key values per token")
     parser.add_argument("--overlap", action="store_true",
                         help="decode the sequences again with the scheduler that overlaps swaps with decoding "
                              "(TransferQueue) and compare step and total times with the synchronous one")
     args = parser.parse_args(argv)
     if args.heads % args.head_groups:
         parser.error("heads must be a multiple of head-groups")
+    if args.model == "mla" and not 0 < args.rope_dim < args.head_dim:
+        parser.error("--model mla: rope-dim must be between 0 and head-dim")
     return args
 
 
@@ -132,9 +147,11 @@ def plan(args):
     """Pool size from the cache budget; prompts sized so that the sequences need at least 1.2x the pool
     and each one crosses into its last block while it decodes (where preemption happens)."""
     width = args.heads * args.head_dim
-    block_bytes = args.block_size * width * 4
+    shapes, dtypes = cache_specs(args, width)
+    layer_block_bytes = block_bytes(shapes, dtypes)
+    cache_block_bytes = layer_block_bytes // 2  # a block of one cache (of the two caches' mean, --model mla)
     num_caches = 2 * args.layers
-    num_blocks = args.cache_mib * MiB // (num_caches * block_bytes)
+    num_blocks = args.cache_mib * MiB // (args.layers * layer_block_bytes)
     blocks_per_sequence = max(2, -(-num_blocks * 6 // (5 * args.sequences)))
     prompt = (blocks_per_sequence - 1) * args.block_size - args.decode // 2
     if prompt < 1:
@@ -143,16 +160,39 @@ def plan(args):
                    // args.block_size)
     if max_blocks + 1 > num_blocks:
         raise SystemExit(f"the pool of {num_blocks} blocks is too small for one sequence; give --cache-mib more")
-    return width, block_bytes, num_caches, num_blocks, prompt, max_blocks
+    return width, cache_block_bytes, num_caches, num_blocks, prompt, max_blocks
 
 
 def build(args, rank, ranks, width, num_blocks, host_blocks, max_blocks, name):
-    """A BlockPool of this rank's caches and the model over it (this rank's heads)."""
-    pool = BlockPool(2 * args.layers, num_blocks, host_blocks, (args.block_size, width // ranks), ms.float32,
-                     name=name)
-    layers = [Attention(i, args.model_dim, args.heads, args.head_dim, args.head_groups, rank, ranks)
-              for i in range(args.layers)]
+    """A BlockPool of this rank's caches and the model over it (this rank's heads). --model mla: the host
+    pool is two chunks of memory mapped here, registered (HostBuffer.wrap): close them with close_pool."""
+    shapes, dtypes = cache_specs(args, width // ranks)
+    host = {}
+    if args.model == "mla":
+        host_block_bytes = block_bytes(shapes, dtypes) * args.layers
+        halves = (host_blocks - host_blocks // 2, host_blocks // 2)
+        host["host_buffers"] = [HostBuffer.wrap(mmap.mmap(-1, max(1, n) * host_block_bytes)) for n in halves]
+    pool = BlockPool(2 * args.layers, num_blocks, host_blocks, shapes * args.layers, dtypes * args.layers,
+                     name=name, **host)
+    layers = make_layers(args, rank, ranks)
     return pool, Prefill(layers), DecodeStep(layers, pool.caches, args.block_size, max_blocks)
+
+
+def close_pool(pool):
+    """Closes the pool, then its host chunks (the registered ones of --model mla stay open with the pool)."""
+    pool.close()
+    for chunk in pool.host_chunks:
+        chunk.close()
+
+
+def host_caches_for_replay(args, pool, demand, num_caches):
+    """Host tensors of the pool's caches' shapes, the targets of the replayed swap_cache calls: the pool's
+    own host blocks (--model mha) or tensors of their own (--model mla: the pool is chunks of two dtypes)."""
+    if args.model == "mla":
+        return [ms.Tensor(np.zeros((demand, *shape), NUMPY_DTYPES[dtype]))
+                for shape, dtype in zip(pool.block_shapes, pool.dtypes)]
+    host_view = pool.host_buffer.numpy(np.float32).reshape(num_caches, demand, args.block_size, -1)
+    return [ms.Tensor.from_numpy(host_view[i]) for i in range(num_caches)]
 
 
 def decode_alone(prefill, step, pool, finished, args, max_blocks):
@@ -194,12 +234,11 @@ def run(args, rank, ranks):
         outputs = np.concatenate([np.concatenate(seq.outputs) for seq in finished])
         overlap = run_overlapped(args, prefill, step, pool, max_blocks, finished, fork) if args.overlap else None
 
-        host_view = pool.host_buffer.numpy(np.float32).reshape(num_caches, demand, args.block_size, -1)
-        host_caches = [ms.Tensor.from_numpy(host_view[i]) for i in range(num_caches)]
+        host_caches = host_caches_for_replay(args, pool, demand, num_caches)
         replayed = replay(engine.swaps, pool, host_caches, args.repeats, args.per_block_swaps)
-        del host_view, host_caches
+        del host_caches
     finally:
-        pool.close()
+        close_pool(pool)
 
     def log_totals(direction):
         log = [entry for entry in engine.swaps if entry[0] == direction]
@@ -236,7 +275,7 @@ def run(args, rank, ranks):
         try:
             table[0, 0], decoded = decode_alone(ref_prefill, ref_step, ref_pool, checked, args, max_blocks)
         finally:
-            ref_pool.close()
+            close_pool(ref_pool)
     table[rank, -1] = time.perf_counter() - began
     same_outputs = bool((table[:, 1] == table[0, 1]).all())
     ok = table[0, 0] == 0.0 and same_outputs and (table[:, 2] > 0).all() and (table[:, 3] == 1).all()

@@ -18,9 +18,9 @@ _moved.install(__name__)  # the modules' paths before they moved into subpackage
 __version__ = "0.1.0"
 
 _LAZY_SUBMODULES = ("runtime", "acl", "ops", "nn", "offload")
-_LAZY_ATTRIBUTES = {"HostBuffer": "host_buffer"}  # name -> submodule defining it
+_LAZY_ATTRIBUTES = {"HostBuffer": "host_buffer", "HostChunks": "host_chunks"}  # name -> submodule defining it
 
-__all__ = ["AclError", "HostBuffer", "get_include", "get_acl_library", "__version__", *_LAZY_SUBMODULES]
+__all__ = ["AclError", "HostBuffer", "HostChunks", "get_include", "get_acl_library", "__version__", *_LAZY_SUBMODULES]
 
 
 def __getattr__(name: str) -> Any:

@@ -48,9 +48,9 @@ def test_the_public_api_is_all_here():
     primitives = set(ms_memcopy.ops.__all__)  # one module per family of configs/ops
     assert {"MemcpyBatch", "Memcpy2D", "MemcpyWithDesc", "MemcpyWithCondition", "SwapBlocks",
             "CopyBlocks"} <= primitives
-    assert {"AclError", "HostBuffer", "get_include", "get_acl_library", "BlockPool", "OutOfBlocks", "BlockSlots",
-            "SwapOutBlocks", "SwapInBlocks", "TransferQueue", "TransferPending", "OffloadingHandler", "TransferResult",
-            "DeviceBlocksSpec", "HostBlocksSpec"} | primitives == names
+    assert {"AclError", "HostBuffer", "HostChunks", "get_include", "get_acl_library", "BlockPool", "OutOfBlocks",
+            "BlockSlots", "SwapOutBlocks", "SwapInBlocks", "TransferQueue", "TransferPending", "OffloadingHandler",
+            "TransferResult", "DeviceBlocksSpec", "HostBlocksSpec"} | primitives == names
 
 
 @pytest.mark.parametrize("name,obj", PUBLIC, ids=IDS)

@@ -49,6 +49,23 @@ def test_paged_kv_cache_example_passes():
     assert out.rstrip().endswith("result: PASS")
 
 
+def test_paged_kv_cache_example_with_mla_caches_on_a_registered_pool_passes():
+    """--model mla: a latent (float16) and a rope (float32) cache per layer in one pool, swapped with one
+    SwapBlocks call each way over a host pool of two registered chunks; outputs as each sequence alone."""
+    cmd = [sys.executable, str(ROOT / "examples" / "paged_kv_cache.py"), "--model", "mla", "--cache-mib", "1",
+           "--layers", "1", "--heads", "4", "--sequences", "4", "--decode", "12", "--fork-decode", "4",
+           "--repeats", "1", "--per-block-swaps", "1"]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    out = result.stdout
+    assert ("MLA-like latent (float16 x 512) + rope (float32 x 64) caches: 2 Parameters x 51 blocks of 16 tokens "
+            "= 1 MiB; host pool: 2 chunks of registered memory (HostBuffer.wrap)") in out
+    assert re.search(r"preemptions: [1-9]\d*; swaps: [1-9]\d*, each one SwapBlocks call over all 2 caches", out), out
+    assert re.search(r"swap in : \d+ blocks x 2 caches", out), out
+    assert "max |diff| = 0 over 63 tokens of 5 sequences" in out
+    assert out.rstrip().endswith("result: PASS")
+
+
 def test_paged_kv_cache_example_overlapped_scheduler_passes():
     """--overlap: the same sequences decoded again with swaps overlapping decoding (TransferQueue); its
     outputs equal the synchronous run's and each sequence decoded alone."""

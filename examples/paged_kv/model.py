@@ -1,4 +1,6 @@
-"""The decoder of examples/paged_kv_cache.py: attention over paged K and V caches written in place."""
+"""The decoders of examples/paged_kv_cache.py: attention over paged caches written in place, two per
+layer: K and V (Attention), or an MLA-like latent cache and rope cache of other shapes and dtypes
+(LatentAttention)."""
 
 import numpy as np
 
@@ -40,6 +42,14 @@ class Attention(nn.Cell):
         self.scale = float(1 / np.sqrt(head_dim))
         self.all_reduce = ops.AllReduce() if ranks > 1 else None
 
+    def cache_rows(self, x):
+        """The rows of this layer's two caches for tokens x [t, model_dim]: keys and values."""
+        return ops.matmul(x, self.wk), ops.matmul(x, self.wv)
+
+    def keys_values(self, first, second):
+        """Keys and values [n, width] from rows of the two caches."""
+        return first, second
+
     def attend(self, q, keys, values, visible):
         """q [t, width], keys/values [n, width] (this rank's heads), visible [t, n] -> x update [t, model_dim]."""
         t, n = q.shape[0], keys.shape[0]
@@ -59,6 +69,78 @@ class Attention(nn.Cell):
         return out
 
 
+class LatentAttention(Attention):
+    """An MLA-like layer (DeepSeek's multi-head latent attention): its caches hold a latent row per token
+    (latent_dim values, float16) and a rope key row shared by the heads (rope_dim values, float32), caches
+    of different shapes and dtypes; each head's key is its up-projection of the latent followed by the
+    rope key, its value another up-projection. Under tensor parallelism every rank holds the whole latent
+    and rope caches and the up-projections of its own heads."""
+
+    CACHE_DTYPES = (ms.float16, ms.float32)
+
+    def __init__(self, index, model_dim, heads, head_dim, groups, latent_dim, rope_dim, rank=0, ranks=1):
+        super().__init__(index, model_dim, heads, head_dim, groups, rank, ranks)
+        rng = np.random.default_rng(2000 + index)
+        nope = head_dim - rope_dim
+        mine = slice(rank * heads // ranks, (rank + 1) * heads // ranks)
+
+        def weight(name, rows, shape, part=None):
+            values = rng.standard_normal((rows, *shape)).astype(np.float32) / np.sqrt(rows)
+            values = values if part is None else values[:, part].reshape(rows, -1)
+            return ms.Parameter(ms.Tensor(np.ascontiguousarray(values)), name=f"layer{index}.{name}")
+
+        self.w_dkv = weight("w_dkv", model_dim, (latent_dim,))
+        self.w_kr = weight("w_kr", model_dim, (rope_dim,))
+        self.w_uk = weight("w_uk", latent_dim, (heads, nope), mine)
+        self.w_uv = weight("w_uv", latent_dim, (heads, head_dim), mine)
+        self.nope, self.rope_dim = nope, rope_dim
+
+    def cache_rows(self, x):
+        return ops.matmul(x, self.w_dkv).astype(self.CACHE_DTYPES[0]), ops.matmul(x, self.w_kr)
+
+    def keys_values(self, latent, rope):
+        n = latent.shape[0]
+        c = latent.astype(ms.float32)
+        nope = ops.matmul(c, self.w_uk).reshape(n, self.heads, self.nope)
+        shared = ops.broadcast_to(rope.reshape(n, 1, self.rope_dim), (n, self.heads, self.rope_dim))
+        return ops.concat((nope, shared), axis=-1).reshape(n, self.width), ops.matmul(c, self.w_uv)
+
+
+def cache_specs(args, width):
+    """The block shape and dtype of a layer's two caches for the model args.model."""
+    if args.model == "mla":
+        return [(args.block_size, args.latent_dim), (args.block_size, args.rope_dim)], \
+            list(LatentAttention.CACHE_DTYPES)
+    return [(args.block_size, width)] * 2, [ms.float32] * 2
+
+
+NUMPY_DTYPES = {ms.float16: np.float16, ms.float32: np.float32}  # of the caches' dtypes
+
+
+def block_bytes(shapes, dtypes):
+    """The bytes of one block of every cache of the given block shapes and dtypes."""
+    return sum(int(np.prod(s)) * np.dtype(NUMPY_DTYPES[d]).itemsize for s, d in zip(shapes, dtypes))
+
+
+def describe_caches(args, num_caches, num_blocks, cache_block_bytes):
+    """The report's words for the caches of the model args.model."""
+    total = f"{num_caches * num_blocks * cache_block_bytes / MiB:.0f} MiB"
+    if args.model == "mla":
+        return (f"MLA-like latent (float16 x {args.latent_dim}) + rope (float32 x {args.rope_dim}) caches: "
+                f"{num_caches} Parameters x {num_blocks} blocks of {args.block_size} tokens = {total}; host pool: "
+                "2 chunks of registered memory (HostBuffer.wrap)")
+    return (f"K/V caches: {num_caches} Parameters x {num_blocks} blocks of {args.block_size} tokens "
+            f"({cache_block_bytes // 1024} KiB) = {total}")
+
+
+def make_layers(args, rank, ranks):
+    if args.model == "mla":
+        return [LatentAttention(i, args.model_dim, args.heads, args.head_dim, args.head_groups, args.latent_dim,
+                                args.rope_dim, rank, ranks) for i in range(args.layers)]
+    return [Attention(i, args.model_dim, args.heads, args.head_dim, args.head_groups, rank, ranks)
+            for i in range(args.layers)]
+
+
 class DecodeStep(nn.Cell):
     """One token through every layer: writes its key and value rows into the caches in place (row
     `row` of each cache's 2-D view), then attends over the sequence's blocks (`table`)."""
@@ -76,11 +158,12 @@ class DecodeStep(nn.Cell):
         n = self.max_blocks * self.block_size
         visible = (self.token_index <= pos).reshape(1, n)
         for i, layer in enumerate(self.layers):
-            k_cache, v_cache = self.caches[2 * i], self.caches[2 * i + 1]
-            written = self.write(k_cache, ops.matmul(x, layer.wk), row, self.zero)
-            written = written + self.write(v_cache, ops.matmul(x, layer.wv), row, self.zero)
-            keys = ops.gather(k_cache, table, 0).reshape(n, -1)
-            values = ops.gather(v_cache, table, 0).reshape(n, -1)
+            first, second = self.caches[2 * i], self.caches[2 * i + 1]
+            rows = layer.cache_rows(x)
+            written = self.write(first, rows[0], row, self.zero)
+            written = written + self.write(second, rows[1], row, self.zero)
+            keys, values = layer.keys_values(ops.gather(first, table, 0).reshape(n, -1),
+                                             ops.gather(second, table, 0).reshape(n, -1))
             x = ops.depend(x, written)
             x = x + layer.attend(ops.matmul(x, layer.wq), keys, values, visible)
         return x
@@ -88,7 +171,7 @@ class DecodeStep(nn.Cell):
 
 class Prefill(nn.Cell):
     """A whole prompt through every layer with causal attention. Returns the last token's output and,
-    per layer, the prompt's keys and values [t, width] (the engine writes them into its blocks)."""
+    per layer, the prompt's rows of its two caches (the engine writes them into its blocks)."""
 
     def __init__(self, layers):
         super().__init__()
@@ -99,8 +182,9 @@ class Prefill(nn.Cell):
         causal = ops.arange(t).reshape(t, 1) >= ops.arange(t).reshape(1, t)
         kvs = ()
         for layer in self.layers:
-            keys, values = ops.matmul(x, layer.wk), ops.matmul(x, layer.wv)
-            kvs = kvs + (keys, values)
+            rows = layer.cache_rows(x)
+            kvs = kvs + rows
+            keys, values = layer.keys_values(*rows)
             x = x + layer.attend(ops.matmul(x, layer.wq), keys, values, causal)
         return x[t - 1:], kvs
 

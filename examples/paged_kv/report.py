@@ -7,7 +7,7 @@ import numpy as np
 import mindspore as ms
 
 from ms_memcopy.ops import SwapBlocks
-from .model import MiB
+from .model import MiB, describe_caches
 
 
 def step_ratio(with_t, without, seed=0, resamples=2000):
@@ -89,8 +89,7 @@ def report(args, table, ranks, num_caches, num_blocks, block_bytes, rank_block_b
 
     print("Paged KV cache with preemption by swap (ms_memcopy, GRAPH_MODE, CPU target, host ACL runtime)")
     print(f"  model: {args.layers} layers, {args.heads} heads x {args.head_dim}, model dim {args.model_dim}; "
-          f"K/V caches: {num_caches} Parameters x {num_blocks} blocks of {args.block_size} tokens "
-          f"({block_bytes // 1024} KiB) = {num_caches * num_blocks * block_bytes / MiB:.0f} MiB")
+          + describe_caches(args, num_caches, num_blocks, block_bytes))
     if ranks > 1:
         devices = ", ".join(f"rank {r}: DEVICE_ID {int(table[r, -3])}, ACL device {int(table[r, -2])}"
                             for r in range(ranks))

@@ -80,7 +80,7 @@ class Engine:
         self.pool.host_buffer.wait()  # waits for the queued launches
         seconds = time.perf_counter() - start
         mapping = np.array([blocks, moved_to], np.int64).T
-        nbytes = len(blocks) * self.pool.num_caches * self.pool.block_bytes
+        nbytes = len(blocks) * self.pool.bytes_per_block
         log.append((mapping, seconds, nbytes) if direction is None else (direction, mapping, seconds, nbytes))
         return moved_to
 
@@ -213,7 +213,7 @@ class OverlapEngine(Engine):
         ballast = self.pool.allocate(min(self.pool.num_free_blocks - 1, self.pool.num_free_host_blocks))
         pos, outputs = seq.done, len(seq.outputs)
         with_t, without, rounds = [], [], 0
-        nbytes = len(ballast) * self.pool.num_caches * self.pool.block_bytes
+        nbytes = len(ballast) * self.pool.bytes_per_block
 
         def timed_step():
             """Seconds of one step, or None when the poll reports the swap-out finished (no step)."""

@@ -16,6 +16,7 @@ from . import _paths
 
 _PROTOTYPES = {
     "msmc_hostbuffer_open": (c_int32, [c_int64, c_void_p, c_uint64, c_int32]),
+    "msmc_hostbuffer_open_chunks": (c_int32, [c_int64, c_void_p, c_uint64]),
     "msmc_hostbuffer_close": (c_int32, [c_int64]),
     "msmc_hostbuffer_wait": (c_int32, [c_int64]),
     "msmc_hostbuffer_note_stream": (c_int32, [c_int64, c_void_p]),

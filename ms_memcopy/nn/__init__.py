@@ -12,6 +12,10 @@ SwapBlocks and CopyBlocks (in place, one batch call per 4096 block copies).
     table = pool.swap_in(host_table)        # resume: new device blocks, host blocks freed
     child = pool.fork(table)                # copies of the blocks in new device blocks
 
+The caches may differ in block shape and dtype (an MLA latent and rope cache: ``block_shape=[(16, 512),
+(16, 64)]``), and the host pool may span chunks (``host_chunk_bytes``) or the caller's registered
+HostBuffers (``host_buffers``); its size is exactly ``num_host_blocks * pool.bytes_per_block``.
+
 TransferQueue: the same moves without waiting for them, on a stream of their own (not the model's);
 the pool keeps the blocks of a job in flight from being read or reused until it has finished.
 

@@ -1,6 +1,6 @@
-"""BlockPool: a paged cache (vLLM's block manager) of L device caches and a host pool, and the errors
-of its block numbers (OutOfBlocks, TransferPending)."""
-from typing import Sequence
+"""BlockPool: a paged cache (vLLM's block manager) of L device caches and a host pool, and the error
+of blocks held by transfers in flight (TransferPending; OutOfBlocks is the block numbers')."""
+from typing import Optional, Sequence, Union
 
 import numpy as np
 import mindspore as ms
@@ -8,32 +8,13 @@ from mindspore import nn, ops
 
 from ..host_buffer import HostBuffer
 from ..ops import CopyBlocks, SwapBlocks
-from ..ops._args import check_int, check_shape, num_elements
-from ..ops._dtypes import DtypeLike, itemsize, ms_dtype
+from ..ops._args import check_int
+from ..ops._dtypes import DtypeLike
+from ..ops.blocks import HOST_LAYOUTS
+from ._block_numbers import OutOfBlocks, _as_list, _BlockNumbers
+from ._pool_host import PoolHost, cache_specs
 
 __all__ = ["BlockPool", "OutOfBlocks", "TransferPending"]
-
-
-class OutOfBlocks(RuntimeError):
-    """A BlockPool has fewer free blocks than asked for (nothing was allocated).
-
-    Args:
-        message (str): what was asked for and what is free.
-
-    Supported Platforms:
-        ``Ascend`` ``CPU``
-
-    Examples:
-        >>> import mindspore as ms
-        >>> from ms_memcopy.nn import BlockPool, OutOfBlocks
-        >>> pool = BlockPool(num_caches=1, num_blocks=2, num_host_blocks=0, block_shape=(4,), dtype=ms.int8)
-        >>> try:
-        ...     pool.allocate(3)
-        ... except OutOfBlocks as error:
-        ...     print(error)
-        3 device block(s) asked for, 2 of 2 free
-        >>> pool.close()
-    """
 
 
 class TransferPending(RuntimeError):
@@ -66,57 +47,6 @@ class TransferPending(RuntimeError):
     """
 
 
-class _BlockNumbers:
-    """The free and allocated block numbers of one side of a pool; lowest numbers are handed out first."""
-
-    def __init__(self, count, side):
-        self.count = count
-        self.side = side
-        self._free = list(range(count - 1, -1, -1))
-        self._allocated = set()
-
-    @property
-    def num_free(self):
-        return len(self._free)
-
-    def allocate(self, n):
-        n = check_int(n, "n")
-        if n > len(self._free):
-            raise OutOfBlocks(f"{n} {self.side} block(s) asked for, {len(self._free)} of {self.count} free")
-        blocks = [self._free.pop() for _ in range(n)]
-        self._allocated.update(blocks)
-        return blocks
-
-    def check_allocated(self, blocks, argument):
-        blocks = [check_int(b, argument) for b in blocks]
-        if len(set(blocks)) != len(blocks):
-            raise ValueError(f"{argument}: a {self.side} block appears twice in {blocks}")
-        stray = [b for b in blocks if b not in self._allocated]
-        if stray:
-            raise ValueError(f"{argument}: {self.side} block(s) {stray} are not allocated")
-        return blocks
-
-    def free(self, blocks, argument="blocks"):
-        blocks = self.check_allocated(blocks, argument)
-        self._allocated.difference_update(blocks)
-        self._free_now(blocks)
-
-    def _free_now(self, blocks):
-        self._free.extend(blocks)
-        self._free.sort(reverse=True)
-
-    # A job in flight gives blocks up: they leave the allocated set at once, and join the free list when
-    # the job has finished (or go back to the allocated set when it failed).
-    def give_up(self, blocks):
-        self._allocated.difference_update(blocks)
-
-    def given_up(self, blocks, moved):
-        if moved:
-            self._free_now(blocks)
-        else:
-            self._allocated.update(blocks)
-
-
 def _choose_copy_strategy():
     """The host runtime chooses how it copies large copies at its first one (a calibration of about a
     tenth of a second, once per process): a pool makes that happen now rather than in its first swap."""
@@ -133,10 +63,19 @@ class BlockPool(nn.Cell):
 
     L device caches of num_blocks blocks each, and a host pool of num_host_blocks blocks per cache.
 
-    ``caches`` are Parameters of shape ``[num_blocks, *block_shape]`` (one per cache, e.g. key and
+    ``caches`` are Parameters of shape ``[num_blocks, *block_shape_l]`` (one per cache, e.g. key and
     value of every layer): give them to the model, which writes them in place (for example with
-    ``Memcpy2D("write")``). The host pool is a HostBuffer in SwapBlocks' layout (host cache l after
-    host cache l - 1). A block number refers to the same block of every cache.
+    ``Memcpy2D("write")``). The caches share num_blocks; each may have its own block shape and dtype
+    (``block_shape`` and ``dtype`` given per cache: an MLA latent and rope cache, an int8 K with a
+    bf16 V). A block number refers to the same block of every cache, ``bytes_per_block`` bytes in all.
+
+    The host pool is in SwapBlocks' ``host_layout`` and, allocated, holds exactly ``num_host_blocks *
+    bytes_per_block`` bytes (``host_nbytes``): one HostBuffer from aclrtMallocHost (``host_buffer``), or chunks of at
+    most ``host_chunk_bytes`` bytes each (whole host blocks; ``host_buffer`` is then a HostChunks over
+    ``host_chunks``), or the caller's HostBuffers (``host_buffers``, e.g. ``HostBuffer.wrap`` of
+    memory registered in place), which must hold num_host_blocks host blocks together and stay the
+    caller's to close. Host blocks are numbered across the chunks in order; a swap over blocks of
+    several chunks is still one SwapBlocks call.
 
     ``allocate``/``free`` manage device block numbers; ``swap_out(blocks)`` moves blocks to newly
     allocated host blocks and frees them on the device, ``swap_in(host_blocks)`` the reverse,
@@ -152,10 +91,15 @@ class BlockPool(nn.Cell):
         num_caches (int): L, the device caches (>= 1).
         num_blocks (int): the blocks of each device cache (>= 1).
         num_host_blocks (int): the blocks of each host cache (>= 0).
-        block_shape (tuple[int]): the shape of one block.
-        dtype (mindspore.dtype): the caches' dtype.
-        pinned (bool): page-locked host pool (default) or pageable memory.
+        block_shape (Union[tuple[int], list[tuple[int]]]): the shape of one block, or of one block of
+            each cache (L shapes).
+        dtype (Union[mindspore.dtype, list[mindspore.dtype]]): the caches' dtype, or each cache's (L).
+        pinned (bool): page-locked host pool (default) or pageable memory (allocated chunks).
         name (str): the prefix of the caches' Parameter names.
+        host_layout (str): SwapBlocks' ``"cache_major"`` (default) or ``"block_major"``, in each chunk.
+        host_chunk_bytes (int, optional): the most bytes of one host allocation (None: one allocation).
+        host_buffers (Union[HostBuffer, list[HostBuffer]], optional): the caller's host chunks, in
+            order, instead of allocated ones.
 
     Inputs:
         None: a BlockPool is not called; its methods move blocks eagerly.
@@ -165,8 +109,9 @@ class BlockPool(nn.Cell):
 
     Raises:
         TypeError: an argument of the wrong type, an unsupported dtype.
-        ValueError: a count out of range, an empty block, a block number that is not allocated or
-            appears twice in one call.
+        ValueError: a count out of range, an empty block, L block shapes or dtypes for another L,
+            host_buffers too small (or given with host_chunk_bytes), host_chunk_bytes smaller than one
+            host block, a block number that is not allocated or appears twice in one call.
         OutOfBlocks: fewer free blocks than asked for.
 
     Supported Platforms:
@@ -189,31 +134,58 @@ class BlockPool(nn.Cell):
         >>> print(pool.fork(table), pool.num_free_blocks)
         [2, 3] 0
         >>> pool.close()
+
+        An MLA-like pair (latent and rope caches of one layer) with a host pool of two chunks:
+
+        >>> pool = BlockPool(num_caches=2, num_blocks=4, num_host_blocks=3, block_shape=[(16, 512), (16, 64)],
+        ...                  dtype=ms.bfloat16, host_chunk_bytes=2 * 18432)
+        >>> print(pool.bytes_per_block, pool.host_nbytes, [c.nbytes for c in pool.host_chunks])
+        18432 55296 [36864, 18432]
+        >>> print(pool.swap_out(pool.allocate(3)))  # host blocks 0 and 1 in one chunk, 2 in the other
+        [0, 1, 2]
+        >>> pool.close()
     """
 
-    def __init__(self, num_caches: int, num_blocks: int, num_host_blocks: int, block_shape: Sequence[int],
-                 dtype: DtypeLike, *, pinned: bool = True, name: str = "block_pool"):
+    def __init__(self, num_caches: int, num_blocks: int, num_host_blocks: int,
+                 block_shape: Union[Sequence[int], Sequence[Sequence[int]]],
+                 dtype: Union[DtypeLike, Sequence[DtypeLike]], *, pinned: bool = True, name: str = "block_pool",
+                 host_layout: str = "cache_major", host_chunk_bytes: Optional[int] = None,
+                 host_buffers: Union[HostBuffer, Sequence[HostBuffer], None] = None):
         super().__init__()
         self.num_caches = check_int(num_caches, "num_caches", 1)
-        self.block_shape = check_shape(block_shape, "block_shape")
-        self.dtype = ms_dtype(dtype, "dtype")
-        self.block_bytes = num_elements(self.block_shape) * itemsize(self.dtype)
-        if self.block_bytes == 0:
-            raise ValueError("block_shape must hold at least one element")
+        #: each cache's block shape, dtype and bytes of one block
+        self.block_shapes, self.dtypes, self.cache_block_bytes = cache_specs(self.num_caches, block_shape, dtype)
+        uniform = len(set(zip(self.block_shapes, self.dtypes))) == 1
+        # one cache's block shape, dtype and bytes when the caches share them, else None
+        self.block_shape = self.block_shapes[0] if uniform else None
+        self.dtype = self.dtypes[0] if uniform else None
+        self.block_bytes = self.cache_block_bytes[0] if uniform else None
+        self.bytes_per_block = sum(self.cache_block_bytes)  # one block of every cache
+        if host_layout not in HOST_LAYOUTS:
+            raise ValueError(f"host_layout must be one of {HOST_LAYOUTS}, got {host_layout!r}")
+        self.host_layout = host_layout
         self._device = _BlockNumbers(check_int(num_blocks, "num_blocks", 1), "device")
         self._host = _BlockNumbers(check_int(num_host_blocks, "num_host_blocks"), "host")
+        self._host_side = PoolHost(num_host_blocks, self.bytes_per_block, pinned=pinned,
+                                   host_chunk_bytes=host_chunk_bytes, host_buffers=host_buffers)
+        self.host_buffer = self._host_side.host_buffer  # a HostBuffer, or a HostChunks over several chunks
+        self.host_chunks = self._host_side.chunks
+        self.host_nbytes = self._host_side.nbytes
         self.caches = ms.ParameterTuple(
-            ms.Parameter(ops.zeros((num_blocks, *self.block_shape), self.dtype), name=f"{name}.cache{l}")
-            for l in range(self.num_caches))
-        self.host_buffer = HostBuffer(max(1, self.num_caches * num_host_blocks * self.block_bytes), pinned=pinned)
+            ms.Parameter(ops.zeros((num_blocks, *shape), dtype), name=f"{name}.cache{l}")
+            for l, (shape, dtype) in enumerate(zip(self.block_shapes, self.dtypes)))
         _choose_copy_strategy()
-        self._swap_out = SwapBlocks("d2h", self.host_buffer, num_caches=self.num_caches)
-        self._swap_in = SwapBlocks("h2d", self.host_buffer, num_caches=self.num_caches)
+        self._swap_out = self.swap_op("d2h")
+        self._swap_in = self.swap_op("h2d")
         self._copy = CopyBlocks(num_caches=self.num_caches)
         # The blocks of TransferQueue jobs in flight, per side: block -> (job, kind, role), role
         # "source" or "destination"; and the queues to close with the pool.
         self._pending = {"device": {}, "host": {}}
         self._queues = []
+
+    def swap_op(self, direction: str) -> SwapBlocks:
+        """A SwapBlocks over the pool's caches and host side, in its host layout (``"d2h"`` or ``"h2d"``)."""
+        return SwapBlocks(direction, self.host_buffer, num_caches=self.num_caches, host_layout=self.host_layout)
 
     @property
     def num_blocks(self):
@@ -294,7 +266,8 @@ class BlockPool(nn.Cell):
 
     def allocate_host(self, n):
         """n free host block numbers (OutOfBlocks when fewer are free), for swaps a graph makes itself
-        with SwapBlocks on ``pool.host_buffer`` (``swap_out``/``swap_in`` allocate their own).
+        with SwapBlocks on ``pool.host_buffer`` in the pool's ``host_layout`` (``pool.swap_op(direction)``
+        builds one; ``swap_out``/``swap_in`` allocate their own).
 
         Examples:
             >>> import numpy as np
@@ -362,17 +335,11 @@ class BlockPool(nn.Cell):
 
     def close(self):
         """Waits for the jobs of its TransferQueues still in flight, then releases the host pool (the
-        device caches go with the Cell)."""
+        chunks it allocated; HostBuffers given as ``host_buffers`` stay open; the device caches go with
+        the Cell)."""
         queues, self._queues = self._queues, []
         try:
             for queue in queues:
                 queue.close()
         finally:
-            self.host_buffer.close()
-
-
-def _as_list(blocks, argument):
-    """blocks as a list (TypeError naming argument for something that is not a sequence of block numbers)."""
-    if isinstance(blocks, (str, bytes)) or not hasattr(blocks, "__iter__"):
-        raise TypeError(f"{argument} must be a sequence of block numbers, not {type(blocks).__name__}")
-    return [int(b) if isinstance(b, np.integer) else b for b in blocks]
+            self._host_side.close()

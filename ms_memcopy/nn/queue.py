@@ -8,9 +8,10 @@ import mindspore as ms
 
 from .._acl import runtime
 from ..host_buffer import _ensure_current_context
-from ..ops import CopyBlocks, SwapBlocks
+from ..ops import CopyBlocks
 from ..ops._args import check_int
-from .pool import BlockPool, _as_list
+from ._block_numbers import _as_list
+from .pool import BlockPool
 
 __all__ = ["TransferQueue"]
 
@@ -120,13 +121,11 @@ class TransferQueue:
             raise ValueError("pool: the BlockPool is closed")
         self.pool = pool
         self.part_bytes = None if part_bytes is None else check_int(part_bytes, "part_bytes", 1)
-        bytes_per_block = pool.num_caches * pool.block_bytes
+        bytes_per_block = pool.bytes_per_block
         self._part_blocks = None if part_bytes is None else max(1, self.part_bytes // bytes_per_block)
         self._ascend = ms.get_context("device_target") == "Ascend"
-        num_caches = pool.num_caches
-        self._ops = {"swap_out": SwapBlocks("d2h", pool.host_buffer, num_caches=num_caches),
-                     "swap_in": SwapBlocks("h2d", pool.host_buffer, num_caches=num_caches),
-                     "fork": CopyBlocks(num_caches=num_caches)}
+        self._ops = {"swap_out": pool.swap_op("d2h"), "swap_in": pool.swap_op("h2d"),
+                     "fork": CopyBlocks(num_caches=pool.num_caches)}
         if self._ascend:
             self._stream = ms.runtime.Stream()
         else:

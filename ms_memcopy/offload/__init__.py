@@ -16,9 +16,11 @@ bytes and seconds; ``wait(job_ids)`` blocks until some have finished.
 
 Host blocks: with ``block_size_factor`` N, host block h holds N device blocks, the pool's host blocks
 ``h*N .. h*N + N - 1`` (so the pool has N times as many host blocks as the handler). In the pool's
-cache-major host layout, device block j of host block h of cache l starts at byte
-``(l * H + h * N + j) * block_bytes``, H = ``pool.num_host_blocks``: each cache's host blocks are one
-contiguous range, as vLLM's CPU tensor per cache is.
+default host layout (one chunk, cache-major), device block j of host block h of cache l starts at byte
+``H * P_l + (h * N + j) * b_l`` (H = ``pool.num_host_blocks``, b_l a block of cache l, P_l the blocks
+of the caches before it; ``(l * H + h * N + j) * block_bytes`` for caches of one block size): each
+cache's host blocks are one contiguous range, as vLLM's CPU tensor per cache is. Pools of several host
+chunks or block-major place them as docs/primitives.md says.
 
 Specs: any object with ``medium()`` ("GPU" for device blocks, "CPU" for host blocks, vLLM's medium
 names) and ``block_ids`` works, so vLLM's own GPULoadStoreSpec and CPULoadStoreSpec are taken unchanged;

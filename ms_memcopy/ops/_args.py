@@ -54,11 +54,16 @@ def check_shape(shape, argument):
     return dims
 
 
-def check_host_buffer(host_buffer, argument="host_buffer"):
-    if not isinstance(host_buffer, HostBuffer):
-        raise TypeError(f"{argument} must be an ms_memcopy.HostBuffer, not {type(host_buffer).__name__}")
+def check_host_buffer(host_buffer, argument="host_buffer", chunks=False):
+    """An open HostBuffer (or, with chunks, an open HostChunks: SwapBlocks' host side), attached to the
+    primitive being built."""
+    from ..host_chunks import HostChunks
+
+    if not isinstance(host_buffer, HostBuffer) and not (chunks and isinstance(host_buffer, HostChunks)):
+        kinds = "an ms_memcopy.HostBuffer or HostChunks" if chunks else "an ms_memcopy.HostBuffer"
+        raise TypeError(f"{argument} must be {kinds}, not {type(host_buffer).__name__}")
     if host_buffer.closed:
-        raise ValueError(f"{argument}: the HostBuffer is closed")
+        raise ValueError(f"{argument}: the {type(host_buffer).__name__} is closed")
     host_buffer._attach_primitive()
     return host_buffer
 

@@ -13,6 +13,7 @@ import numpy as np
 import mindspore as ms
 
 from ..host_buffer import HostBuffer
+from ..host_chunks import HostChunks
 from ._args import check_host_buffer, check_in_place_target, check_int
 from ._dtypes import dtype_name
 from ._errors import labelled_errors
@@ -115,13 +116,18 @@ class SwapBlocks(OpCell):
     - ``host_layout="block_major"``: ``(s // F) * F * B + F * P_l + (s % F) * b_l`` (host block h is
       one contiguous range of ``F * B`` bytes holding its F blocks of cache 0, then of cache 1, ...).
 
+    ``host_buffer`` may be a :class:`~ms_memcopy.HostChunks` (several HostBuffers, e.g. a host pool
+    larger than one allocation): chunk k holds ``H_k = chunks[k].nbytes // (F * B)`` host blocks,
+    numbered after chunk k - 1's, and is laid out alone as above (s counted from its first slot).
+
     All L x n copies go through one aclrtMemcpyBatchAsync per 4096 items (blocks adjacent on both
-    sides merged); on a SoC without the batch call, one aclrtMemcpyAsync per item.
+    sides merged), whichever chunks they touch; on a SoC without the batch call, one aclrtMemcpyAsync
+    per item.
     A block outside either side or a destination block twice raises ValueError before any byte moves.
 
     Args:
         direction (str): ``"d2h"`` (swap out) or ``"h2d"`` (swap in).
-        host_buffer (HostBuffer): the host memory holding the L host caches.
+        host_buffer (Union[HostBuffer, HostChunks]): the host memory holding the L host caches.
         num_caches (int): L, the caches of each call (>= 1).
         host_layout (str): ``"cache_major"`` (default) or ``"block_major"``.
         blocks_per_host_block (int): F, the device blocks of each cache in one host block (>= 1,
@@ -173,8 +179,8 @@ class SwapBlocks(OpCell):
 
     _forms = _DIRECTIONS
 
-    def __init__(self, direction: str, host_buffer: HostBuffer, *, num_caches: int, host_layout: str = "cache_major",
-                 blocks_per_host_block: int = 1):
+    def __init__(self, direction: str, host_buffer: Union[HostBuffer, HostChunks], *, num_caches: int,
+                 host_layout: str = "cache_major", blocks_per_host_block: int = 1):
         super().__init__()
         self.primitive = _SwapBlocksPrimitive(direction, host_buffer, num_caches=num_caches, host_layout=host_layout,
                                               blocks_per_host_block=blocks_per_host_block)
@@ -203,7 +209,7 @@ class _SwapBlocksPrimitive(_BlockPrimitive):
             raise ValueError(f"host_layout must be one of {HOST_LAYOUTS}, got {host_layout!r}")
         self.direction = direction
         self.blocks_per_host_block = check_int(blocks_per_host_block, "blocks_per_host_block", minimum=1)
-        self.host_buffer = check_host_buffer(host_buffer)
+        self.host_buffer = check_host_buffer(host_buffer, chunks=True)
         super().__init__(f"swap_blocks_{direction}{self._op_suffix}", num_caches,
                          {"buffer_id": host_buffer.buffer_id, "host_layout": HOST_LAYOUTS.index(host_layout),
                           "blocks_per_host_block": self.blocks_per_host_block})
@@ -214,10 +220,13 @@ class _SwapBlocksPrimitive(_BlockPrimitive):
             block_bytes = [block_bytes] * self.num_caches
         if len(block_bytes) != self.num_caches:
             raise ValueError(f"block_bytes: {len(block_bytes)} values for num_caches={self.num_caches}")
-        return self.host_buffer.nbytes // (self.blocks_per_host_block * sum(block_bytes))
+        host_block_bytes = self.blocks_per_host_block * sum(block_bytes)
+        if isinstance(self.host_buffer, HostChunks):
+            return self.host_buffer.host_blocks(host_block_bytes)
+        return self.host_buffer.nbytes // host_block_bytes
 
     def _check_eager(self, inputs):
-        check_host_buffer(self.host_buffer)
+        check_host_buffer(self.host_buffer, chunks=True)
         super()._check_eager(inputs)
 
 

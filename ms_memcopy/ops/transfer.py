@@ -139,7 +139,7 @@ class SwapBlocksAsync(OpCell):
 
     Args:
         direction (str): ``"d2h"`` (swap out) or ``"h2d"`` (swap in).
-        host_buffer (HostBuffer): the host memory holding the L host caches.
+        host_buffer (Union[HostBuffer, HostChunks]): the host memory holding the L host caches (see SwapBlocks).
         num_caches (int): L, the caches of each call (>= 1).
         host_layout (str): as SwapBlocks: ``"cache_major"`` (default) or ``"block_major"``.
         blocks_per_host_block (int): as SwapBlocks: device blocks per host block (default 1).

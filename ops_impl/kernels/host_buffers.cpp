@@ -1,6 +1,7 @@
 #include "host_buffers.h"
 
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -27,6 +28,7 @@ struct Entry {
   int leases = 0;
   std::unordered_map<aclrtStream, aclrtEvent> fences;
   std::set<aclrtStream> unfenced;
+  std::vector<int64_t> chunks;  // a pool of host chunks: their ids (the entry holds no memory itself)
 };
 
 // Records stream's fence of e (creating its event on first use); a stream whose event cannot be
@@ -57,6 +59,26 @@ class HostBufferTable {
     e.data = static_cast<uint8_t *>(ptr);
     e.nbytes = nbytes;
     e.pinned = pinned;
+    return 0;
+  }
+
+  int32_t OpenChunks(int64_t id, const int64_t *chunk_ids, size_t count) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (count == 0 || entries_.count(id) != 0) {
+      return -1;
+    }
+    size_t total = 0;
+    for (size_t k = 0; k < count; ++k) {
+      const auto it = entries_.find(chunk_ids[k]);
+      if (it == entries_.end() || it->second.closing || !it->second.chunks.empty() ||
+          it->second.nbytes > SIZE_MAX - total) {
+        return -1;
+      }
+      total += it->second.nbytes;
+    }
+    Entry &e = entries_[id];
+    e.nbytes = total;
+    e.chunks.assign(chunk_ids, chunk_ids + count);
     return 0;
   }
 
@@ -106,10 +128,11 @@ class HostBufferTable {
 
   Leased Lease(int64_t id, const char *argument) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = entries_.find(id);
-    if (it == entries_.end() || it->second.closing) {
-      throw InputError(argument, "the HostBuffer is closed");
+    const Entry &e = OpenEntry(id, argument);
+    if (!e.chunks.empty()) {
+      throw InputError(argument, "a HostChunks (a pool of several host chunks) is read by SwapBlocks only");
     }
+    auto it = entries_.find(id);
     ++it->second.leases;
     return Leased{it->second.data, it->second.nbytes, it->second.pinned};
   }
@@ -117,11 +140,13 @@ class HostBufferTable {
   // The size of an open buffer, for a check that plans without copying (no lease is taken).
   size_t Bytes(int64_t id, const char *argument) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = entries_.find(id);
-    if (it == entries_.end() || it->second.closing) {
-      throw InputError(argument, "the HostBuffer is closed");
-    }
-    return it->second.nbytes;
+    return OpenEntry(id, argument).nbytes;
+  }
+
+  std::vector<int64_t> Chunks(int64_t id, const char *argument) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Entry &e = OpenEntry(id, argument);
+    return e.chunks.empty() ? std::vector<int64_t>{id} : e.chunks;
   }
 
   // The end of a launch's lease: fences what the launch queued on stream (all of it, even when the
@@ -139,6 +164,15 @@ class HostBufferTable {
   }
 
  private:
+  // The entry of an open buffer (mu_ held); InputError naming argument when it is unknown or closing.
+  const Entry &OpenEntry(int64_t id, const char *argument) const {
+    const auto it = entries_.find(id);
+    if (it == entries_.end() || it->second.closing) {
+      throw InputError(argument, "the HostBuffer is closed");
+    }
+    return it->second;
+  }
+
   // Waits outside the lock: a copy in flight may need to lease another buffer. The events stay in the
   // entry (later launches re-record them; only Close destroys them, with no lease left).
   int32_t WaitLocked(std::unique_lock<std::mutex> &lock, int64_t id) {
@@ -198,6 +232,8 @@ HostBufferLease::~HostBufferLease() { Table().Release(id_, stream_); }
 
 size_t HostBufferBytes(int64_t id, const char *argument) { return Table().Bytes(id, argument); }
 
+std::vector<int64_t> HostBufferChunks(int64_t id, const char *argument) { return Table().Chunks(id, argument); }
+
 }  // namespace msmc
 
 int32_t msmc_hostbuffer_open(int64_t id, void *ptr, uint64_t nbytes, int32_t pinned) {
@@ -206,6 +242,17 @@ int32_t msmc_hostbuffer_open(int64_t id, void *ptr, uint64_t nbytes, int32_t pin
   }
   try {
     return msmc::Table().Open(id, ptr, nbytes, pinned != 0);
+  } catch (...) {
+    return -1;
+  }
+}
+
+int32_t msmc_hostbuffer_open_chunks(int64_t id, const int64_t *chunk_ids, uint64_t count) {
+  if (id <= 0 || chunk_ids == nullptr) {
+    return -1;
+  }
+  try {
+    return msmc::Table().OpenChunks(id, chunk_ids, static_cast<size_t>(count));
   } catch (...) {
     return -1;
   }

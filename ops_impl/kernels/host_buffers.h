@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "acl/acl.h"
 
@@ -17,6 +18,10 @@
 // Registers [ptr, ptr + nbytes) under id (> 0, chosen by the caller, which reuses the ids of closed
 // buffers); returns 0, or -1 when id is not positive or in use, or ptr is NULL with nbytes > 0.
 MSMC_EXPORT int32_t msmc_hostbuffer_open(int64_t id, void *ptr, uint64_t nbytes, int32_t pinned);
+// Registers id (> 0, unused) as a pool of host chunks: the open buffers chunk_ids[0 .. count), in order,
+// which SwapBlocks reads as one host side (HostBufferChunks); no other op takes it. Returns 0, or -1 when
+// id is not positive or in use, count is 0, or a chunk is unknown, closing or itself a pool of chunks.
+MSMC_EXPORT int32_t msmc_hostbuffer_open_chunks(int64_t id, const int64_t *chunk_ids, uint64_t count);
 // Waits for the launches using the buffer and for its in-flight copies, then forgets it.
 // Returns ACL_SUCCESS, the failing aclrtSynchronizeEvent/Stream code, or -1 for an unknown id.
 MSMC_EXPORT int32_t msmc_hostbuffer_close(int64_t id);
@@ -33,7 +38,8 @@ namespace msmc {
 // queued, even when the launch fails part way.
 class HostBufferLease {
  public:
-  // Throws InputError naming `argument` when id is unknown or the buffer is closed.
+  // Throws InputError naming `argument` when id is unknown, the buffer is closed, or id is a pool of
+  // host chunks (lease each of HostBufferChunks instead).
   HostBufferLease(int64_t id, const char *argument, aclrtStream stream);
   ~HostBufferLease();
   HostBufferLease(const HostBufferLease &) = delete;
@@ -55,6 +61,10 @@ class HostBufferLease {
 // lease); throws InputError naming `argument` when id is unknown or the buffer is closed, as
 // HostBufferLease does.
 size_t HostBufferBytes(int64_t id, const char *argument);
+
+// The buffers that make up buffer id: the chunks of a pool of host chunks (msmc_hostbuffer_open_chunks),
+// in order, else id itself; throws InputError naming `argument` as HostBufferBytes does.
+std::vector<int64_t> HostBufferChunks(int64_t id, const char *argument);
 
 }  // namespace msmc
 

@@ -272,6 +272,71 @@ void TestHostValuesMapping(Fixture &f) {
   }
 }
 
+// A HostChunks (msmc_hostbuffer_open_chunks): host blocks numbered across two chunks of 3 and 2 host
+// blocks, each chunk cache-major alone; a swap touching both is one batch call, a host block past the
+// last chunk is refused before any copy, and no other op may lease the group.
+void TestSwapAcrossHostChunks(Fixture &f) {
+  constexpr size_t kHostBlockBytes = kCaches * kBlockBytes;
+  void *chunks[2] = {};
+  Require(aclrtMallocHost(&chunks[0], 3 * kHostBlockBytes), "aclrtMallocHost");
+  Require(aclrtMallocHost(&chunks[1], 2 * kHostBlockBytes + 5), "aclrtMallocHost");  // 5 bytes never touched
+  std::memset(chunks[1], 0x5a, 2 * kHostBlockBytes + 5);
+  const int64_t ids[2] = {11, 12};
+  Expect(msmc_hostbuffer_open(ids[0], chunks[0], 3 * kHostBlockBytes, 1) == 0 &&
+             msmc_hostbuffer_open(ids[1], chunks[1], 2 * kHostBlockBytes + 5, 1) == 0,
+         "chunks registered");
+  Expect(msmc_hostbuffer_open_chunks(13, ids, 2) == 0, "group registered");
+  const int64_t unknown[2] = {11, 99};
+  Expect(msmc_hostbuffer_open_chunks(14, unknown, 2) == -1 && msmc_hostbuffer_open_chunks(13, ids, 2) == -1 &&
+             msmc_hostbuffer_open_chunks(15, ids, 0) == -1,
+         "a group of an unknown chunk, an id in use, no chunk: refused");
+  const int64_t nested[1] = {13};
+  Expect(msmc_hostbuffer_open_chunks(16, nested, 1) == -1, "a group of a group is refused");
+  {
+    msmc::KernelState s;
+    msmc::SetAttr(s, "buffer_id", 13);
+    msmc::SetAttr(s, "blocks_per_host_block", 1);
+    ResetCounts();
+    f.Run("swap_blocks_d2h", s, f.Mapping({10, 0, 20, 2, 30, 3, 40, 4}));
+    Expect(f.Result() == static_cast<int64_t>(4 * kHostBlockBytes), "d2h over two chunks: bytes moved");
+    Expect(batch_calls == 1 && batch_items == 8, "two chunks, one batch call of 8 items, got " +
+                                                     std::to_string(batch_calls) + " / " + std::to_string(batch_items));
+    const auto *first = static_cast<const uint32_t *>(chunks[0]);
+    const auto *second = static_cast<const uint32_t *>(chunks[1]);
+    // chunk 0: host block h of cache l at (l * 3 + h) * 8 bytes; chunk 1: (l * 2 + h - 3) * 8
+    Expect(first[0] == 10 && first[2 * 2] == 20 && first[(3 + 2) * 2] == 100020 && second[0] == 30 &&
+               second[1 * 2] == 40 && second[(2 + 1) * 2] == 100040,
+           "each chunk cache-major alone, host blocks numbered across them");
+    Expect(static_cast<const uint8_t *>(chunks[1])[2 * kHostBlockBytes + 4] == 0x5a, "bytes past the blocks untouched");
+
+    ResetCounts();
+    f.Run("swap_blocks_h2d", s, f.Mapping({4, 1, 0, 2}));
+    Expect(f.Result() == static_cast<int64_t>(2 * kHostBlockBytes) && batch_calls == 1,
+           "h2d over two chunks: one batch call");
+    Expect(f.DeviceValue(0, 1) == 40 && f.DeviceValue(1, 2) == 100010, "h2d from both chunks lands");
+
+    ResetCounts();
+    bool refused = false;
+    try {
+      f.Run("swap_blocks_d2h", s, f.Mapping({1, 0, 2, 5}));
+    } catch (const msmc::InputError &e) {
+      refused = std::strstr(e.what(), "block_mapping[1][1] = 5: host block out of range [0, 5)") != nullptr;
+    }
+    Expect(refused && batch_calls == 0, "a host block past the chunks is refused before any copy");
+  }
+  bool refused = false;
+  try {
+    msmc::HostBufferLease lease(13, "host_buffer", f.stream);
+  } catch (const msmc::InputError &e) {
+    refused = std::strstr(e.what(), "read by SwapBlocks only") != nullptr;
+  }
+  Expect(refused, "a group is leased chunk by chunk only");
+  Expect(msmc_hostbuffer_close(13) == 0 && msmc_hostbuffer_close(11) == 0 && msmc_hostbuffer_close(12) == 0,
+         "group and chunks closed");
+  aclrtFreeHost(chunks[0]);
+  aclrtFreeHost(chunks[1]);
+}
+
 }  // namespace
 
 int main() {
@@ -281,6 +346,7 @@ int main() {
     TestSwapInAndCopy(f);
     TestBadMappingMovesNothing(f);
     TestHostValuesMapping(f);
+    TestSwapAcrossHostChunks(f);
   }
   return test::Finish();
 }

@@ -3,6 +3,7 @@
 // attributes they read, register themselves below (op_bodies.h) under the names of the definitions.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,39 @@ using namespace bodies;  // NOLINT(build/namespaces)
 
 namespace {
 
+// The host side of a SwapBlocks call: one HostBuffer, or the chunks of a HostChunks, each laid out
+// alone. The mapping's host column names a slot of one device block: slot s is device block s % F of
+// host block s / F (F = blocks_per_host_block). With b_l the block bytes of cache l, P_l = b_0 + ... +
+// b_{l-1}, B = P_L and H = capacity / (F * B) host blocks in a chunk, slot s of cache l starts at byte
+//   cache-major: H * F * P_l + s * b_l                      (host cache l: H * F slots of cache l)
+//   block-major: (s / F) * F * B + F * P_l + (s % F) * b_l  (host block h: one range of F * B bytes)
+// of its chunk, s counted from the chunk's first slot (chunk k's slots follow chunk k - 1's).
+struct HostLayout {
+  uint8_t *data;
+  bool block_major;
+  size_t per_host_block;  // F
+  size_t host_blocks;     // H
+  size_t total_block_bytes;
+  size_t Slots() const { return host_blocks * per_host_block; }
+  size_t Offset(size_t slot, size_t prefix, size_t block_bytes) const {
+    const size_t f = per_host_block;
+    return block_major ? (slot / f) * f * total_block_bytes + f * prefix + (slot % f) * block_bytes
+                       : Slots() * prefix + slot * block_bytes;
+  }
+};
+
+struct HostSide {
+  std::vector<HostLayout> chunks;
+  std::vector<size_t> first_slot;  // of each chunk
+  size_t slots = 0;
+  // The address of slot `slot` of the cache whose blocks start at P_l = prefix.
+  uint8_t *At(size_t slot, size_t prefix, size_t block_bytes) const {
+    const size_t k =
+        static_cast<size_t>(std::upper_bound(first_slot.begin(), first_slot.end(), slot) - first_slot.begin()) - 1;
+    return chunks[k].data + chunks[k].Offset(slot - first_slot[k], prefix, block_bytes);
+  }
+};
+
 // The plan of one kernel instance's block calls, reused across launches.
 struct BlocksState {
   BatchCopier batch;  // SwapBlocks
@@ -24,6 +58,7 @@ struct BlocksState {
   std::vector<BatchItem> items;
   std::vector<std::pair<int64_t, size_t>> destinations;  // (block, pair index) of a block mapping, sorted
   std::vector<size_t> block_bytes;                       // of each cache
+  HostSide host;                                         // SwapBlocks
 };
 
 // host_layout: 0 cache-major, 1 block-major; blocks_per_host_block: device blocks per host block (SwapBlocks).
@@ -144,28 +179,9 @@ void CheckMapping(BlocksState &s, const BlockMapping &mapping, const BlockSide &
   }
 }
 
-// The host side of a SwapBlocks call. The mapping's host column names a slot of one device block:
-// slot s is device block s % F of host block s / F (F = blocks_per_host_block). With b_l the block
-// bytes of cache l, P_l = b_0 + ... + b_{l-1}, B = P_L and H = capacity / (F * B) host blocks, slot s
-// of cache l starts at byte
-//   cache-major: H * F * P_l + s * b_l                      (host cache l: H * F slots of cache l)
-//   block-major: (s / F) * F * B + F * P_l + (s % F) * b_l  (host block h: one range of F * B bytes)
-struct HostLayout {
-  uint8_t *data;
-  bool block_major;
-  size_t per_host_block;  // F
-  size_t host_blocks;     // H
-  size_t total_block_bytes;
-  size_t Slots() const { return host_blocks * per_host_block; }
-  size_t Offset(size_t slot, size_t prefix, size_t block_bytes) const {
-    const size_t f = per_host_block;
-    return block_major ? (slot / f) * f * total_block_bytes + f * prefix + (slot % f) * block_bytes
-                       : Slots() * prefix + slot * block_bytes;
-  }
-};
-
-// The layout of a HostBuffer of `capacity` bytes; InputError when it holds no host block.
-HostLayout PlanHost(const KernelState &k, size_t capacity, const BlockCaches &c, const std::vector<size_t> &bytes) {
+// The layout of host chunks of `capacities` bytes; InputError when together they hold no host block.
+void PlanHost(const KernelState &k, const std::vector<size_t> &capacities, const BlockCaches &c,
+              const std::vector<size_t> &bytes, HostSide *host) {
   const int64_t layout = k.Attr("host_layout");
   const int64_t per_host_block = k.Attr("blocks_per_host_block");
   if (layout != 0 && layout != 1) {
@@ -176,46 +192,56 @@ HostLayout PlanHost(const KernelState &k, size_t capacity, const BlockCaches &c,
   }
   const size_t f = static_cast<size_t>(per_host_block);
   const size_t host_block_bytes = CheckedMul(f, c.total_block_bytes, "blocks_per_host_block");
-  const size_t host_blocks = capacity / host_block_bytes;
+  host->chunks.clear();
+  host->first_slot.clear();
+  host->slots = 0;
+  size_t capacity = 0;
+  for (const size_t chunk : capacities) {
+    const size_t host_blocks = chunk / host_block_bytes;
+    host->chunks.push_back(HostLayout{nullptr, layout == 1, f, host_blocks, c.total_block_bytes});
+    host->first_slot.push_back(host->slots);
+    host->slots += host_blocks * f;  // within the chunk's bytes: no overflow
+    capacity += chunk;               // the chunks' sizes were added without overflow when registered
+  }
+  if (host->slots > 0) {
+    return;
+  }
   const std::string caches = std::to_string(bytes.size());
-  if (host_blocks == 0 && c.uniform && f == 1) {
+  if (c.uniform && f == 1) {
     throw InputError("host_buffer", "its " + std::to_string(capacity) + " bytes hold no host block: each of the " +
                                         caches + " host caches needs at least one block of " +
                                         std::to_string(bytes[0]) + " bytes; give a HostBuffer of at least " +
                                         std::to_string(host_block_bytes) +
                                         " bytes (num_caches x host blocks x block bytes)");
   }
-  if (host_blocks == 0) {
-    throw InputError("host_buffer", "its " + std::to_string(capacity) + " bytes hold no host block: a host block " +
-                                        "holds " + std::to_string(f) + " block(s) of each of the " + caches +
-                                        " caches; give a HostBuffer of at least " + std::to_string(host_block_bytes) +
-                                        " bytes (host blocks x blocks_per_host_block x the caches' block bytes)");
-  }
-  return HostLayout{nullptr, layout == 1, f, host_blocks, c.total_block_bytes};
+  throw InputError("host_buffer", "its " + std::to_string(capacity) + " bytes hold no host block: a host block " +
+                                      "holds " + std::to_string(f) + " block(s) of each of the " + caches +
+                                      " caches; give a HostBuffer of at least " + std::to_string(host_block_bytes) +
+                                      " bytes (host blocks x blocks_per_host_block x the caches' block bytes)");
 }
 
-// The check of a block call: the caches, the host layout (capacity: the HostBuffer's bytes for
-// SwapBlocks, the layout going to *host; nullptr for CopyBlocks, which has none), the mapping, and
-// every pair when the mapping's values are known.
+// The check of a block call: the caches, the host layout (capacities: the bytes of the HostBuffer or
+// of each host chunk for SwapBlocks, the layout going to *host; nullptr for CopyBlocks, which has
+// none), the mapping, and every pair when the mapping's values are known.
 struct BlockPlan {
   BlockCaches caches;
   BlockMapping mapping;
 };
 
 BlockPlan CheckBlocks(KernelState &k, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
-                      const size_t *capacity, bool to_host, HostLayout *host) {
+                      const std::vector<size_t> *capacities, bool to_host, HostSide *host) {
   BlocksState &s = k.Family<BlocksState>();
   const BlockCaches c = CheckCaches(s, caches, num_caches);
-  if (capacity != nullptr) {
-    *host = PlanHost(k, *capacity, c, s.block_bytes);
+  if (capacities != nullptr) {
+    PlanHost(k, *capacities, c, s.block_bytes, host);
   }
   const BlockMapping mapping = KnownMapping(block_mapping);
   if (mapping.pairs != nullptr) {
     const BlockSide device_side{"device", c.num_blocks};
-    if (capacity == nullptr) {
+    if (capacities == nullptr) {
       CheckMapping(s, mapping, device_side, device_side, true);
     } else {
-      const BlockSide host_side{"host", host->Slots()};
+      const BlockSide host_side{"host", host->slots};
       CheckMapping(s, mapping, to_host ? device_side : host_side, to_host ? host_side : device_side, false);
     }
   }
@@ -225,7 +251,7 @@ BlockPlan CheckBlocks(KernelState &k, const TensorArg *caches, size_t num_caches
 // One item per (cache, pair): block m[i][0] of cache l -> block m[i][1] of cache l, both on the device
 // (host nullptr) or one of them in the host layout (the destination when to_host, else the source).
 void PlanBlocks(BlocksState &s, const TensorArg *caches, size_t num_caches, const BlockMapping &mapping,
-                const HostLayout *host, bool to_host) {
+                const HostSide *host, bool to_host) {
   const int64_t *m = mapping.pairs;
   const size_t n = mapping.n;
   s.items.resize(CheckedMul(num_caches, n, "block_mapping"));
@@ -239,7 +265,7 @@ void PlanBlocks(BlocksState &s, const TensorArg *caches, size_t num_caches, cons
       char *src = device + from * b;
       char *dst = device + to * b;
       if (host != nullptr) {
-        char *at = reinterpret_cast<char *>(host->data) + host->Offset(to_host ? to : from, prefix, b);
+        char *at = reinterpret_cast<char *>(host->At(to_host ? to : from, prefix, b));
         (to_host ? dst : src) = at;
       }
       s.items[l * n + i] = BatchItem{dst, src, b};
@@ -253,16 +279,33 @@ void FinishBlocks(KernelState &s, size_t n, size_t total_block_bytes, const Tens
   WriteResults(s, out, stream);
 }
 
+// The bytes of each chunk of the host side (a HostBuffer is one chunk).
+std::vector<size_t> HostCapacities(const std::vector<int64_t> &chunks) {
+  std::vector<size_t> capacities;
+  capacities.reserve(chunks.size());
+  for (const int64_t chunk : chunks) {
+    capacities.push_back(HostBufferBytes(chunk, "host_buffer"));
+  }
+  return capacities;
+}
+
 void SwapBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
                 const TensorArg &out, bool to_host, aclrtStream stream) {
-  HostBufferLease buffer(s.Attr("buffer_id"), "host_buffer", stream);
+  const std::vector<int64_t> chunks = HostBufferChunks(s.Attr("buffer_id"), "host_buffer");
+  std::vector<std::unique_ptr<HostBufferLease>> leases;  // every chunk, held for the launch
+  std::vector<size_t> capacities;
+  for (const int64_t chunk : chunks) {
+    leases.push_back(std::make_unique<HostBufferLease>(chunk, "host_buffer", stream));
+    capacities.push_back(leases.back()->nbytes());
+  }
   std::vector<int64_t> values;
-  const size_t capacity = buffer.nbytes();
-  HostLayout host{};
-  const BlockPlan p =
-      CheckBlocks(s, caches, num_caches, ValuesOnHost(block_mapping, &values), &capacity, to_host, &host);
-  host.data = buffer.data();
   BlocksState &b = s.Family<BlocksState>();
+  HostSide &host = b.host;
+  const BlockPlan p =
+      CheckBlocks(s, caches, num_caches, ValuesOnHost(block_mapping, &values), &capacities, to_host, &host);
+  for (size_t k = 0; k < leases.size(); ++k) {
+    host.chunks[k].data = leases[k]->data();
+  }
   PlanBlocks(b, caches, num_caches, p.mapping, &host, to_host);
   b.batch.Run(b.items.data(), b.items.size(), to_host ? ACL_MEMCPY_DEVICE_TO_HOST : ACL_MEMCPY_HOST_TO_DEVICE, s.device,
               nullptr, stream);
@@ -270,9 +313,8 @@ void SwapBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, cons
 }
 
 void CheckSwapBlocks(KernelState &s, const TensorArg *a, size_t n, bool to_host) {
-  const size_t capacity = HostBufferBytes(s.Attr("buffer_id"), "host_buffer");
-  HostLayout host{};
-  CheckBlocks(s, a, n - 2, a[n - 2], &capacity, to_host, &host);
+  const std::vector<size_t> capacities = HostCapacities(HostBufferChunks(s.Attr("buffer_id"), "host_buffer"));
+  CheckBlocks(s, a, n - 2, a[n - 2], &capacities, to_host, &s.Family<BlocksState>().host);
 }
 
 // CopyBlocks: block m[i][0] of caches[l] -> block m[i][1] of caches[l], in place.
