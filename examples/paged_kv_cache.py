@@ -23,7 +23,14 @@ of the next, so the schedule is the same on every rank. The queue paces its jobs
 Its outputs must equal each sequence decoded alone; the report adds the decode step time with a transfer
 in flight against without one, and the total time of both schedulers.
 
-    python examples/paged_kv_cache.py [--cache-mib 256] [--sequences 6] [--layers 4] [--overlap]
+With --overlap graph a third scheduler decodes them again with the same schedule, its transfers inside
+the compiled decode step (paged_kv/graph_overlap.py): while a swap is pending each step is one graph that
+waits on the transfer streams for the parts the step before issued (WaitTransfer) and queues the next
+part of the pending swap-out and swap-in (SwapBlocksAsync, --graph-part-mib each) before the layers read
+the caches. The report adds its step time with a transfer in flight against without one and the total
+time of the three schedulers, in the order synchronous, eager, graph, graph, eager, synchronous.
+
+    python examples/paged_kv_cache.py [--cache-mib 256] [--sequences 6] [--layers 4] [--overlap [graph]]
 """
 import argparse
 import os
