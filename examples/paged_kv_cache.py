@@ -127,7 +127,7 @@ def parse_args(argv):
     parser.add_argument("--transfer-part-mib", type=int, default=32,
                         help="--overlap: the TransferQueue's part_bytes in MiB (a job moves at most this much per "
                              "decode step); 0: whole jobs at once")
-    parser.add_argument("--graph-part-mib", type=int, default=8,
+    parser.add_argument("--graph-part-mib", type=int, default=16,
                         help="--overlap graph: the MiB a transfer moves per decode step (one part per lane and "
                              "step); 0: whole jobs in one step")
     parser.add_argument("--overlap", nargs="?", const="eager", choices=("eager", "graph"),
