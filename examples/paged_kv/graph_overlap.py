@@ -1,18 +1,18 @@
-"""--overlap graph of examples/paged_kv_cache.py: the swaps and forks issued inside the compiled decode step.
+"""--overlap graph of examples/paged_kv_cache.py: the swaps issued inside the compiled decode step.
 
-TransferStep is the decode step with the transfers in the same graph: it waits for the parts the step
-before issued (WaitTransfer per lane: swap-out, swap-in, copies), then queues this step's parts on the
-transfer streams (SwapBlocksAsync d2h and h2d, CopyBlocksAsync) and returns their tokens, which the
-next step's waits take. The layers read the caches after the waits (their block table depends on the
-waits' outputs): the h2d wait is the last thing before layer 0, the first layer that reads a block.
+TransferStep is the decode step with the swaps in the same graph: it waits on the swap-out and swap-in
+lanes for the parts the step before issued (WaitTransfer, taking that step's tokens), then queues this
+step's parts on the transfer streams (SwapBlocksAsync d2h and h2d) and returns their tokens. The layers
+read the caches after the waits (their block table depends on the waits' outputs), so the waits are
+the last thing before layer 0, the first layer that reads a block.
 
 GraphTransfers has the TransferQueue methods the overlapped scheduler uses (submit, destination,
-finished, wait, wait_all, close), over the same BlockPool; the copies move only inside the steps, one
-part per lane and step (pacing, as the queue's parts), so a part overlaps the step that issued it and
-the host's work up to the next step. Whether a part is done follows from the step order alone (the step
+finished, wait, wait_all, close), over the same BlockPool. A swap moves only inside the steps, one part
+per lane and step (pacing, as the queue's parts), so a part overlaps the step that issued it and the
+host's work up to the next step. Whether a part is done follows from the step count alone (the step
 after it waited for it), never from timing: every rank of a tensor-parallel run makes the same moves.
 wait(job) outside a step issues what is left of its lane's jobs at once (eagerly, the same asynchronous
-ops) and waits on the host.
+ops) and waits for it. A fork is one CopyBlocksAsync queued at submit and waited for by wait(job).
 """
 from collections import deque
 from dataclasses import dataclass

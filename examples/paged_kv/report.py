@@ -161,33 +161,33 @@ def print_step_ratio(figures, parts, goal):
           f"{lo:.2f}x-{hi:.2f}x); goal <= {goal:.2f}x: {verdict}")
 
 
+def print_scheduler(table, first, name, parts, goal):
+    """An overlapped scheduler's lines (its figures from column `first`); returns its total seconds."""
+    diff, seconds = table[:, first + 1].max(), table[0, first + 2]
+    swap_in, swap_out, preemptions = table[0, first + 12:first + 15]
+    print(f"  {name}: {int(preemptions)} preemptions, {int(swap_out)} swap-outs and {int(swap_in)} swap-ins "
+          f"submitted while the others decode; outputs vs. the synchronous runs: max |diff| = {diff:g}")
+    print_step_ratio(table[0, first + 3:first + 12], parts, goal)
+    return seconds
+
+
 def print_overlap(table, args, loads):
     """The --overlap lines of the report (rank 0's step times; every rank's outputs were checked)."""
     sync_s = table[0, 26]
-    eager = OVERLAP_COLUMNS["eager"]
-    diff, overlap_s = table[:, eager + 1].max(), table[0, eager + 2]
-    swap_in, swap_out, preemptions = table[0, eager + 12:eager + 15]
     paced = (f"launched in parts of {args.transfer_part_mib} MiB, one per step" if args.transfer_part_mib
              else "launched whole")
-    print(f"  overlapped scheduler (TransferQueue, copies on their own stream): {int(preemptions)} preemptions, "
-          f"{int(swap_out)} swap-outs and {int(swap_in)} swap-ins submitted while the others decode; outputs vs. "
-          f"the synchronous runs: max |diff| = {diff:g}")
-    print_step_ratio(table[0, eager + 3:eager + 12], paced, 1.15)
+    overlap_s = print_scheduler(table, OVERLAP_COLUMNS["eager"],
+                                "overlapped scheduler (TransferQueue, copies on their own stream)", paced, 1.15)
     if args.overlap != "graph":
         print(f"  total time of the decoding, two runs each (synchronous, overlapped, overlapped, synchronous): "
               f"overlapped scheduler {overlap_s:.1f} s, synchronous scheduler {sync_s:.1f} s "
               f"({overlap_s / sync_s:.2f}x)")
     else:
-        graph = OVERLAP_COLUMNS["graph"]
-        graph_diff, graph_s = table[:, graph + 1].max(), table[0, graph + 2]
-        swap_in, swap_out, preemptions = table[0, graph + 12:graph + 15]
         parts = (f"in parts of {args.graph_part_mib} MiB, one per lane and step" if args.graph_part_mib
                  else "whole, in one step")
-        print(f"  overlapped scheduler in the compiled step (SwapBlocksAsync, CopyBlocksAsync and WaitTransfer "
-              f"inside the decode graph, transfers {parts}): {int(preemptions)} preemptions, {int(swap_out)} "
-              f"swap-outs and {int(swap_in)} swap-ins while the others decode; outputs vs. the synchronous runs: "
-              f"max |diff| = {graph_diff:g}")
-        print_step_ratio(table[0, graph + 3:graph + 12], parts, 1.10)
+        graph_s = print_scheduler(table, OVERLAP_COLUMNS["graph"],
+                                  "overlapped scheduler in the compiled step (SwapBlocksAsync, CopyBlocksAsync and "
+                                  f"WaitTransfer inside the decode graph, transfers {parts})", parts, 1.10)
         print(f"  total time of the decoding, two runs each (synchronous, eager, graph, graph, eager, synchronous): "
               f"graph-overlapped scheduler {graph_s:.1f} s, eager-overlapped {overlap_s:.1f} s, synchronous "
               f"{sync_s:.1f} s (graph {graph_s / sync_s:.2f}x the synchronous, {graph_s / overlap_s:.2f}x the eager)")
