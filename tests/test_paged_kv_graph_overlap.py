@@ -46,7 +46,6 @@ def test_a_swap_in_part_is_waited_for_by_the_next_step(graph_mode):
         layers = [Attention(0, 4, 2, 4, 1)]
         step = DecodeStep(layers, pool.caches, BLOCK_SIZE, MAX_BLOCKS)
         engine = GraphOverlapEngine(Prefill(layers), step, pool, BLOCK_SIZE, MAX_BLOCKS, part_bytes=1)
-        engine.warm_up()  # compiles the step graphs
         host = pool.host_buffer.numpy(np.float32, (2, 4, BLOCK_SIZE, WIDTH))
         host[:, 2] = np.arange(2 * BLOCK_SIZE * WIDTH, dtype=np.float32).reshape(2, BLOCK_SIZE, WIDTH) + 1
         pool.allocate_host(4)  # the scheduler's host blocks: 2 is the one swapped in
@@ -54,6 +53,11 @@ def test_a_swap_in_part_is_waited_for_by_the_next_step(graph_mode):
         table = np.zeros(MAX_BLOCKS, np.int64)
         table[0] = own
         inputs = (ms.Tensor(np.ones((1, 4), np.float32)), int64(0), int64(own * BLOCK_SIZE), ms.Tensor(table))
+        warm = engine.queue.submit("swap_in", [3])  # compiles the two step graphs used below, lane free
+        engine.step_cell(*inputs).asnumpy()
+        engine.step_cell(*inputs).asnumpy()
+        assert engine.queue.finished() == [warm]
+        pool.free(engine.queue.destination(warm))
         release = hold_lane(1)  # the swap-in lane
         try:
             job = engine.queue.submit("swap_in", [2])
