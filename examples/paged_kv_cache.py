@@ -29,7 +29,14 @@ one pool, each swap still one SwapBlocks call over all of them. The host pool is
 maps itself (anonymous mmaps), pinned by registration (HostBuffer.wrap) and given to the pool as two
 chunks (host blocks numbered across them); the outputs must again equal each sequence decoded alone.
 
-    python examples/paged_kv_cache.py [--cache-mib 256] [--sequences 6] [--layers 4] [--overlap]
+With --overlap graph a third scheduler decodes them again with the same schedule, its transfers inside
+the compiled decode step (paged_kv/graph_overlap.py): while a swap is pending each step is one graph that
+waits on the transfer streams for the parts the step before issued (WaitTransfer) and queues the next
+part of the pending swap-out and swap-in (SwapBlocksAsync, --graph-part-mib each) before the layers read
+the caches. The report adds its step time with a transfer in flight against without one and the total
+time of the three schedulers, in the order synchronous, eager, graph, graph, eager, synchronous.
+
+    python examples/paged_kv_cache.py [--cache-mib 256] [--sequences 6] [--layers 4] [--overlap [graph]]
                                       [--model mha|mla]
 """
 import argparse
@@ -45,8 +52,9 @@ from mindspore import ops
 
 from ms_memcopy import HostBuffer, runtime
 from ms_memcopy.nn import BlockPool
+from paged_kv.graph_overlap import GraphOverlapEngine, TransferStep
 from paged_kv.model import NUMPY_DTYPES, DecodeStep, MiB, Prefill, block_bytes, cache_specs, make_layers
-from paged_kv.report import replay, report
+from paged_kv.report import OVERLAP_COLUMNS, replay, report
 from paged_kv.scheduler import Engine, Fork, OverlapEngine, Sequence
 
 
@@ -132,9 +140,13 @@ def parse_args(argv):
                              "cache per layer, with a registered host pool of two chunks")
     parser.add_argument("--latent-dim", type=int, default=512, help="--model mla: latent values per token")
     parser.add_argument("--rope-dim", type=int, default=64, help="--model mla: rope key values per token")
-    parser.add_argument("--overlap", action="store_true",
+    parser.add_argument("--graph-part-mib", type=int, default=16,
+                        help="--overlap graph: the MiB a transfer moves per decode step (one part per lane and "
+                             "step); 0: whole jobs in one step")
+    parser.add_argument("--overlap", nargs="?", const="eager", choices=("eager", "graph"),
                         help="decode the sequences again with the scheduler that overlaps swaps with decoding "
-                             "(TransferQueue) and compare step and total times with the synchronous one")
+                             "(TransferQueue) and compare step and total times with the synchronous one; "
+                             "--overlap graph: also with the swaps inside the compiled decode step")
     args = parser.parse_args(argv)
     if args.heads % args.head_groups:
         parser.error("heads must be a multiple of head-groups")
@@ -217,7 +229,7 @@ def run(args, rank, ranks):
     fork = Fork("s0", prompt + args.decode // 2,
                 rng.standard_normal((args.fork_decode, args.model_dim)).astype(np.float32))
     demand = sum(-(-(prompt + args.decode) // args.block_size) for _ in sequences)
-    began = time.perf_counter()
+    began, load_at_start = time.perf_counter(), os.getloadavg()
 
     pool, prefill, step = build(args, rank, ranks, width, num_blocks, demand, max_blocks, "kv")
     try:
@@ -252,11 +264,14 @@ def run(args, rank, ranks):
                   for k in (0, 1)]
     mapping, seconds, nbytes = engine.copies[0] if engine.copies else (np.zeros((0, 2)), 0.0, 0)
     stats += [len(mapping), seconds, nbytes, len(engine.swaps)]
-    if overlap is None:
-        stats += [0.0] + [np.nan] * 15
-    else:
-        stats += [1.0, overlap["diff"], sync_seconds + overlap["sync_seconds"], overlap["seconds"], *overlap["steps"],
-                  overlap["swap_in"], overlap["swap_out"], overlap["preemptions"]]
+    stats += [sync_seconds + overlap["sync_seconds"] if overlap else np.nan]
+    for kind in OVERLAP_COLUMNS:  # 15 columns each, from OVERLAP_COLUMNS[kind]
+        figures = overlap["figures"].get(kind) if overlap else None
+        if figures is None:
+            stats += [0.0] + [np.nan] * 14
+        else:
+            stats += [1.0, overlap["diff"][kind], overlap["seconds"][kind], *figures["steps"], figures["swap_in"],
+                      figures["swap_out"], figures["preemptions"]]
     stats += [float(os.environ.get("DEVICE_ID", "0")), float(runtime.get_device()), time.perf_counter() - began]
     table = np.array(gather(stats, ranks))  # a copy of its own: rank 0 fills in the reference below
 
@@ -279,64 +294,76 @@ def run(args, rank, ranks):
     table[rank, -1] = time.perf_counter() - began
     same_outputs = bool((table[:, 1] == table[0, 1]).all())
     ok = table[0, 0] == 0.0 and same_outputs and (table[:, 2] > 0).all() and (table[:, 3] == 1).all()
-    if args.overlap:
-        ok = ok and (table[:, 27] == 0.0).all()
+    for first in OVERLAP_COLUMNS.values():
+        if (table[:, first] == 1).all():
+            ok = ok and (table[:, first + 1] == 0.0).all()
     if rank == 0:
         report(args, table, ranks, num_caches, num_blocks, block_bytes, rank_block_bytes, prompt, fork, demand,
-               decoded, len(checked), same_outputs, ok)
+               decoded, len(checked), same_outputs, ok, (load_at_start, os.getloadavg()))
     return 0 if ok else 1
 
 
 def run_overlapped(args, prefill, step, pool, max_blocks, finished, fork):
-    """The same sequences decoded again on the same pool, in the order overlapped, overlapped, synchronous
-    (with the synchronous run before, the schedulers' total times are sums over an ABBA order, which evens
-    out a load that drifts); the first overlapped run also times the decode steps (measure_steps). Returns
-    the figures and the sequences whose inputs match none of the runs checked before (a fork made at
-    another token), which are decoded alone."""
+    """The same sequences decoded again on the same pool by the overlapped schedulers: the eager one
+    (OverlapEngine, TransferQueue) and, with --overlap graph, the one whose transfers are inside the
+    compiled step (GraphOverlapEngine), in the order eager, [graph, graph,] eager, then synchronous (with
+    the synchronous run before, each scheduler's total time is a sum over an ABBA (ABCCBA) order, which
+    evens out a load that drifts); each scheduler's first run also times the decode steps (measure_steps).
+    Returns the figures and the sequences whose inputs match none of the runs checked before (a fork made
+    at another token), which are decoded alone."""
     refs = {}
-    unmatched, diff = [], 0.0
+    unmatched = []
+    kinds = ["eager"] + (["graph"] if args.overlap == "graph" else [])
+    diff, seconds, figures = dict.fromkeys(kinds, 0.0), dict.fromkeys(kinds, 0.0), {}
 
-    def check(decoded):
-        nonlocal diff
+    def check(decoded, kind=None):
         for seq in decoded:
             ref = next((r for r in refs.get(seq.name, []) if np.array_equal(r.inputs, seq.inputs)), None)
             if ref is None:
                 unmatched.append(seq)
                 refs.setdefault(seq.name, []).append(seq)
-            else:
-                diff = max(diff, float(np.abs(np.concatenate(seq.outputs) - np.concatenate(ref.outputs)).max()))
+            else:  # the synchronous rerun (kind None) counts for every overlapped scheduler
+                gap = float(np.abs(np.concatenate(seq.outputs) - np.concatenate(ref.outputs)).max())
+                for k in [kind] if kind else kinds:
+                    diff[k] = max(diff[k], gap)
 
     def fresh():
         return ([Sequence(seq.name, seq.prompt, seq.inputs) for seq in finished if not seq.name.endswith(".fork")],
                 Fork(fork.parent, fork.at, fork.inputs))
 
+    def engine_for(kind):
+        if kind == "eager":
+            return OverlapEngine(prefill, step, pool, args.block_size, max_blocks, args.transfer_part_mib * MiB or None)
+        return GraphOverlapEngine(prefill, step, pool, args.block_size, max_blocks, args.graph_part_mib * MiB or None,
+                                  transfer_step)
+
+    transfer_step = TransferStep(step, pool) if "graph" in kinds else None
     for seq in finished:
         refs.setdefault(seq.name, []).append(seq)
-    seconds, figures = 0.0, {}
-    for first in (True, False):
+    for kind in kinds + kinds[::-1]:
         sequences, again = fresh()
-        engine = OverlapEngine(prefill, step, pool, args.block_size, max_blocks,
-                               args.transfer_part_mib * MiB or None)
+        engine = engine_for(kind)
         try:
             engine.warm_up()
             began = time.perf_counter()
             preemptions = engine.run(sequences, [again])
-            seconds += time.perf_counter() - began
-            if first:
+            seconds[kind] += time.perf_counter() - began
+            if kind not in figures:
                 probe = Sequence("probe", sequences[0].prompt, sequences[0].inputs)
                 engine.prefill(probe)
-                figures = {"steps": engine.measure_steps(probe, args.step_rounds), "preemptions": preemptions,
-                           "swap_in": engine.submitted["swap_in"], "swap_out": engine.submitted["swap_out"]}
+                figures[kind] = {"steps": engine.measure_steps(probe, args.step_rounds), "preemptions": preemptions,
+                                 "swap_in": engine.submitted["swap_in"], "swap_out": engine.submitted["swap_out"]}
                 pool.free(probe.blocks)
         finally:
             engine.queue.close()
-        check([*sequences, again.child])
+        check([*sequences, again.child], kind)
     sequences, again = fresh()
     began = time.perf_counter()
     Engine(prefill, step, pool, args.block_size, max_blocks).run(sequences, [again])
     sync_seconds = time.perf_counter() - began
     check([*sequences, again.child])
-    return {"diff": diff, "seconds": seconds, "sync_seconds": sync_seconds, "unmatched": unmatched, **figures}
+    return {"diff": diff, "seconds": seconds, "sync_seconds": sync_seconds, "unmatched": unmatched,
+            "figures": figures}
 
 
 def main(argv=None):

@@ -1,9 +1,13 @@
 """The README's Python example and the main jobs (examples/paged_kv_cache.py, kv_cache_offload.py)
 run and pass."""
+import argparse
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import numpy as np
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,21 +70,53 @@ def test_paged_kv_cache_example_with_mla_caches_on_a_registered_pool_passes():
     assert out.rstrip().endswith("result: PASS")
 
 
-def test_paged_kv_cache_example_overlapped_scheduler_passes():
-    """--overlap: the same sequences decoded again with swaps overlapping decoding (TransferQueue); its
-    outputs equal the synchronous run's and each sequence decoded alone."""
+def test_paged_kv_cache_example_overlapped_schedulers_pass():
+    """--overlap graph: the same sequences decoded again by the scheduler that overlaps swaps with
+    decoding through TransferQueue (--overlap), and by the one whose swaps are issued inside the compiled
+    decode step (SwapBlocksAsync, WaitTransfer) in parts of 1 MiB; both outputs equal the synchronous
+    runs' and each sequence decoded alone, under the host runtime's strict ordering checks (a copy
+    racing with an unfinished one of another stream fails). One run for both, to keep the suite short:
+    --overlap alone differs in its last line only (test_overlap_report_lines)."""
     cmd = [sys.executable, str(ROOT / "examples" / "paged_kv_cache.py"), "--cache-mib", "16", "--layers", "2",
-           "--decode", "20", "--fork-decode", "8", "--repeats", "1", "--per-block-swaps", "1", "--overlap",
-           "--step-rounds", "5"]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+           "--decode", "20", "--fork-decode", "8", "--repeats", "1", "--per-block-swaps", "1", "--overlap", "graph",
+           "--step-rounds", "3", "--graph-part-mib", "1"]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "MS_MEMCOPY_STRICT_ORDER": "1"})
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     out = result.stdout
     assert re.search(r"overlapped scheduler \(TransferQueue, copies on their own stream\): [1-9]\d* preemptions, "
                      r"[1-9]\d* swap-outs and [1-9]\d* swap-ins submitted while the others decode; outputs vs\. "
                      r"the synchronous runs: max \|diff\| = 0\n", out), out
-    assert re.search(r"max \|diff\| = 0 over \d+ tokens of [78] sequences", out), out
     assert re.search(r"  decode step(: too few steps| with a transfer in flight \(swap-outs of \d+ MiB launched "
                      r"(whole|in parts of 32 MiB, one per step): [\d.]+ steps each\))", out), out
-    assert re.search(r"total time of the decoding, two runs each \(synchronous, overlapped, overlapped, "
-                     r"synchronous\): overlapped scheduler [\d.]+ s, synchronous scheduler [\d.]+ s", out), out
+    assert re.search(r"overlapped scheduler in the compiled step \(SwapBlocksAsync, CopyBlocksAsync and "
+                     r"WaitTransfer inside the decode graph, transfers in parts of 1 MiB, one per lane and step\): "
+                     r"[1-9]\d* preemptions, [1-9]\d* swap-outs and [1-9]\d* swap-ins submitted while the others "
+                     r"decode; outputs vs\. the synchronous runs: max \|diff\| = 0\n", out), out
+    assert re.search(r"decode step with a transfer in flight \(swap-outs of \d+ MiB in parts of 1 MiB, one per "
+                     r"lane and step: [\d.]+ steps each\)", out), out
+    assert re.search(r"total time of the decoding, two runs each \(synchronous, eager, graph, graph, eager, "
+                     r"synchronous\): graph-overlapped scheduler [\d.]+ s", out), out
+    assert re.search(r"max \|diff\| = 0 over \d+ tokens of [78] sequences", out), out
     assert out.rstrip().endswith("result: PASS")
+
+
+def test_overlap_report_lines(capsys):
+    """The report's --overlap lines from a table of figures (no run): --overlap alone ends with the
+    total time of the eager and the synchronous schedulers."""
+    sys.path.insert(0, str(ROOT / "examples"))
+    from paged_kv.report import OVERLAP_COLUMNS, print_overlap
+
+    table = np.full((1, 60), np.nan)
+    eager = OVERLAP_COLUMNS["eager"]
+    table[0, 26] = 20.0
+    table[0, eager:eager + 15] = [1, 0, 19.0, 0.11, 30, 0.1, 30, 1.1, 1.0, 1.2, 6.5, 205 * 2**20, 2, 2, 2]
+    args = argparse.Namespace(overlap="eager", transfer_part_mib=32)
+    print_overlap(table, args, ((1.0, 1.0, 1.0), (2.0, 2.0, 2.0)))
+    out = capsys.readouterr().out
+    assert ("  decode step with a transfer in flight (swap-outs of 205 MiB launched in parts of 32 MiB, one per step: "
+            "6.5 steps each): median 110.0 ms over 30 steps; without: 100.0 ms over 30 steps; ratio 1.10x (90% "
+            "bootstrap interval 1.00x-1.20x); goal <= 1.15x: unsure\n") in out
+    assert ("  total time of the decoding, two runs each (synchronous, overlapped, overlapped, synchronous): "
+            "overlapped scheduler 19.0 s, synchronous scheduler 20.0 s (0.95x)\n") in out
+    assert "graph" not in out

@@ -1,5 +1,6 @@
 """The measurements and the report of examples/paged_kv_cache.py: step-time ratios, swaps replayed three
 ways, the tables printed."""
+import os
 import time
 
 import numpy as np
@@ -83,7 +84,7 @@ def replay(swaps, pool, host_caches, repeats, per_block_limit):
 
 
 def report(args, table, ranks, num_caches, num_blocks, block_bytes, rank_block_bytes, prompt, fork, demand,
-           decoded, sequences, same_outputs, ok):
+           decoded, sequences, same_outputs, ok, loads):
     def gbps(nbytes, seconds):
         return nbytes / seconds / 1e9 if seconds > 0 else float("inf")
 
@@ -127,29 +128,69 @@ def report(args, table, ranks, num_caches, num_blocks, block_bytes, rank_block_b
           f"tokens of {sequences} sequences" + ("" if ranks == 1 else
                                                  f"; every rank's outputs identical: {same_outputs}"))
     if args.overlap:
-        print_overlap(table, args)
+        print_overlap(table, args, loads)
     print(f"  time: {table[:, -1].max():.0f} s")
     print("  result: " + ("PASS" if ok else "FAIL"))
 
 
-def print_overlap(table, args):
-    """The --overlap lines of the report (rank 0's step times; every rank's outputs were checked)."""
-    diff, sync_s, overlap_s = table[:, 27].max(), table[0, 28], table[0, 29]
-    with_s, n_with, without_s, n_without, ratio, lo, hi, steps_per_job, ballast = table[0, 30:39]
-    paced = (f"launched in parts of {args.transfer_part_mib} MiB, one per step" if args.transfer_part_mib
-             else "launched whole")
-    swap_in, swap_out, preemptions = table[0, 39:42]
-    print(f"  overlapped scheduler (TransferQueue, copies on their own stream): {int(preemptions)} preemptions, "
-          f"{int(swap_out)} swap-outs and {int(swap_in)} swap-ins submitted while the others decode; outputs vs. "
-          f"the synchronous runs: max |diff| = {diff:g}")
+#: the first of the 15 columns of each overlapped scheduler's figures (column 26: the synchronous total)
+OVERLAP_COLUMNS = {"eager": 27, "graph": 42}
+
+
+def cpu_model():
+    """The CPU's model name from /proc/cpuinfo ("unknown" where there is none)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            return next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "unknown")
+    except OSError:
+        return "unknown"
+
+
+def print_step_ratio(figures, parts, goal):
+    """The decode step time with a transfer in flight against without one (rank 0's steps)."""
+    with_s, n_with, without_s, n_without, ratio, lo, hi, steps_per_job, ballast = figures
     if np.isnan(ratio):
         print(f"  decode step: too few steps to compare ({int(n_with)} with a transfer in flight, "
               f"{int(n_without)} without)")
+        return
+    verdict = "met" if hi <= goal else ("not met" if lo > goal else "unsure")
+    print(f"  decode step with a transfer in flight (swap-outs of {ballast / MiB:.0f} MiB {parts}: "
+          f"{steps_per_job:.1f} steps each): median {with_s * 1e3:.1f} ms over {int(n_with)} steps; without: "
+          f"{without_s * 1e3:.1f} ms over {int(n_without)} steps; ratio {ratio:.2f}x (90% bootstrap interval "
+          f"{lo:.2f}x-{hi:.2f}x); goal <= {goal:.2f}x: {verdict}")
+
+
+def print_scheduler(table, first, name, parts, goal):
+    """An overlapped scheduler's lines (its figures from column `first`); returns its total seconds."""
+    diff, seconds = table[:, first + 1].max(), table[0, first + 2]
+    swap_in, swap_out, preemptions = table[0, first + 12:first + 15]
+    print(f"  {name}: {int(preemptions)} preemptions, {int(swap_out)} swap-outs and {int(swap_in)} swap-ins "
+          f"submitted while the others decode; outputs vs. the synchronous runs: max |diff| = {diff:g}")
+    print_step_ratio(table[0, first + 3:first + 12], parts, goal)
+    return seconds
+
+
+def print_overlap(table, args, loads):
+    """The --overlap lines of the report (rank 0's step times; every rank's outputs were checked)."""
+    sync_s = table[0, 26]
+    paced = (f"launched in parts of {args.transfer_part_mib} MiB, one per step" if args.transfer_part_mib
+             else "launched whole")
+    overlap_s = print_scheduler(table, OVERLAP_COLUMNS["eager"],
+                                "overlapped scheduler (TransferQueue, copies on their own stream)", paced, 1.15)
+    if args.overlap != "graph":
+        print(f"  total time of the decoding, two runs each (synchronous, overlapped, overlapped, synchronous): "
+              f"overlapped scheduler {overlap_s:.1f} s, synchronous scheduler {sync_s:.1f} s "
+              f"({overlap_s / sync_s:.2f}x)")
     else:
-        verdict = "met" if hi <= 1.15 else ("not met" if lo > 1.15 else "unsure")
-        print(f"  decode step with a transfer in flight (swap-outs of {ballast / MiB:.0f} MiB {paced}: "
-              f"{steps_per_job:.1f} steps each): median {with_s * 1e3:.1f} ms over {int(n_with)} steps; without: "
-              f"{without_s * 1e3:.1f} ms over {int(n_without)} steps; ratio {ratio:.2f}x (90% bootstrap interval "
-              f"{lo:.2f}x-{hi:.2f}x); goal <= 1.15x: {verdict}")
-    print(f"  total time of the decoding, two runs each (synchronous, overlapped, overlapped, synchronous): "
-          f"overlapped scheduler {overlap_s:.1f} s, synchronous scheduler {sync_s:.1f} s ({overlap_s / sync_s:.2f}x)")
+        parts = (f"in parts of {args.graph_part_mib} MiB, one per lane and step" if args.graph_part_mib
+                 else "whole, in one step")
+        graph_s = print_scheduler(table, OVERLAP_COLUMNS["graph"],
+                                  "overlapped scheduler in the compiled step (SwapBlocksAsync, CopyBlocksAsync and "
+                                  f"WaitTransfer inside the decode graph, transfers {parts})", parts, 1.10)
+        print(f"  total time of the decoding, two runs each (synchronous, eager, graph, graph, eager, synchronous): "
+              f"graph-overlapped scheduler {graph_s:.1f} s, eager-overlapped {overlap_s:.1f} s, synchronous "
+              f"{sync_s:.1f} s (graph {graph_s / sync_s:.2f}x the synchronous, {graph_s / overlap_s:.2f}x the eager)")
+    start, end = loads
+    print(f"  machine: {cpu_model()}, {os.cpu_count()} CPUs; load average (1, 5, 15 min) at the start "
+          f"{start[0]:.2f} {start[1]:.2f} {start[2]:.2f}, at the end {end[0]:.2f} {end[1]:.2f} {end[2]:.2f} "
+          f"(other jobs share the CPUs: the step ratios are only as steady as the load)")
