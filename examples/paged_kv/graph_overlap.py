@@ -43,8 +43,8 @@ class TransferStep(nn.Cell):
         super().__init__()
         self.step = step
         n = pool.num_caches
-        self.swap_out = SwapBlocksAsync("d2h", pool.host_buffer, num_caches=n)
-        self.swap_in = SwapBlocksAsync("h2d", pool.host_buffer, num_caches=n)
+        self.swap_out = SwapBlocksAsync("d2h", pool.host_buffer, num_caches=n, host_layout=pool.host_layout)
+        self.swap_in = SwapBlocksAsync("h2d", pool.host_buffer, num_caches=n, host_layout=pool.host_layout)
         self.out_done = WaitTransfer(num_tensors=n, lane="d2h")
         self.in_done = WaitTransfer(num_tensors=n, lane="h2d")
 
@@ -98,7 +98,7 @@ class GraphTransfers:
 
     def __init__(self, pool, part_bytes=None):
         self.pool = pool
-        self.part_blocks = (max(1, part_bytes // (pool.num_caches * pool.block_bytes)) if part_bytes
+        self.part_blocks = (max(1, part_bytes // pool.bytes_per_block) if part_bytes
                             else pool.num_blocks)
         self.jobs = {}
         self.lanes = {kind: deque() for kind in STEP_LANES}  # jobs with parts not yet issued, oldest first
@@ -106,8 +106,9 @@ class GraphTransfers:
         self.reported = []    # jobs finished since the last finished()
         self.tokens = [ms.Tensor(np.zeros(1, np.int64))] * len(STEP_LANES)
         caches = pool.num_caches
-        self.eager = {"swap_out": SwapBlocksAsync("d2h", pool.host_buffer, num_caches=caches),
-                      "swap_in": SwapBlocksAsync("h2d", pool.host_buffer, num_caches=caches),
+        layout = pool.host_layout
+        self.eager = {"swap_out": SwapBlocksAsync("d2h", pool.host_buffer, num_caches=caches, host_layout=layout),
+                      "swap_in": SwapBlocksAsync("h2d", pool.host_buffer, num_caches=caches, host_layout=layout),
                       "fork": CopyBlocksAsync(num_caches=caches)}
         self.eager_wait = {kind: WaitTransfer(num_tensors=caches, lane=lane) for kind, lane in LANES.items()}
 
