@@ -303,10 +303,11 @@ def _error_cases(form, buf):
     return Memcpy2D("write"), tensors("s"), Memcpy2DAsync("write"), tensors("a"), (int64(9), int64(0))
 
 
-@pytest.mark.parametrize("form", ["d2h", "h2d", "write"])
+@pytest.mark.parametrize("mode, form", [("pynative", "d2h"), ("pynative", "h2d"), ("pynative", "write"),
+                                        ("graph", "h2d")], indirect=["mode"])
 def test_batch_and_2d_write_errors_are_the_sync_ops_with_nothing_written(mode, form):
     """The asynchronous form raises the synchronous form's text, and nothing is written (the HostBuffer,
-    the in-place tensors)."""
+    the in-place tensors). (A graph compiles two graphs a case: one case in GRAPH_MODE.)"""
     buf = HostBuffer(64)
     host = buf.numpy(np.uint8)
     host[:] = 7
