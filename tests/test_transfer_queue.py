@@ -84,7 +84,7 @@ def test_a_swap_in_is_not_readable_before_it_finished(ms_mode):
         hold = Hold()
         job = queue.submit("swap_in", host[::-1])
         blocks = queue.destination(job)
-        assert queue.finished() == []                     # the queue's stream is held: not done
+        assert queue.finished() == []                     # the transfer streams are held: not done
         for check in (pool.check_readable, pool.check_writable, pool.fork, pool.swap_out, pool.free):
             with pytest.raises(TransferPending, match=rf"device block\(s\) \[{blocks[0]}, {blocks[1]}\] are "
                                                       rf"written by swap_in job {job}.*wait\({job}\)"):
@@ -314,7 +314,7 @@ ACTIONS = st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 1 << 30)), m
 @given(actions=ACTIONS, paced=st.booleans())
 def test_random_interleavings_keep_every_byte(ms_mode, actions, paced):
     """Sequences own device or host blocks; the model writes rows of readable blocks (Memcpy2D, in
-    MindSpore's queue) while jobs move blocks on the queue's stream, whole or paced in parts; every byte
+    MindSpore's queue) while jobs move blocks on the transfer streams, whole or paced in parts; every byte
     is checked against numpy copies made at submit time, the semantics the pool's rules guarantee."""
     pool = BlockPool(num_caches=2, num_blocks=6, num_host_blocks=6, block_shape=BLOCK, dtype=ms.float32)
     rng = np.random.default_rng(len(actions))

@@ -12,7 +12,7 @@ SwapBlocks and CopyBlocks (in place, one batch call per 4096 block copies).
     table = pool.swap_in(host_table)        # resume: new device blocks, host blocks freed
     child = pool.fork(table)                # copies of the blocks in new device blocks
 
-TransferQueue: the same moves without waiting for them, on a stream of their own (not the model's);
+TransferQueue: the same moves without waiting for them, on the transfer streams (not the model's);
 the pool keeps the blocks of a job in flight from being read or reused until it has finished.
 
     queue = TransferQueue(pool)
