@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import mindspore as ms
 
 from ms_memcopy import runtime
+from ms_memcopy._framework import sync_launches
 from ms_memcopy._sync_counter import SyncCounter
 from ms_memcopy.nn import BlockPool, OutOfBlocks, TransferPending, TransferQueue
 from ms_memcopy.ops import Memcpy2D, transfer
@@ -432,3 +433,27 @@ def test_submits_and_polls_call_no_synchronizing_entry_point():
             np.testing.assert_array_equal(cache.asnumpy()[table], want)
     finally:
         pool.close()
+
+
+def test_close_releases_the_kernels_events():
+    """A queue's events are its kernels' rings and result slots (made at first use): after close() the
+    kernels hold no more events than before the queue was built, but the HostBuffer's one per transfer
+    stream its copies ran on (swap-out, swap-in), which go with the buffer."""
+    from ms_memcopy import _kernels_lib
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    before = _kernels_lib.owned_resources().events
+    pool, _ = make_pool()
+    try:
+        queue = TransferQueue(pool)
+        table = pool.allocate(1)
+        for kind in ("fork", "swap_out", "swap_in"):
+            table = queue.wait(queue.submit(kind, table))
+        assert _kernels_lib.owned_resources().events >= before + 3 * 2  # a ring slot of each kind
+        queue.close()
+        sync_launches()  # MindSpore's finished launch tasks let go of the kernels' state
+        gc.collect()
+        assert _kernels_lib.owned_resources().events <= before + 2
+    finally:
+        pool.close()
+    assert _kernels_lib.owned_resources().events == before
