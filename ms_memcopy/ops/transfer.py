@@ -5,9 +5,10 @@ inputs of ``SwapBlocks``, ``CopyBlocks``, ``MemcpyBatch`` (h2d: the tensors writ
 ``Memcpy2D("write")``, run the same kernel body (the same check, plan, error texts and ACL calls) on
 a transfer stream of their lane (swap-out, swap-in, copies within the device: one stream each per
 device, created once), after everything the launching stream had queued, and return at once a
-token: an int64 tensor of shape (1,) holding the bytes the transfer moves. ``WaitTransfer`` takes the tensors a transfer guards and its
-token, makes the launching stream wait for the transfers (aclrtStreamWaitEvent, no host wait), and
-declares those tensors written, so the graph orders their later readers and writers after it.
+token: an int64 tensor of shape (1,) holding the bytes the transfer moves. ``WaitTransfer`` takes the
+tensors a transfer guards and its token, makes the launching stream wait for the transfers
+(aclrtStreamWaitEvent, no host wait), and declares those tensors written, so the graph orders their
+later readers and writers after it.
 
 A token never waited on is completed at the latest by the launch of the same primitive four launches
 later (each kernel keeps a ring of four transfers in flight) or by :func:`wait_transfers`, the
