@@ -327,3 +327,33 @@ def test_batch_and_2d_write_errors_are_the_sync_ops_with_nothing_written(mode, f
             assert (param.asnumpy() == want).all()
     assert texts[0] == texts[1], texts
     buf.close()
+
+
+def test_a_submitted_launch_reports_through_its_ticket():
+    """KernelInstance.submit_transfer (TransferQueue's entry): the ticket's wait() returns once the copy
+    has run; a launch that fails (a Tensor mapping read at the launch) raises its error from done() and
+    wait(), as the next sync does; a form that queues no transfer fails its ticket."""
+    previous = ms.get_context("mode")
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    try:
+        buf = HostBuffer(2 * 2 * BLOCK_BYTES)
+        params = parameters(caches(), "ticket")
+        op = SwapBlocksAsync("d2h", buf, num_caches=2)
+        token, ticket = op.primitive._submit_transfer(tuple(params), np.array([[3, 1]], np.int64))
+        ticket.wait()
+        assert ticket.done()
+        np.testing.assert_array_equal(buf.numpy(np.float32, (2, 2, *BLOCK))[:, 1], [c[3] for c in caches()])
+        _, ticket = op.primitive._submit_transfer(tuple(params), ms.Tensor(np.array([[0, 9]], np.int64)))
+        with pytest.raises(RuntimeError, match=r"SwapBlocksAsync\(d2h\): block_mapping.*nothing was copied"):
+            ticket.wait()
+        with pytest.raises(RuntimeError, match="nothing was copied"):
+            ticket.done()
+        with pytest.raises(ValueError, match="nothing was copied"):
+            sync_launches()
+        sync = SwapBlocks("d2h", buf, num_caches=2)
+        _, ticket = sync.primitive._submit_transfer(tuple(params), np.array([[0, 0]], np.int64))
+        with pytest.raises(RuntimeError, match=r"SwapBlocks\(d2h\): queued no transfer"):
+            ticket.wait()
+        buf.close()
+    finally:
+        ms.set_context(mode=previous)
