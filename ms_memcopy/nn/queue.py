@@ -29,8 +29,8 @@ class TransferQueue:
 
     ``submit(kind, blocks)`` starts one move and returns its job id (an int) at once: ``"swap_out"``
     (device blocks to new host blocks), ``"swap_in"`` (host blocks to new device blocks) or ``"fork"``
-    (device blocks copied into new device blocks), each one SwapBlocks or CopyBlocks call over every
-    cache as BlockPool's methods of the same names make. The new block numbers are allocated at once:
+    (device blocks copied into new device blocks), the copies of BlockPool's methods of the same names
+    (SwapBlocks or CopyBlocks over every cache), made by their asynchronous forms. The new block numbers are allocated at once:
     ``destination(job)``. ``finished()`` returns the jobs completed since its last call without waiting
     (submission order); ``wait(job)`` blocks until one has finished and returns its destination blocks.
     A job is reported once, by whichever of the two sees it finished first. ``pending`` lists the jobs
