@@ -129,6 +129,13 @@ def test_transfer_queue_jobs_whole_and_paced_keep_every_byte(dry_run):
         "ok: same bytes, jobs whole and paced (one block per part)")
 
 
+def test_the_transfer_queue_drains_nothing_and_a_graph_swap_keeps_its_order(dry_run):
+    assert re.fullmatch(r"ok: 0 MindSpore syncs over 1000 submits and \d+ polls; same bytes",
+                        row(dry_run, "TransferQueue: MindSpore syncs over 1000 submits", "pynative"))
+    assert row(dry_run, "async swap-out + swap-in in a graph, waited", "graph O0") == (
+        "ok: same bytes: the swap-out after the write, the reads after the swap-in's wait")
+
+
 def test_the_4_gib_copy_is_skipped_in_a_default_dry_run(dry_run):
     assert row(dry_run, "MemcpyWithDesc 4 GiB + 64 B", "pynative") == (
         "skipped: a dry run copies 4 GiB only with --big")

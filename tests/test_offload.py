@@ -3,7 +3,7 @@ BlockPool and its TransferQueue, checked against numpy.
 
 The handler launches its copies through the TransferQueue, which runs eagerly in either mode (between
 compiled steps in GRAPH_MODE): the data tests run in both modes. A job is held in flight by blocking the
-queue's stream (Hold, as in test_transfer_queue.py). The expected host slot of each device block is
+transfer streams (Hold, as in test_transfer_queue.py). The expected host slot of each device block is
 computed here block by block from the documented rule, independently of the handler's code."""
 import numpy as np
 import pytest
@@ -162,10 +162,10 @@ def test_vllms_own_spec_objects_work_unchanged(ms_mode):
 def test_jobs_are_reported_once_in_order_and_wait_takes_a_subset(ms_mode):
     pool, handler = make_handler(1)
     try:
-        hold = Hold(handler.queue._stream)
+        hold = Hold()
         for job, (d, h) in enumerate([(0, 0), (1, 1), (2, 2)], start=20):
             handler.transfer_async(job, (DeviceBlocksSpec([d]), HostBlocksSpec([h])))
-        assert handler.get_finished() == []               # the queue's stream is held
+        assert handler.get_finished() == []               # the transfer streams are held
         handler.wait({99, 5})                             # ids it does not know are ignored, without blocking
         hold.release()
         handler.wait({21})                                # jobs 20 and 21 have finished (one stream, in order)
@@ -192,7 +192,7 @@ def test_transfers_over_the_same_blocks_run_in_submission_order(ms_mode, second)
     pool, handler = make_handler(factor)
     try:
         caches, host_before = snapshot(pool)
-        hold = Hold(handler.queue._stream)
+        hold = Hold()
         handler.transfer_async(1, (DeviceBlocksSpec([0, 1]), HostBlocksSpec([4])))
         hold.release(after=0.2)  # transfer_async below blocks until job 1 has finished
         if second == "load_what_was_stored":
@@ -277,7 +277,7 @@ def test_bad_job_ids_and_construction_name_the_argument():
         spec = (DeviceBlocksSpec([0, 1]), HostBlocksSpec([0]))
         with pytest.raises(TypeError, match="job_id must be an int, not bool"):
             handler.transfer_async(True, spec)
-        hold = Hold(handler.queue._stream)
+        hold = Hold()
         handler.transfer_async(4, spec)
         with pytest.raises(ValueError, match="job_id 4 is still in flight or unreported"):
             handler.transfer_async(4, (DeviceBlocksSpec([2, 3]), HostBlocksSpec([1])))

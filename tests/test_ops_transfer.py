@@ -17,8 +17,12 @@ from ms_memcopy import HostBuffer
 from ms_memcopy import _kernels_lib
 from ms_memcopy import runtime as rt
 from ms_memcopy._framework import sync_launches
-from ms_memcopy.ops import CopyBlocks, CopyBlocksAsync, SwapBlocks, SwapBlocksAsync, WaitTransfer, transfer
+from ms_memcopy.ops import (CopyBlocks, CopyBlocksAsync, Memcpy2D, Memcpy2DAsync, MemcpyBatch, MemcpyBatchAsync,
+                            SwapBlocks, SwapBlocksAsync, WaitTransfer, transfer)
 from ms_memcopy.ops import transfer_stream_count, wait_transfers
+
+from _ops_support import int64
+
 
 def rss_bytes():
     with open("/proc/self/statm", encoding="ascii") as f:
@@ -236,6 +240,134 @@ def test_events_and_streams_stay_flat_over_graph_steps():
         assert after == before
         grown = rss_bytes() - rss
         assert grown < 8 << 20, f"10^4 graph steps grew RSS by {grown / (1 << 20):.1f} MiB"
+        buf.close()
+    finally:
+        ms.set_context(mode=previous)
+
+
+# ---- MemcpyBatchAsync and Memcpy2DAsync -----------------------------------------------------------------
+
+class BatchAndWrite(nn.Cell):
+    """A step: tensors a, b out to the HostBuffer, host bytes into c, d in place, a row written into
+    c; each waited for before the reads (which take the waits' outputs)."""
+
+    def __init__(self, buf, params):
+        super().__init__()
+        self.a, self.b, self.c, self.d, self.row = params
+        self.save = MemcpyBatchAsync("d2h", buf, num_tensors=2)
+        self.load = MemcpyBatchAsync("h2d", buf, num_tensors=2)
+        self.write = Memcpy2DAsync("write")
+        self.saved = WaitTransfer(num_tensors=2, lane="d2h")
+        self.loaded = WaitTransfer(num_tensors=2, lane="h2d")
+        self.written = WaitTransfer(num_tensors=2, lane="copy")
+
+    def construct(self, out_offsets, in_offsets, at_row, at_col):
+        saved = self.saved(self.a, self.b, self.save(self.a, self.b, out_offsets))
+        loaded = self.loaded(self.c, self.d, self.load(self.c, self.d, in_offsets))
+        written = self.written(self.c, self.row, self.write(self.c, self.row, at_row, at_col))
+        return saved, loaded, written, ops.depend(self.c, written) * 1, ops.depend(self.d, loaded) * 1
+
+
+def test_batch_and_2d_write_forms_against_numpy(mode):
+    a, b = np.arange(6, dtype=np.float32), np.arange(8, dtype=np.int16).reshape(2, 4)
+    c, d = np.zeros((3, 4), np.float32), np.zeros(5, np.int16)
+    row = -np.ones((1, 2), np.float32)
+    buf = HostBuffer(256)
+    host = buf.numpy(np.uint8)
+    host[:] = np.arange(256) % 251
+    before = host.copy()
+    params = parameters([a, b, c, d, row], f"batch_{mode}_")
+    step = BatchAndWrite(buf, params)
+    inputs = (ms.Tensor([128, 160], ms.int64), ms.Tensor([0, 64], ms.int64), ms.Tensor([2], ms.int64),
+              ms.Tensor([1], ms.int64))
+    saved, loaded, written, got_c, got_d = step(*inputs) if mode == "graph" else step.construct(*inputs)
+    expected_c = before[0:48].view(np.float32).reshape(3, 4).copy()
+    expected_c[2, 1:3] = row
+    np.testing.assert_array_equal(got_c.asnumpy(), expected_c)
+    np.testing.assert_array_equal(got_d.asnumpy(), before[64:74].view(np.int16))
+    assert [saved.asnumpy().tolist(), loaded.asnumpy().tolist(), written.asnumpy().tolist()] == \
+        [[a.nbytes + b.nbytes], [c.nbytes + d.nbytes], [row.nbytes]]
+    np.testing.assert_array_equal(host[128:152].view(np.float32), a)
+    np.testing.assert_array_equal(host[160:176].view(np.int16).reshape(2, 4), b)
+    buf.close()
+
+
+class _Apply(nn.Cell):
+    def __init__(self, op, params):
+        super().__init__()
+        self.op = op
+        self.params = ms.ParameterTuple(params)
+
+    def construct(self, *inputs):
+        return self.op(*self.params, *inputs)
+
+
+def _error_cases(form, buf):
+    """(sync op, its in-place or read tensors, async op, its tensors, the value inputs) of a call whose
+    second item (MemcpyBatch: offset 60 of a 64-byte HostBuffer) or row (Memcpy2D: 9 of 1) is out of range."""
+    def tensors(name):
+        return parameters([np.full(4, 3, np.float32), np.full(2, 5, np.float32)], f"{name}_{form}_")
+    offsets = (ms.Tensor([0, 60], ms.int64),)
+    if form == "d2h":
+        return (MemcpyBatch("d2h", buf, num_tensors=2), tensors("s"), MemcpyBatchAsync("d2h", buf, num_tensors=2),
+                tensors("a"), offsets)
+    if form == "h2d":
+        return (MemcpyBatch("h2d", buf, shapes=[(4,), (2,)], dtypes=[ms.float32] * 2), [],
+                MemcpyBatchAsync("h2d", buf, num_tensors=2), tensors("a"), offsets)
+    return Memcpy2D("write"), tensors("s"), Memcpy2DAsync("write"), tensors("a"), (int64(9), int64(0))
+
+
+@pytest.mark.parametrize("mode, form", [("pynative", "d2h"), ("pynative", "h2d"), ("pynative", "write"),
+                                        ("graph", "h2d")], indirect=["mode"])
+def test_batch_and_2d_write_errors_are_the_sync_ops_with_nothing_written(mode, form):
+    """The asynchronous form raises the synchronous form's text, and nothing is written (the HostBuffer,
+    the in-place tensors). (A graph compiles two graphs a case: one case in GRAPH_MODE.)"""
+    buf = HostBuffer(64)
+    host = buf.numpy(np.uint8)
+    host[:] = 7
+    sync_op, sync_params, async_op, async_params, values = _error_cases(form, buf)
+    texts = []
+    for op, params in ((sync_op, sync_params), (async_op, async_params)):
+        with pytest.raises(ValueError) as info:
+            if mode == "graph":
+                _Apply(op, params)(*values)
+            else:
+                op(*params, *values)
+                sync_launches()
+        texts.append(str(info.value).split("\n\n", 1)[0].split(": ", 1)[1])
+        wait_transfers()
+        assert (host == 7).all()
+        for param, want in zip(params, (3, 5)):
+            assert (param.asnumpy() == want).all()
+    assert texts[0] == texts[1], texts
+    buf.close()
+
+
+def test_a_submitted_launch_reports_through_its_ticket():
+    """KernelInstance.submit_transfer (TransferQueue's entry): the ticket's wait() returns once the copy
+    has run; a launch that fails (a Tensor mapping read at the launch) raises its error from done() and
+    wait(), as the next sync does; a form that queues no transfer fails its ticket."""
+    previous = ms.get_context("mode")
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    try:
+        buf = HostBuffer(2 * 2 * BLOCK_BYTES)
+        params = parameters(caches(), "ticket")
+        op = SwapBlocksAsync("d2h", buf, num_caches=2)
+        token, ticket = op.primitive._submit_transfer(tuple(params), np.array([[3, 1]], np.int64))
+        ticket.wait()
+        assert ticket.done()
+        np.testing.assert_array_equal(buf.numpy(np.float32, (2, 2, *BLOCK))[:, 1], [c[3] for c in caches()])
+        _, ticket = op.primitive._submit_transfer(tuple(params), ms.Tensor(np.array([[0, 9]], np.int64)))
+        with pytest.raises(RuntimeError, match=r"SwapBlocksAsync\(d2h\): block_mapping.*nothing was copied"):
+            ticket.wait()
+        with pytest.raises(RuntimeError, match="nothing was copied"):
+            ticket.done()
+        with pytest.raises(ValueError, match="nothing was copied"):
+            sync_launches()
+        sync = SwapBlocks("d2h", buf, num_caches=2)
+        _, ticket = sync.primitive._submit_transfer(tuple(params), np.array([[0, 0]], np.int64))
+        with pytest.raises(RuntimeError, match=r"SwapBlocks\(d2h\): queued no transfer"):
+            ticket.wait()
         buf.close()
     finally:
         ms.set_context(mode=previous)

@@ -1,8 +1,10 @@
-"""ms_memcopy.nn.TransferQueue: block moves on a stream of their own, and the pool's ordering rules.
+"""ms_memcopy.nn.TransferQueue: block moves on the transfer streams, and the pool's ordering rules.
 
-A job is held in flight deterministically by a host function that blocks the queue's stream (CPU
+A job is held in flight deterministically by a host function that blocks the transfer streams (CPU
 target: the host ACL runtime runs a stream's tasks in order on its own thread) until the test lets it
-go; the expected bytes come from numpy copies of what was written."""
+go; the expected bytes come from numpy copies of what was written. The queue's submits and polls call
+none of MindSpore's synchronizing entry points, and a compiled step reading swapped-in blocks before
+they arrive is reported by the host runtime's strict ordering mode."""
 import gc
 import threading
 import time
@@ -14,8 +16,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import mindspore as ms
 
 from ms_memcopy import runtime
+from ms_memcopy._framework import sync_launches
+from ms_memcopy._sync_counter import SyncCounter
 from ms_memcopy.nn import BlockPool, OutOfBlocks, TransferPending, TransferQueue
-from ms_memcopy.ops import Memcpy2D
+from ms_memcopy.ops import Memcpy2D, transfer
 
 from _ops_support import int64
 
@@ -32,19 +36,27 @@ def make_pool(num_blocks=4, num_host_blocks=4, num_caches=2):
     return pool, values
 
 
+def transfer_streams():
+    """The transfer streams of device 0 (swap-out, swap-in, copies within the device): the queue's."""
+    runtime.set_device(0)
+    return [transfer._library().msmc_transfer_lane_stream(0, lane) for lane in range(3)]
+
+
 class Hold:
-    """Blocks a stream (a host function on it waits) until released; everything queued after waits too.
+    """Blocks the transfer streams (a host function on each waits) until released; everything queued
+    after waits too.
 
     The host function is Python, so it needs the GIL: while it holds the stream, nothing may wait for
     all streams with the GIL held, as releasing a primitive's pinned slots does (aclrtFreeHost drains
     every stream). Garbage collection is off until the release, and the tests keep their primitives."""
 
-    def __init__(self, stream):
+    def __init__(self):
         gc.collect()
         gc.disable()
         self.gate = threading.Event()
         self.ran = threading.Event()
-        runtime.launch_host_func(stream, self._run)
+        for stream in transfer_streams():
+            runtime.launch_host_func(stream, self._run)
 
     def _run(self):
         self.gate.wait(30)
@@ -70,10 +82,10 @@ def test_a_swap_in_is_not_readable_before_it_finished(ms_mode):
         queue = TransferQueue(pool)
         table = pool.allocate(2)
         host = pool.swap_out(table)                       # synchronous: the host blocks hold values[:, 0:2]
-        hold = Hold(queue._stream)
+        hold = Hold()
         job = queue.submit("swap_in", host[::-1])
         blocks = queue.destination(job)
-        assert queue.finished() == []                     # the queue's stream is held: not done
+        assert queue.finished() == []                     # the transfer streams are held: not done
         for check in (pool.check_readable, pool.check_writable, pool.fork, pool.swap_out, pool.free):
             with pytest.raises(TransferPending, match=rf"device block\(s\) \[{blocks[0]}, {blocks[1]}\] are "
                                                       rf"written by swap_in job {job}.*wait\({job}\)"):
@@ -104,7 +116,7 @@ def test_a_swap_outs_blocks_are_not_reused_early(ms_mode):
     try:
         queue = TransferQueue(pool)
         table = pool.allocate(4)
-        hold = Hold(queue._stream)
+        hold = Hold()
         job = queue.submit("swap_out", table[1:3])
         assert pool.num_free_blocks == 0                  # blocks 1 and 2 are free only once it finished
         with pytest.raises(OutOfBlocks):
@@ -130,7 +142,7 @@ def test_a_fork_keeps_its_source_blocks_from_being_written():
     try:
         queue = TransferQueue(pool)
         table = pool.allocate(2)
-        hold = Hold(queue._stream)
+        hold = Hold()
         job = queue.submit("fork", table)
         assert pool.check_readable(table) == table        # a fork's sources stay readable
         with pytest.raises(TransferPending, match=rf"read by fork job {job}"):
@@ -153,7 +165,7 @@ def test_closing_with_jobs_in_flight_waits_for_them(close, paced):
     pool, values = make_pool()
     queue = TransferQueue(pool, part_bytes=1 if paced else None)
     table = pool.allocate(3)
-    hold = Hold(queue._stream)
+    hold = Hold()
     jobs = [queue.submit("swap_out", table[:2]), queue.submit("fork", table[2:])]
     released = time.monotonic()
     hold.release(after=0.3)
@@ -187,7 +199,7 @@ def test_parts_are_paced_one_per_finished_call(ms_mode):
         queue = TransferQueue(pool, part_bytes=pool.num_caches * pool.block_bytes)
         pool.host_buffer.numpy(np.float32)[:] = -1.0       # what the host blocks hold before any copy
         table = pool.allocate(3)
-        hold = Hold(queue._stream)
+        hold = Hold()
         job = queue.submit("swap_out", table)
         new = queue.destination(job)
         expected = np.stack([v[table] for v in values])   # [cache, block, ...]
@@ -210,7 +222,7 @@ def test_without_part_bytes_every_job_launches_at_submit(ms_mode):
     try:
         queue = TransferQueue(pool)
         table = pool.allocate(2)
-        hold = Hold(queue._stream)
+        hold = Hold()
         jobs = [queue.submit("swap_out", table[:1]), queue.submit("swap_out", table[1:])]  # the first is held
         hold.release()
         # no finished() or wait(): both copies were queued at submit (the view waits for them)
@@ -226,7 +238,7 @@ def test_paced_parts_go_oldest_job_first_and_wait_launches_the_rest(ms_mode):
         queue = TransferQueue(pool, part_bytes=1)         # less than a block: one block per part
         assert queue.part_bytes == 1
         table = pool.allocate(3)
-        hold = Hold(queue._stream)
+        hold = Hold()
         first = queue.submit("fork", table[:2])           # its first part is in flight (held)
         second = queue.submit("swap_out", table[2:])      # waits: one part in flight at a time
         hold.release()
@@ -303,7 +315,7 @@ ACTIONS = st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 1 << 30)), m
 @given(actions=ACTIONS, paced=st.booleans())
 def test_random_interleavings_keep_every_byte(ms_mode, actions, paced):
     """Sequences own device or host blocks; the model writes rows of readable blocks (Memcpy2D, in
-    MindSpore's queue) while jobs move blocks on the queue's stream, whole or paced in parts; every byte
+    MindSpore's queue) while jobs move blocks on the transfer streams, whole or paced in parts; every byte
     is checked against numpy copies made at submit time, the semantics the pool's rules guarantee."""
     pool = BlockPool(num_caches=2, num_blocks=6, num_host_blocks=6, block_shape=BLOCK, dtype=ms.float32)
     rng = np.random.default_rng(len(actions))
@@ -390,88 +402,58 @@ def test_random_interleavings_keep_every_byte(ms_mode, actions, paced):
         pool.close()
 
 
-# ---- the Ascend branch, with MindSpore's stream API recorded --------------------------------------------
-
-class _Recorder:
-    """Stand-ins for mindspore.runtime's Stream, Event, StreamCtx and current_stream that log the calls
-    the queue makes (the copies themselves run on the CPU target as ordinary eager calls)."""
-
-    def __init__(self):
-        self.log, self.events = [], 0
-        self.model = self.stream("model")
-
-    def stream(self, name="queue"):
-        log = self.log
-
-        class Stream:
-            def wait_event(self, event):
-                log.append(("wait", name, event.name))
-        stream = Stream()
-        stream.name = name
-        return stream
-
-    def event(self):
-        self.events += 1
-        log, name = self.log, f"e{self.events}"
-
-        class Event:
-            def record(self, stream):
-                log.append(("record", name, stream.name))
-
-            def query(self):
-                return True
-
-            def synchronize(self):
-                log.append(("synchronize", name))
-        event = Event()
-        event.name = name
-        return event
-
-    def stream_ctx(self, stream):
-        log = self.log
-
-        class Ctx:
-            def __enter__(self):
-                log.append(("enter", stream.name))
-
-            def __exit__(self, *exc):
-                log.append(("exit", stream.name))
-        return Ctx()
 
 
-@pytest.mark.parametrize("paced", [False, True], ids=["whole", "paced"])
-def test_the_ascend_branch_orders_every_part_by_events(monkeypatch, paced):
-    """Each part: an event recorded on the model's stream, waited for by the queue's stream, the copy
-    inside StreamCtx(queue's stream), an event recorded after it; when the job is reported the model's
-    stream waits for every part's event. The bytes are checked against numpy."""
+# ---- no drain of MindSpore's queues --------------------------------------------------------------------
+
+def test_submits_and_polls_call_no_synchronizing_entry_point():
+    """1,000 submits (fork, swap-out, swap-in, in turn), each polled with finished() until reported: no
+    call into MindSpore's synchronizing entry points (reading a tensor, the executor's sync, the stream
+    and event API of mindspore.runtime); the sequence's blocks keep their bytes through every move."""
     ms.set_context(mode=ms.PYNATIVE_MODE)
-    rec = _Recorder()
-    pool, values = make_pool()
+    pool, values = make_pool(num_blocks=6, num_host_blocks=2)
     try:
-        queue = TransferQueue(pool, part_bytes=1 if paced else None)
-        runtime.destroy_stream(queue._stream)        # what the constructor makes on Ascend instead:
-        queue._ascend, queue._stream = True, rec.stream()
-        monkeypatch.setattr(ms.runtime, "Event", rec.event)
-        monkeypatch.setattr(ms.runtime, "StreamCtx", rec.stream_ctx)
-        monkeypatch.setattr(ms.runtime, "current_stream", lambda: rec.model)
-        for kind, op in list(queue._ops.items()):
-            def copy(*args, _op=op, _kind=kind):
-                rec.log.append(("copy", _kind, len(args[-1])))
-                return _op(*args)
-            queue._ops[kind] = copy
+        queue = TransferQueue(pool)
         table = pool.allocate(2)
-        job = queue.submit("swap_out", table)
-        while job not in queue.finished():
-            pass
-        queue.close()
-        parts = [1, 1] if paced else [2]
-        expected, e = [], 0
-        for blocks in parts:
-            expected += [("record", f"e{e + 1}", "model"), ("wait", "queue", f"e{e + 1}"), ("enter", "queue"),
-                         ("copy", "swap_out", blocks), ("record", f"e{e + 2}", "queue"), ("exit", "queue")]
-            e += 2
-        expected += [("wait", "model", f"e{2 * i + 2}") for i in range(len(parts))]
-        assert rec.log == expected
-        np.testing.assert_array_equal(host_blocks(pool, [0, 1]), np.stack([v[table] for v in values]))
+        expected = [v[table] for v in values]
+        pool.free(queue.wait(queue.submit("fork", table)))  # warm up: the first launch builds the kernels
+        with SyncCounter() as counter:
+            for submit in range(1000):
+                kind = ("fork", "swap_out", "swap_in")[submit % 3]
+                job = queue.submit(kind, table)
+                new = queue.destination(job)
+                deadline = time.monotonic() + 30
+                while job not in queue.finished():
+                    assert time.monotonic() < deadline, f"{kind} job {job} not reported"
+                if kind == "fork":
+                    pool.free(table)  # the sequence goes on in its copy
+                table = new
+        assert counter.total() == 0, counter.calls
+        for cache, want in zip(pool.caches, expected):
+            np.testing.assert_array_equal(cache.asnumpy()[table], want)
     finally:
         pool.close()
+
+
+def test_close_releases_the_kernels_events():
+    """A queue's events are its kernels' rings and result slots (made at first use): after close() the
+    kernels hold no more events than before the queue was built, but the HostBuffer's one per transfer
+    stream its copies ran on (swap-out, swap-in), which go with the buffer."""
+    from ms_memcopy import _kernels_lib
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    before = _kernels_lib.owned_resources().events
+    pool, _ = make_pool()
+    try:
+        queue = TransferQueue(pool)
+        table = pool.allocate(1)
+        for kind in ("fork", "swap_out", "swap_in"):
+            table = queue.wait(queue.submit(kind, table))
+        assert _kernels_lib.owned_resources().events >= before + 3 * 2  # a ring slot of each kind
+        queue.close()
+        sync_launches()  # MindSpore's finished launch tasks let go of the kernels' state
+        gc.collect()
+        assert _kernels_lib.owned_resources().events <= before + 2
+    finally:
+        pool.close()
+    assert _kernels_lib.owned_resources().events == before

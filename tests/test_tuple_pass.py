@@ -43,7 +43,8 @@ def test_every_variadic_input_has_a_length_attribute():
     assert lengths == {"memcpy_batch_d2h": "num_tensors", "swap_blocks_d2h": "num_caches",
                        "swap_blocks_h2d": "num_caches", "copy_blocks": "num_caches",
                        "swap_blocks_d2h_async": "num_caches", "swap_blocks_h2d_async": "num_caches",
-                       "copy_blocks_async": "num_caches", "wait_transfer": "num_tensors"}
+                       "copy_blocks_async": "num_caches", "memcpy_batch_d2h_async": "num_tensors",
+                       "memcpy_batch_h2d_async": "num_tensors", "wait_transfer": "num_tensors"}
     table = route_codegen.route_table()
     assert '{"num_caches", ArgKind::kLength, mindspore::kTypeUnknown, false, false}' in table
     assert f'#define MSMC_TUPLE_PASS_NAME "{route_codegen.TUPLE_PASS_NAME}"' in table

@@ -16,7 +16,7 @@ The caches may differ in block shape and dtype (an MLA latent and rope cache: ``
 (16, 64)]``), and the host pool may span chunks (``host_chunk_bytes``) or the caller's registered
 HostBuffers (``host_buffers``); its size is exactly ``num_host_blocks * pool.bytes_per_block``.
 
-TransferQueue: the same moves without waiting for them, on a stream of their own (not the model's);
+TransferQueue: the same moves without waiting for them, on the transfer streams (not the model's);
 the pool keeps the blocks of a job in flight from being read or reused until it has finished.
 
     queue = TransferQueue(pool)

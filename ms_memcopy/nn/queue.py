@@ -1,29 +1,16 @@
-"""TransferQueue: the moves of a BlockPool on a stream of their own, while the model computes."""
+"""TransferQueue: the moves of a BlockPool on the transfer streams, while the model computes."""
 import threading
 import weakref
 from typing import List, Optional, Sequence
 
 import numpy as np
-import mindspore as ms
 
-from .._acl import runtime
-from ..host_buffer import _ensure_current_context
-from ..ops import CopyBlocks
+from ..ops import CopyBlocksAsync, SwapBlocksAsync
 from ..ops._args import check_int
 from ._block_numbers import _as_list
 from .pool import BlockPool
 
 __all__ = ["TransferQueue"]
-
-
-class _Target:
-    """Where a TransferQueue's primitive launches (CPU target): the queue's stream and the job's event;
-    the launch (an AsyncLaunch) is filled in by the call (None when the call ran synchronously)."""
-
-    __slots__ = ("stream", "event", "launch")
-
-    def __init__(self, stream, event):
-        self.stream, self.event, self.launch = stream, event, None
 
 
 class _Job:
@@ -33,34 +20,39 @@ class _Job:
         self.kind, self.sources, self.destinations = kind, sources, destinations
         # (start, stop) ranges of sources not launched yet, in order
         self.parts = [(i, min(i + part_blocks, len(sources))) for i in range(0, len(sources), part_blocks)]
-        # the launched parts, in order: a _Target each (CPU target) or the mindspore.runtime.Event
-        # recorded after the part's copy (Ascend)
+        # the launched parts, in order: the TransferTicket of each part's launch (done() polls the
+        # event recorded after its copies, wait() waits for that event alone)
         self.launched = []
 
 
 class TransferQueue:
-    """Swap-outs, swap-ins and forks of a BlockPool that run on a stream of their own while the model computes.
+    """Swap-outs, swap-ins and forks of a BlockPool that run on the transfer streams while the model computes.
 
     ``submit(kind, blocks)`` starts one move and returns its job id (an int) at once: ``"swap_out"``
     (device blocks to new host blocks), ``"swap_in"`` (host blocks to new device blocks) or ``"fork"``
-    (device blocks copied into new device blocks), each one SwapBlocks or CopyBlocks call over every
-    cache as BlockPool's methods of the same names make. The new block numbers are allocated at once:
-    ``destination(job)``. ``finished()`` returns the jobs completed since its last call without waiting
-    (submission order); ``wait(job)`` blocks until one has finished and returns its destination blocks.
-    A job is reported once, by whichever of the two sees it finished first. ``pending`` lists the jobs
-    not reported yet, ``wait_all()`` waits for them all.
+    (device blocks copied into new device blocks), the copies of BlockPool's methods of the same names
+    (SwapBlocks or CopyBlocks over every cache), made by their asynchronous forms. The new block numbers
+    are allocated at once: ``destination(job)``. ``finished()`` returns the jobs completed since its last
+    call without waiting (submission order); ``wait(job)`` blocks until one has finished and returns its
+    destination blocks. A job is reported once, by whichever of the two sees it finished first.
+    ``pending`` lists the jobs not reported yet, ``wait_all()`` waits for them all.
 
-    Ordering: the copies run on the queue's stream, never the model's: on the CPU target a stream of
-    the host ACL runtime (its own thread), the launch queued in MindSpore's queue after the ops before
-    it; on Ascend a ``mindspore.runtime.Stream`` that waits for an event recorded on the model's stream
-    (so the copy reads what was written before the submit), whose own event the model's stream waits
-    for when the job is reported. Until a job has finished, the pool refuses (TransferPending, naming
-    the job) to read or move the blocks it writes (``check_readable``, ``swap_out``, ``fork``, a later
-    submit), and to hand out again, free or move the blocks it gives up or reads: a swap-out's device
-    blocks become free, and a swap-in's host blocks, only when it has finished.
-    ``close()`` (and ``BlockPool.close()``, and a ``HostBuffer.close()`` of the pool's buffer) waits for
-    the jobs in flight: nothing is lost. The queue is used from Python (PYNATIVE_MODE or GRAPH_MODE
-    around compiled steps), not inside a graph.
+    Ordering: each part of a job is one eager call of SwapBlocksAsync or CopyBlocksAsync, queued in
+    MindSpore's launch order like any eager op (so the copy reads what the ops before the submit wrote),
+    whose copies run on the transfer stream of their direction (swap-out, swap-in, copies within the
+    device: the streams of :mod:`ms_memcopy.ops.transfer`, never the model's). Each launch returns a
+    ticket for its transfer: ``finished()`` queries the event recorded after the copies
+    (aclrtQueryEventStatus, never a wait), ``wait(job)`` waits for that job's events alone. No call of
+    the queue synchronizes MindSpore's queues or streams. A job is reported only once its copies have
+    completed, so the model's reads after the report need no stream wait. Until a job has finished, the
+    pool refuses (TransferPending, naming the job) to read or move the blocks it writes
+    (``check_readable``, ``swap_out``, ``fork``, a later submit), and to hand out again, free or move the
+    blocks it gives up or reads: a swap-out's device blocks become free, and a swap-in's host blocks,
+    only when it has finished. ``close()`` (and ``BlockPool.close()``, and a ``HostBuffer.close()`` of
+    the pool's buffer) waits for the jobs in flight: nothing is lost. The queue is used from Python
+    (PYNATIVE_MODE or GRAPH_MODE around compiled steps), not inside a graph: a graph uses the
+    asynchronous forms directly. A queue launches at most four transfers per kind before a launch waits
+    (in MindSpore's launch thread) for the oldest of them: each kind's kernel keeps a ring of four.
 
     Pacing (``part_bytes``): a copy in flight takes memory bandwidth, and on the CPU target cores,
     from the model's step. With ``part_bytes`` set, a job is launched in parts of whole blocks, at most
@@ -123,14 +115,11 @@ class TransferQueue:
         self.part_bytes = None if part_bytes is None else check_int(part_bytes, "part_bytes", 1)
         bytes_per_block = pool.bytes_per_block
         self._part_blocks = None if part_bytes is None else max(1, self.part_bytes // bytes_per_block)
-        self._ascend = ms.get_context("device_target") == "Ascend"
-        self._ops = {"swap_out": pool.swap_op("d2h"), "swap_in": pool.swap_op("h2d"),
-                     "fork": CopyBlocks(num_caches=pool.num_caches)}
-        if self._ascend:
-            self._stream = ms.runtime.Stream()
-        else:
-            _ensure_current_context(runtime)
-            self._stream = runtime.create_stream()
+        num_caches, layout = pool.num_caches, pool.host_layout
+        # their kernel instances own the events (a ring each); the streams are the module's
+        self._ops = {"swap_out": SwapBlocksAsync("d2h", pool.host_buffer, num_caches=num_caches, host_layout=layout),
+                     "swap_in": SwapBlocksAsync("h2d", pool.host_buffer, num_caches=num_caches, host_layout=layout),
+                     "fork": CopyBlocksAsync(num_caches=num_caches)}
         self._jobs = {}  # job id -> _Job, in submission order, until reported
         self._next_job = 0
         self._last_part = None  # (job, launched part) of the part launched last
@@ -141,7 +130,7 @@ class TransferQueue:
 
     @property
     def closed(self):
-        return self._stream is None
+        return self._ops is None
 
     @property
     def pending(self) -> List[int]:
@@ -219,16 +208,16 @@ class TransferQueue:
 
     def close(self) -> None:
         """Waits for the jobs in flight (their moves complete and the pool's books are updated), then
-        releases the stream. Idempotent."""
+        releases its kernels and their events. Idempotent."""
         if self.closed:
             return
         with self._lock:
             try:
                 self._wait_all()
             finally:
-                stream, self._stream = self._stream, None
-                if not self._ascend:
-                    runtime.destroy_stream(stream)
+                ops, self._ops = self._ops, None
+                for op in ops.values():
+                    op.primitive._kernel = None  # its ring (the events) goes once no launch holds it
                 if self in self.pool._queues:
                     self.pool._queues.remove(self)
                 if self._close_hook in self.pool.host_buffer._before_close:
@@ -306,36 +295,14 @@ class TransferQueue:
             self._launch_next_part(job, record)
 
     def _launch(self, kind, sources, destinations):
-        """Launches one part on the queue's stream; returns its handle (see _Job.launched)."""
-        op = self._ops[kind]
+        """Launches one part on its transfer stream; returns its TransferTicket."""
         mapping = np.array([sources, destinations], np.int64).T
-        if self._ascend:
-            model = ms.runtime.current_stream()
-            written = ms.runtime.Event()
-            written.record(model)  # the copy reads what the model wrote before the launch
-            self._stream.wait_event(written)
-            with ms.runtime.StreamCtx(self._stream):
-                op(*self.pool.caches, mapping)
-                done = ms.runtime.Event()
-                done.record(self._stream)
-            return done
-        _ensure_current_context(runtime)
-        target = _Target(self._stream, runtime.create_event())
-        primitive = op.primitive
-        primitive._transfer_target = target
-        try:
-            op(*self.pool.caches, mapping)
-        except Exception:
-            runtime.destroy_event(target.event)
-            raise
-        finally:
-            primitive._transfer_target = None
-        return target
+        _, ticket = self._ops[kind].primitive._submit_transfer(tuple(self.pool.caches), mapping)
+        return ticket
 
-    def _part_done(self, part):
-        if self._ascend:
-            return part.query()
-        return part.launch is None or part.launch.done()  # None: the call ran synchronously
+    @staticmethod
+    def _part_done(part):
+        return part.done()
 
     def _poll(self, job):
         """Whether job has finished (then it is retired), without waiting."""
@@ -360,11 +327,9 @@ class TransferQueue:
             self._fail(job)
             raise
 
-    def _wait_part(self, part):
-        if self._ascend:
-            part.synchronize()
-        elif part.launch is not None:
-            part.launch.wait()
+    @staticmethod
+    def _wait_part(part):
+        part.wait()
 
     def _fail(self, job):
         """Retires a failed job once none of its launched parts still writes its new blocks."""
@@ -402,10 +367,4 @@ class TransferQueue:
             (pool._host if kind == "swap_in" else pool._device).given_up(record.sources, moved)
         if not moved:
             (pool._device if kind != "swap_out" else pool._host).free(record.destinations)
-        for part in record.launched:
-            if self._ascend:
-                ms.runtime.current_stream().wait_event(part)  # the model's reads come after
-            else:
-                part.launch = None  # lets the launch's tensors go (done() or wait() already did)
-                runtime.destroy_event(part.event)
-        record.launched = []
+        record.launched = []  # (the copies have completed: the reads after the report need no wait)

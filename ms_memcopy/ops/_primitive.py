@@ -32,10 +32,6 @@ class CopyPrimitive(ops.Custom):
 
     _forms = ()  # the values of a public subclass's first argument (its mode or direction)
 
-    #: Set by ms_memcopy.nn.TransferQueue around its own primitives' calls (CPU target): the eager launch
-    #: goes on the queue's stream with its event and returns at once (see _launch_eagerly).
-    _transfer_target = None
-
     #: Kept for code that read it: the primitives have one route, on every device.
     route = "op_def"
 
@@ -79,7 +75,15 @@ class CopyPrimitive(ops.Custom):
         with labelled_errors(self._label), reading_host_values_once():
             return self._checked_call(args)
 
-    def _checked_call(self, args):
+    def _submit_transfer(self, *args):
+        """An eager call of an asynchronous form (configs/ops/transfer.yaml) with the Python checks of a
+        call, returning (outputs, TransferTicket): the ticket follows the launch's transfer (done() polls,
+        wait() waits for it alone) without calling into MindSpore (ms_memcopy.nn.TransferQueue)."""
+        with labelled_errors(self._label), reading_host_values_once():
+            self._check_call(args)
+            return self._launch_eagerly(args, submit=True)
+
+    def _check_call(self, args):
         self._check_arity(args)
         # (OpCell passes a variadic input's tensors as one tuple)
         flat = [t for group in args for t in (group if isinstance(group, tuple) else (group,))]
@@ -88,6 +92,9 @@ class CopyPrimitive(ops.Custom):
         check_same_dtype(self._op_def, [{"dtype": t.dtype} for t in flat])
         check_jit_level(self._label)
         self._check_eager(flat)
+
+    def _checked_call(self, args):
+        self._check_call(args)
         if recording_gradients():
             if self._gradient is not None:
                 # the same launch, recorded with the primitive's bprop (no single-op graph per value)
@@ -106,15 +113,14 @@ class CopyPrimitive(ops.Custom):
         missing = ", ".join(names[len(args):])
         raise TypeError(f"missing input {missing}: call it as op({', '.join(names)}), got {len(args)} input(s)")
 
-    def _launch_eagerly(self, args):
+    def _launch_eagerly(self, args, submit=False):
         if self._kernel is None:
             self._kernel = op_def_route.load().KernelInstance(self._op_def.name, *self._init_values)
         values = [_int64_values(x) if t.host_values else _dense(x) for t, x in zip(self._op_def.inputs, args)]
-        target = self._transfer_target
-        if target is None:
-            outputs = self._kernel(*values)
-        else:
-            outputs, target.launch = self._kernel.submit(target.stream, target.event, *values)
+        if submit:
+            outputs, ticket = self._kernel.submit_transfer(*values)
+            return outputs[0], ticket
+        outputs = self._kernel(*values)
         return tuple(outputs) if self._op_def.outputs[0].variadic else outputs[0]
 
     def _check_eager(self, inputs):

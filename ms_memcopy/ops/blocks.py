@@ -68,6 +68,13 @@ class _BlockPrimitive(CopyPrimitive):
         super().__init__(op_name, attrs={**attrs, "num_caches": self.num_caches})
 
     def __call__(self, caches, block_mapping):
+        return self._with_mapping(super().__call__, caches, block_mapping)
+
+    def _submit_transfer(self, caches, block_mapping):
+        return self._with_mapping(super()._submit_transfer, caches, block_mapping)
+
+    def _with_mapping(self, call, caches, block_mapping):
+        """call(caches, mapping) with a numpy or list block_mapping as a Tensor launched from its values."""
         # The caches arrive as one tuple (the OpCell packs them).
         flat = (*caches, block_mapping)
         with reading_host_values_once():
@@ -78,7 +85,7 @@ class _BlockPrimitive(CopyPrimitive):
             if values is not None:
                 mapping = ms.Tensor(values)
                 remember_host_values(mapping, values)  # launched from these values
-            return super().__call__(caches, mapping)
+            return call(caches, mapping)
 
     def _check_count(self, count):
         if count != self.num_caches + 1:

@@ -1,12 +1,14 @@
-"""Transfers inside the compiled graph: the asynchronous forms of the block ops, and WaitTransfer.
+"""Transfers inside the compiled graph: the asynchronous forms of the copy ops, and WaitTransfer.
 
-``SwapBlocksAsync`` and ``CopyBlocksAsync`` take the inputs of ``SwapBlocks`` and ``CopyBlocks``, run
-the same kernel body (the same check, plan, error texts and ACL calls) on a transfer stream of their
-lane (swap-out, swap-in, copies within the device: one stream each per device, created once), after
-everything the launching stream had queued, and return at once a token: an int64 tensor of shape (1,)
-holding the bytes the transfer moves. ``WaitTransfer`` takes the tensors a transfer guards and its
-token, makes the launching stream wait for the transfers (aclrtStreamWaitEvent, no host wait), and
-declares those tensors written, so the graph orders their later readers and writers after it.
+``SwapBlocksAsync``, ``CopyBlocksAsync``, ``MemcpyBatchAsync`` and ``Memcpy2DAsync("write")`` take the
+inputs of ``SwapBlocks``, ``CopyBlocks``, ``MemcpyBatch`` (h2d: the tensors written in place) and
+``Memcpy2D("write")``, run the same kernel body (the same check, plan, error texts and ACL calls) on
+a transfer stream of their lane (swap-out, swap-in, copies within the device: one stream each per
+device, created once), after everything the launching stream had queued, and return at once a
+token: an int64 tensor of shape (1,) holding the bytes the transfer moves. ``WaitTransfer`` takes the
+tensors a transfer guards and its token, makes the launching stream wait for the transfers
+(aclrtStreamWaitEvent, no host wait), and declares those tensors written, so the graph orders their
+later readers and writers after it.
 
 A token never waited on is completed at the latest by the launch of the same primitive four launches
 later (each kernel keeps a ring of four transfers in flight) or by :func:`wait_transfers`, the
@@ -26,13 +28,15 @@ import mindspore as ms
 from .. import _kernels_lib
 from ..errors import AclError
 from ..host_buffer import HostBuffer
-from ._args import check_in_place_target, check_int
+from ._args import check_host_buffer, check_in_place_target, check_int
 from ._primitive import CopyPrimitive
-from ._samples import Sample, parameter
+from ._samples import Sample, int64, parameter
 from ._variadic import OpCell
 from .blocks import SAMPLES as _BLOCK_SAMPLES, _CopyBlocksPrimitive, _SwapBlocksPrimitive
+from .memcpy2d import SAMPLES as _MEMCPY2D_SAMPLES
 
-__all__ = ["SwapBlocksAsync", "CopyBlocksAsync", "WaitTransfer", "wait_transfers", "transfer_stream_count"]
+__all__ = ["SwapBlocksAsync", "CopyBlocksAsync", "MemcpyBatchAsync", "Memcpy2DAsync", "WaitTransfer", "wait_transfers",
+           "transfer_stream_count"]
 
 #: WaitTransfer's lanes: which transfer streams it waits for (None: every lane).
 _LANES = {None: -1, "d2h": 0, "h2d": 1, "copy": 2}
@@ -236,6 +240,133 @@ class CopyBlocksAsync(OpCell):
         self.num_caches = self.primitive.num_caches
 
 
+class MemcpyBatchAsync(OpCell):
+    r"""MemcpyBatch on the transfer stream of its direction, returning a token at once.
+
+    ``token = MemcpyBatchAsync(direction, host_buffer, num_tensors=n)(t_0, ..., t_{n-1}, offsets)``: d2h
+    queues the copies of ``MemcpyBatch("d2h", host_buffer, num_tensors=n)`` (tensor i to
+    ``host_buffer[offsets[i]:]``) on the swap-out stream; h2d reads ``host_buffer[offsets[i]:]`` into
+    the tensors themselves, in place, on the swap-in stream (the synchronous h2d returns new tensors
+    instead). Same checks and error texts as MemcpyBatch; pass the token to :class:`WaitTransfer`
+    (with the tensors) before the tensors are written (d2h) or read (h2d) again.
+
+    Args:
+        direction (str): ``"d2h"`` or ``"h2d"``.
+        host_buffer (HostBuffer): the host memory.
+        num_tensors (int): n, the tensors of each call (>= 1).
+
+    Inputs:
+        - **t_0, ..., t_{n-1}** (Tensor) - the tensors copied (d2h) or written in place (h2d:
+          Parameters in graphs).
+        - **offsets** (Tensor) - int64, n values: each tensor's byte offset in the HostBuffer.
+
+    Outputs:
+        The token: an int64 Tensor of shape (1,), the bytes the transfer moves.
+
+    Raises:
+        TypeError: offsets not int64, an in-place target that is a slice or view (h2d).
+        ValueError: as MemcpyBatch (an offset out of range, overlapping destinations, a closed
+            HostBuffer), with the same texts; nothing is copied.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy import HostBuffer
+        >>> from ms_memcopy.ops import MemcpyBatchAsync, WaitTransfer
+        >>> buf = HostBuffer(64)
+        >>> buf.numpy(np.float32)[:] = np.arange(16)
+        >>> a = ms.Parameter(ms.Tensor(np.zeros(2, np.float32)), name="a")
+        >>> b = ms.Parameter(ms.Tensor(np.zeros(3, np.float32)), name="b")
+        >>> token = MemcpyBatchAsync("h2d", buf, num_tensors=2)(a, b, ms.Tensor([8, 40], ms.int64))
+        >>> print(WaitTransfer(num_tensors=2, lane="h2d")(a, b, token), a.asnumpy(), b.asnumpy())
+        [20] [2. 3.] [10. 11. 12.]
+        >>> buf.close()
+    """
+
+    _forms = ("d2h", "h2d")
+
+    def __init__(self, direction: str, host_buffer: HostBuffer, *, num_tensors: int):
+        super().__init__()
+        self.primitive = _BatchAsyncPrimitive(direction, host_buffer, num_tensors=num_tensors)
+        self.direction = direction
+        self.host_buffer = host_buffer
+        self.num_tensors = self.primitive.num_tensors
+
+
+class _BatchAsyncPrimitive(CopyPrimitive):
+    """The primitive of MemcpyBatchAsync."""
+
+    def __init__(self, direction: str, host_buffer: HostBuffer, *, num_tensors: int):
+        if direction not in MemcpyBatchAsync._forms:
+            raise ValueError(f"direction must be one of {MemcpyBatchAsync._forms}, got {direction!r}")
+        self.host_buffer = check_host_buffer(host_buffer)
+        self.direction = direction
+        self.num_tensors = check_int(num_tensors, "num_tensors", minimum=1)
+        super().__init__(f"memcpy_batch_{direction}_async",
+                         attrs={"buffer_id": host_buffer.buffer_id, "num_tensors": self.num_tensors})
+
+    def _check_eager(self, inputs):
+        check_host_buffer(self.host_buffer)
+        if self.direction == "h2d":
+            for i, tensor in enumerate(inputs[:-1]):
+                check_in_place_target(tensor, f"tensors[{i}]")
+
+
+class Memcpy2DAsync(CopyPrimitive):
+    r"""Memcpy2D("write") on the transfer stream of copies within the device, returning a token at once.
+
+    ``token = Memcpy2DAsync("write")(dst, src, row, col)`` queues the copy of ``Memcpy2D("write")``
+    (src into the region of dst's 2-D view at (row, col), in place; same checks and error texts) after
+    everything queued before it on the launching stream. The copy reads src after the launch returns:
+    keep src alive and unchanged until the wait, by passing it to :class:`WaitTransfer` among the
+    guarded tensors (in graphs a Parameter), as dst.
+
+    Args:
+        mode (str): ``"write"`` (the only asynchronous mode).
+
+    Inputs:
+        - **dst** (Tensor) - written in place (a Parameter in graphs).
+        - **src** (Tensor) - the region's contents, dst's dtype.
+        - **row** (Tensor) - int64, 1 value: the region's first row.
+        - **col** (Tensor) - int64, 1 value: the region's first column.
+
+    Outputs:
+        The token: an int64 Tensor of shape (1,), the bytes written.
+
+    Raises:
+        TypeError: as Memcpy2D("write").
+        ValueError: a mode other than "write"; as Memcpy2D("write"), with the same texts; nothing is
+            written.
+
+    Supported Platforms:
+        ``Ascend`` ``CPU``
+
+    Examples:
+        >>> import numpy as np
+        >>> import mindspore as ms
+        >>> from ms_memcopy.ops import Memcpy2DAsync, WaitTransfer
+        >>> dst = ms.Parameter(ms.Tensor(np.zeros((3, 4), np.float32)), name="dst")
+        >>> src = ms.Parameter(ms.Tensor(np.ones((1, 2), np.float32)), name="src")
+        >>> token = Memcpy2DAsync("write")(dst, src, ms.Tensor([1], ms.int64), ms.Tensor([2], ms.int64))
+        >>> print(WaitTransfer(num_tensors=2, lane="copy")(dst, src, token), dst.asnumpy()[1])
+        [8] [0. 0. 1. 1.]
+    """
+
+    _forms = ("write",)
+
+    def __init__(self, mode: str = "write"):
+        if mode not in self._forms:
+            raise ValueError(f"mode must be one of {self._forms}, got {mode!r}")
+        self.mode = mode
+        super().__init__("memcpy2d_write_async", attrs={})
+
+    def _check_eager(self, inputs):
+        check_in_place_target(inputs[0], "dst")
+
+
 class WaitTransfer(OpCell):
     r"""Makes the launching stream wait for the transfers of the asynchronous forms.
 
@@ -317,10 +448,29 @@ def _async_sample(op_name, build):
     """The synchronous op's sample run by its asynchronous form (the same inputs and expectations),
     its writes read after wait_transfers()."""
     def sample(buf):
-        sync = _BLOCK_SAMPLES[op_name.replace("_async", "")](buf)
+        sync_name = op_name.replace("_async", "")
+        sync = {**_BLOCK_SAMPLES, **_MEMCPY2D_SAMPLES}[sync_name](buf)
         return dataclasses.replace(sync, op_name=op_name, op=build(sync.op),
                                    writes=tuple((name, _after_wait(read), want) for name, read, want in sync.writes))
     return sample
+
+
+def _sample_batch_d2h_async(buf):
+    a, b = np.arange(6, dtype=np.float32), np.arange(12, dtype=np.int16).reshape(3, 4) - 5
+    return Sample("memcpy_batch_d2h_async", MemcpyBatchAsync("d2h", buf, num_tensors=2),
+                  (ms.Tensor(a), ms.Tensor(b), int64(0, 64)), np.array([a.nbytes + b.nbytes], np.int64),
+                  (("host_buffer[0:24]", _after_wait(lambda: buf.numpy(np.float32, a.shape, offset=0).copy()), a),
+                   ("host_buffer[64:88]", _after_wait(lambda: buf.numpy(np.int16, b.shape, offset=64).copy()), b)))
+
+
+def _sample_batch_h2d_async(buf):
+    a, b = np.arange(6, dtype=np.float32), np.arange(12, dtype=np.int16).reshape(3, 4) - 5
+    buf.numpy(np.float32, a.shape, offset=0)[:] = a
+    buf.numpy(np.int16, b.shape, offset=64)[:] = b
+    ta, tb = parameter(np.zeros_like(a)), parameter(np.zeros_like(b))
+    return Sample("memcpy_batch_h2d_async", MemcpyBatchAsync("h2d", buf, num_tensors=2), (ta, tb, int64(0, 64)),
+                  np.array([a.nbytes + b.nbytes], np.int64),
+                  (("tensors[0]", _after_wait(ta.asnumpy), a), ("tensors[1]", _after_wait(tb.asnumpy), b)))
 
 
 def _sample_wait(buf):
@@ -337,5 +487,8 @@ SAMPLES: Dict[str, Callable[[HostBuffer], Sample]] = {
     "swap_blocks_h2d_async": _async_sample(
         "swap_blocks_h2d_async", lambda op: SwapBlocksAsync("h2d", op.host_buffer, num_caches=op.num_caches)),
     "copy_blocks_async": _async_sample("copy_blocks_async", lambda op: CopyBlocksAsync(num_caches=op.num_caches)),
+    "memcpy_batch_d2h_async": _sample_batch_d2h_async,
+    "memcpy_batch_h2d_async": _sample_batch_h2d_async,
+    "memcpy2d_write_async": _async_sample("memcpy2d_write_async", lambda op: Memcpy2DAsync("write")),
     "wait_transfer": _sample_wait,
 }

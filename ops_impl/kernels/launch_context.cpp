@@ -174,23 +174,4 @@ void RunOnHostTarget(const OpBody &body, KernelState &state, const TensorArg *ar
   CompleteLaunch(stream);
 }
 
-std::unique_ptr<DeviceMemoryScope> LaunchOnHostStream(const OpBody &body, KernelState &state, const TensorArg *args,
-                                                      size_t count, aclrtStream stream, aclrtEvent event) {
-  if (stream == nullptr || event == nullptr) {
-    throw InputError("stream", "a transfer launch needs a stream and an event of its own");
-  }
-  EnsureDevice();
-  state.device = HostTargetDevice();
-  auto memory = std::make_unique<DeviceMemoryScope>();
-  RegisterTensors(args, count, memory.get());
-  try {
-    body.run(state, args, count, stream);
-    CheckAcl(aclrtRecordEvent(event, stream), "aclrtRecordEvent");
-  } catch (...) {
-    (void)aclrtSynchronizeStream(stream);  // drain what was enqueued before the tensors are unregistered
-    throw;
-  }
-  return memory;
-}
-
 }  // namespace msmc

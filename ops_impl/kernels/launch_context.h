@@ -67,16 +67,6 @@ MSMC_KERNELS_API void SynchronizeEvent(aclrtEvent event);
 // what the body throws, or AclCallError.
 MSMC_KERNELS_API void RunOnHostTarget(const OpBody &body, KernelState &state, const TensorArg *args, size_t count);
 
-// The CPU target's launch of an op body on a stream of the caller's (a transfer queue's, created
-// without aclhostSetStreamDeferred, so its own thread runs the work), which returns without waiting:
-// the body is queued on `stream`, then `event` is recorded there. The returned scope keeps the
-// tensors declared as device memory: keep it until the event has completed (the tensors must live
-// as long). When the body fails, what it queued is drained before the tensors are unregistered and
-// the error is thrown (as RunOnHostTarget does).
-MSMC_KERNELS_API std::unique_ptr<DeviceMemoryScope> LaunchOnHostStream(const OpBody &body, KernelState &state,
-                                                                       const TensorArg *args, size_t count,
-                                                                       aclrtStream stream, aclrtEvent event);
-
 }  // namespace msmc
 
 #endif  // MS_MEMCOPY_KERNELS_LAUNCH_CONTEXT_H_

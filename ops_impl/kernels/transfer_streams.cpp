@@ -129,8 +129,13 @@ TransferRing::Slot &TransferRing::Acquire() {
   Slot &slot = slots_[next_];
   next_ = (next_ + 1) % kSlots;
   if (slot.recorded) {
-    CheckAcl(aclrtSynchronizeEvent(slot.end), "aclrtSynchronizeEvent");  // at once when complete
+    // without the lock: a poller must never wait behind it (returns at once when complete)
+    CheckAcl(aclrtSynchronizeEvent(slot.end), "aclrtSynchronizeEvent");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
     slot.recorded = false;
+    ++slot.generation;
   }
   slot.memory.reset();
   for (aclrtEvent *event : {&slot.start, &slot.end}) {
@@ -143,8 +148,120 @@ TransferRing::Slot &TransferRing::Acquire() {
 }
 
 void TransferRing::Release(Slot &slot, aclrtStream lane_stream) {
+  std::lock_guard<std::mutex> lock(mu_);
   CheckAcl(aclrtRecordEvent(slot.end, lane_stream), "aclrtRecordEvent");
   slot.recorded = true;
+}
+
+bool TransferRing::Completed(size_t index, uint64_t generation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Slot &slot = slots_.at(index);
+  return slot.generation != generation || !slot.recorded || EventCompleted(slot.end);
+}
+
+void TransferRing::WaitFor(size_t index, uint64_t generation) {
+  aclrtEvent end = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Slot &slot = slots_.at(index);
+    if (slot.generation != generation || !slot.recorded) {
+      return;
+    }
+    end = slot.end;
+  }
+  // (should the slot be reused meanwhile, this waits for its later transfer as well: never too little)
+  SynchronizeEvent(end);
+}
+
+void TransferTicket::Queued(std::shared_ptr<void> owner, TransferRing *ring, size_t index, uint64_t generation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  owner_ = std::move(owner);
+  ring_ = ring;
+  index_ = index;
+  generation_ = generation;
+  state_ = kQueued;
+  cv_.notify_all();
+}
+
+void TransferTicket::Fail(const std::string &what) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (state_ != kFailed) {
+    state_ = kFailed;
+    error_ = what;
+    cv_.notify_all();
+  }
+}
+
+void TransferTicket::Finish(const char *label) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (state_ == kPending) {
+    state_ = kFailed;
+    error_ = std::string("ms_memcopy ") + label + ": queued no transfer (not an asynchronous form)";
+    cv_.notify_all();
+  }
+}
+
+bool TransferTicket::Transferred() {
+  if (ring_ == nullptr || !ring_->Completed(index_, generation_)) {
+    return ring_ == nullptr;
+  }
+  ring_ = nullptr;
+  owner_.reset();  // the kernel's state may go now
+  return true;
+}
+
+bool TransferTicket::Done() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (state_ == kPending || !Transferred()) {
+    return false;
+  }
+  if (state_ == kFailed) {
+    throw std::runtime_error(error_);
+  }
+  return true;
+}
+
+void TransferTicket::Wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return state_ != kPending; });
+  if (ring_ != nullptr) {
+    TransferRing *ring = ring_;
+    const size_t index = index_;
+    const uint64_t generation = generation_;
+    std::shared_ptr<void> owner = owner_;  // the ring lives through the wait
+    lock.unlock();
+    ring->WaitFor(index, generation);
+    lock.lock();
+    ring_ = nullptr;
+    owner_.reset();
+  }
+  if (state_ == kFailed) {
+    throw std::runtime_error(error_);
+  }
+}
+
+namespace {
+
+struct CurrentTicket {
+  TransferTicket *ticket = nullptr;
+  std::shared_ptr<void> owner;
+};
+
+thread_local CurrentTicket current_ticket;
+
+}  // namespace
+
+TicketScope::TicketScope(TransferTicket *ticket, std::shared_ptr<void> owner) {
+  current_ticket = CurrentTicket{ticket, std::move(owner)};
+}
+
+TicketScope::~TicketScope() { current_ticket = CurrentTicket{}; }
+
+void NoteTransfer(TransferRing &ring, const TransferRing::Slot &slot) {
+  if (current_ticket.ticket != nullptr) {
+    current_ticket.ticket->Queued(current_ticket.owner, &ring, ring.IndexOf(slot), slot.generation);
+    current_ticket.ticket = nullptr;  // one transfer per launch
+  }
 }
 
 }  // namespace msmc

@@ -7,9 +7,12 @@
 #define MS_MEMCOPY_KERNELS_TRANSFER_STREAMS_H_
 
 #include <array>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <string>
 
 #include "acl/acl.h"
 #include "host_buffers.h"  // MSMC_EXPORT
@@ -38,7 +41,9 @@ void WaitForTransfers(int32_t device, int64_t lane, aclrtStream stream);
 // start, waited for by the lane) and one recorded on the lane after the transfer (its end), plus what
 // must outlive the transfer (on the host runtime, the tensors' device-memory declaration). A slot is
 // reused once its transfer has run: a launch waits on the host only when a whole ring of its
-// transfers is still in flight. The destructor waits for every transfer, then destroys the events.
+// transfers is still in flight. Each use of a slot has a generation, so a TransferTicket can tell
+// whether the slot still holds its transfer (a reused slot's earlier transfer has completed). The
+// destructor waits for every transfer, then destroys the events.
 class TransferRing {
  public:
   static constexpr size_t kSlots = 4;
@@ -46,6 +51,7 @@ class TransferRing {
     aclrtEvent start = nullptr;
     aclrtEvent end = nullptr;
     bool recorded = false;
+    uint64_t generation = 0;
     std::unique_ptr<DeviceMemoryScope> memory;
   };
 
@@ -54,15 +60,70 @@ class TransferRing {
   TransferRing(const TransferRing &) = delete;
   TransferRing &operator=(const TransferRing &) = delete;
 
-  // The next slot in turn, its previous transfer finished and its memory declaration dropped.
+  // The next slot in turn, its previous transfer finished and its memory declaration dropped (called
+  // by the launching thread only).
   Slot &Acquire();
   // Records the slot's end event on `lane_stream`, after the transfer's copies.
-  static void Release(Slot &slot, aclrtStream lane_stream);
+  void Release(Slot &slot, aclrtStream lane_stream);
+  size_t IndexOf(const Slot &slot) const { return static_cast<size_t>(&slot - slots_.data()); }
+  // Whether the transfer of slot `index`, use `generation`, has completed: the slot was reused since,
+  // or its end event has completed (aclrtQueryEventStatus; never a wait). Any thread.
+  bool Completed(size_t index, uint64_t generation);
+  // Waits on the host (aclrtSynchronizeEvent) for that transfer only, unless the slot was reused.
+  void WaitFor(size_t index, uint64_t generation);
 
  private:
   std::array<Slot, kSlots> slots_;
   size_t next_ = 0;
+  std::mutex mu_;  // a slot's generation, recorded flag and end event's record against the pollers
 };
+
+// One eager launch of an asynchronous form as its caller follows it (ms_memcopy.nn.TransferQueue,
+// through KernelInstance.submit_transfer): the launch, made later in MindSpore's launch order, tells the
+// ticket which ring slot its transfer took; Done() then queries that slot's end event and Wait() waits
+// for it alone. Nothing of MindSpore's is called, so neither drains MindSpore's queues.
+class MSMC_KERNELS_API TransferTicket {
+ public:
+  // The launch queued its transfer in slot `index` of `ring`; `owner` keeps the ring alive.
+  void Queued(std::shared_ptr<void> owner, TransferRing *ring, size_t index, uint64_t generation);
+  // The launch failed with `what` (after Queued when some copies were queued).
+  void Fail(const std::string &what);
+  // The launch returned: a ticket that no transfer filled fails (not an asynchronous form).
+  void Finish(const char *label);
+  // Without waiting: whether the launch was made and its transfer has completed. A failed launch
+  // throws std::runtime_error with its error once the copies it queued (if any) have completed.
+  bool Done();
+  // Blocks until the launch was made (in MindSpore's launch order), then waits for this transfer's end
+  // event only; throws as Done() does.
+  void Wait();
+
+ private:
+  enum State { kPending, kQueued, kFailed };
+  bool Transferred();  // with mu_ held: no transfer, or its copies have completed
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  State state_ = kPending;
+  std::string error_;
+  std::shared_ptr<void> owner_;
+  TransferRing *ring_ = nullptr;
+  size_t index_ = 0;
+  uint64_t generation_ = 0;
+};
+
+// While alive on a thread, the asynchronous form launched on that thread reports its ring slot to
+// `ticket` (its ring kept alive by `owner`, the kernel instance's state).
+class MSMC_KERNELS_API TicketScope {
+ public:
+  TicketScope(TransferTicket *ticket, std::shared_ptr<void> owner);
+  ~TicketScope();
+  TicketScope(const TicketScope &) = delete;
+  TicketScope &operator=(const TicketScope &) = delete;
+};
+
+// Called by an asynchronous form after it queued its transfer in `slot` of `ring`: tells the ticket of
+// the calling thread's TicketScope, if any.
+void NoteTransfer(TransferRing &ring, const TransferRing::Slot &slot);
 
 }  // namespace msmc
 

@@ -17,9 +17,13 @@ skipped), exiting non-zero if any check fails:
 - offsets produced on the device (``ops.add``) against host-created ones: the same bytes copied, the
   per-call time of each and, on the host runtime, the host waits per call;
 - the time of a swap of 1024 blocks of 64 KiB over 2 caches against one built-in copy per block;
-- ms_memcopy.nn.TransferQueue (on Ascend a ``mindspore.runtime.Stream`` ordered by events both ways): a
+- ms_memcopy.nn.TransferQueue (on the transfer streams, its jobs followed by the kernels' events): a
   swap-out and a fork polled until reported, then a swap-in, each job whole and then paced one block per
   part, against numpy through a built-in op on the model's stream;
+- 1,000 TransferQueue submits, each polled until reported: the calls into MindSpore's synchronizing
+  entry points (0 expected: none drains MindSpore's pipeline), and the bytes;
+- a GRAPH_MODE O0 step with an asynchronous swap-out after a write and a swap-in, each with its
+  WaitTransfer: the bytes and the ordering (the swap-out sees the write, the reads see the swap-in);
 - a MemcpyWithDesc copy of 4 GiB + 64 bytes (a descriptor's count has 32 bits: the kernels copy in
   chunks of 2 GiB) checked on sampled regions across each chunk boundary, when the device has the
   memory for it (``--big`` in a dry run).
@@ -40,6 +44,7 @@ from .device_checks import check_big_desc_copy, check_device_offsets, check_tran
 from .op_checks import (
     check_chained_builtin, check_eager_distinct_values, check_main_thread_context, check_ordering, check_selection,
     check_write, _family_checks, _with_launch_counts)
+from .transfer_checks import QUEUE_SUBMITS, check_graph_transfer, check_queue_syncs
 
 
 CHECKS = (("Memcpy2D write + built-in after it", check_write), ("h2d -> d2h -> h2d ordering", check_ordering))
@@ -81,6 +86,9 @@ def run_checks(big=True):
     _set_mode("pynative")
     rows.append(_row(f"swap {BLOCKS} x {BLOCK_BYTES >> 10} KiB x 2 caches", "pynative", "pinned", time_swap, True))
     rows.append(_row("TransferQueue: swap-out, fork, swap-in", "pynative", "pinned", check_transfer_queue))
+    rows.append(_row(f"TransferQueue: MindSpore syncs over {QUEUE_SUBMITS} submits", "pynative", "pinned",
+                     check_queue_syncs))
+    rows.append(_row("async swap-out + swap-in in a graph, waited", "graph O0", "pinned", check_graph_transfer))
     rows.append(_row("MemcpyWithDesc 4 GiB + 64 B", "pynative", "-", check_big_desc_copy, big))
     return rows
 

@@ -26,13 +26,26 @@ namespace {
 const AttrSpec kAttrs[] = {{"buffer_id", false}, {"lane", false}};
 MSMC_REGISTER_ATTRS(kAttrs);
 
-// An asynchronous form: its op, the synchronous op whose body it runs, the attributes that body reads
-// and the lane it runs on.
+// How an asynchronous form's arguments map onto its synchronous op's.
+enum class Layout {
+  // The synchronous op's inputs, then its int64 output (replaced by a scratch buffer of the kernel's);
+  // the token is the sum of what the body writes there.
+  kResultLast,
+  // MemcpyBatch h2d in place: the form takes (tensors..., offsets), the synchronous body (offsets,
+  // outputs...) with the tensors as its outputs; the token is the tensors' bytes.
+  kTensorsInPlace,
+};
+
+// An asynchronous form: its op, the synchronous op whose body it runs, the attributes that body reads,
+// the lane it runs on, its argument layout and whether the body writes one result per tensor
+// (MemcpyBatch d2h) rather than one.
 struct AsyncForm {
   const char *op;
   const char *sync_op;
   std::vector<const char *> attrs;
   int64_t lane;
+  Layout layout = Layout::kResultLast;
+  bool result_per_tensor = false;
 };
 
 // The attributes SwapBlocks' body reads (configs/ops/blocks.yaml), passed on by its asynchronous forms.
@@ -42,6 +55,9 @@ const AsyncForm kForms[] = {
     {"swap_blocks_d2h_async", "swap_blocks_d2h", kSwapAttrs, kLaneDeviceToHost},
     {"swap_blocks_h2d_async", "swap_blocks_h2d", kSwapAttrs, kLaneHostToDevice},
     {"copy_blocks_async", "copy_blocks", {}, kLaneWithinDevice},
+    {"memcpy_batch_d2h_async", "memcpy_batch_d2h", {"buffer_id"}, kLaneDeviceToHost, Layout::kResultLast, true},
+    {"memcpy_batch_h2d_async", "memcpy_batch_h2d", {"buffer_id"}, kLaneHostToDevice, Layout::kTensorsInPlace},
+    {"memcpy2d_write_async", "memcpy2d_write", {}, kLaneWithinDevice},
 };
 
 const AsyncForm &Form(const char *op) {
@@ -61,26 +77,34 @@ const OpBody &SyncBody(const AsyncForm &form) {
   return *body;
 }
 
-// Device memory of the kernel's that the synchronous body writes its int64 output into, on the lane.
+// Device memory of the kernel's that the synchronous body writes its int64 results into, on the lane.
 class Scratch {
  public:
   Scratch() = default;
-  ~Scratch() {
-    if (data_ != nullptr) {
-      (void)aclrtFree(data_);
-    }
-  }
+  ~Scratch() { Free(); }
   Scratch(const Scratch &) = delete;
   Scratch &operator=(const Scratch &) = delete;
-  void *Get() {
-    if (data_ == nullptr) {
-      CheckAcl(aclrtMalloc(&data_, sizeof(int64_t), ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+  // At least `values` int64 values (the results of one body, fixed per kernel instance).
+  void *Get(size_t values) {
+    if (values > capacity_) {
+      Free();
+      CheckAcl(aclrtMalloc(&data_, CheckedMul(values, sizeof(int64_t), "results"), ACL_MEM_MALLOC_HUGE_FIRST),
+               "aclrtMalloc");
+      capacity_ = values;
     }
     return data_;
   }
 
  private:
+  void Free() {
+    if (data_ != nullptr) {
+      (void)aclrtFree(data_);
+      data_ = nullptr;
+      capacity_ = 0;
+    }
+  }
   void *data_ = nullptr;
+  size_t capacity_ = 0;
 };
 
 // Per kernel instance; members are destroyed bottom-up, so the ring waits for the transfers before the
@@ -90,15 +114,42 @@ struct TransferState {
   KernelState body;  // the synchronous body's state (its plans and result slots)
   TransferRing ring;
   std::vector<TensorArg> args;
+  int64_t results_shape[1] = {1};
 };
 
-const int64_t kOneValue[] = {1};
-
-// args of the synchronous body: the op's tensors with the output replaced by the scratch.
-TensorArg *BodyArgs(TransferState &t, const TensorArg *args, size_t count, bool launch) {
+// The synchronous body's args from the form's (tensors..., token): see Layout. `launch`: the scratch
+// is allocated (the check passes no data).
+TensorArg *BodyArgs(const AsyncForm &form, TransferState &t, const TensorArg *args, size_t count, bool launch) {
+  if (form.layout == Layout::kTensorsInPlace) {
+    t.args.assign(1, args[count - 2]);  // offsets
+    t.args.insert(t.args.end(), args, args + count - 2);
+    return t.args.data();
+  }
+  t.results_shape[0] = form.result_per_tensor ? static_cast<int64_t>(count - 2) : 1;
+  const size_t results = static_cast<size_t>(t.results_shape[0]);
   t.args.assign(args, args + count);
-  t.args.back() = TensorArg{launch ? t.scratch.Get() : nullptr, kOneValue, 1, "int64"};
+  t.args.back() = TensorArg{launch ? t.scratch.Get(results) : nullptr, t.results_shape, 1, "int64"};
   return t.args.data();
+}
+
+// The count of the body's args.
+size_t BodyCount(const AsyncForm &form, size_t count) {
+  return form.layout == Layout::kTensorsInPlace ? count - 1 : count;
+}
+
+// The token: the bytes the transfer moves.
+int64_t TokenValue(const AsyncForm &form, const KernelState &body, const TensorArg *args, size_t count) {
+  int64_t total = 0;
+  if (form.layout == Layout::kTensorsInPlace) {
+    for (size_t i = 0; i + 2 < count; ++i) {
+      total = static_cast<int64_t>(CheckedAdd(static_cast<size_t>(total), NumBytes(args[i], "tensors"), "tensors"));
+    }
+    return total;
+  }
+  for (int64_t value : body.host_results) {
+    total += value;
+  }
+  return total;
 }
 
 void Prepare(const AsyncForm &form, KernelState &s, TransferState &t) {
@@ -112,7 +163,7 @@ void CheckAsync(const char *op, KernelState &s, const TensorArg *args, size_t co
   const AsyncForm &form = Form(op);
   TransferState &t = s.Family<TransferState>();
   Prepare(form, s, t);
-  SyncBody(form).check(t.body, BodyArgs(t, args, count, false), count);
+  SyncBody(form).check(t.body, BodyArgs(form, t, args, count, false), BodyCount(form, count));
 }
 
 // The tensors (all but host-value inputs) declared as device memory until the transfer has run (host
@@ -134,25 +185,28 @@ void RunAsync(const char *op, KernelState &s, const TensorArg *args, size_t coun
   const OpBody &body = SyncBody(form);
   TransferState &t = s.Family<TransferState>();
   Prepare(form, s, t);
-  TensorArg *body_args = BodyArgs(t, args, count, true);
-  body.check(t.body, body_args, count);  // every value known: a mistake stops here, before any event
+  TensorArg *body_args = BodyArgs(form, t, args, count, true);
+  const size_t body_count = BodyCount(form, count);
+  body.check(t.body, body_args, body_count);  // every value known: a mistake stops here, before any event
   const aclrtStream lane = TransferStream(s.device, form.lane);
   TransferRing::Slot &slot = t.ring.Acquire();
   slot.memory = DeclareTensors(args, count - 1);
   CheckAcl(aclrtRecordEvent(slot.start, stream), "aclrtRecordEvent");
   CheckAcl(aclrtStreamWaitEvent(lane, slot.start), "aclrtStreamWaitEvent");
   try {
-    body.run(t.body, body_args, count, lane);
+    body.run(t.body, body_args, body_count, lane);
   } catch (...) {
     // An ACL failure part way: what was queued runs after the launching stream's work, which may not
     // have run yet (the CPU target completes it after this returns), so the slot keeps the tensors
     // declared until the lane has passed its end event.
-    TransferRing::Release(slot, lane);
+    t.ring.Release(slot, lane);
+    NoteTransfer(t.ring, slot);
     throw;
   }
-  TransferRing::Release(slot, lane);
+  t.ring.Release(slot, lane);
+  NoteTransfer(t.ring, slot);
   MarkTransferQueued(s.device, form.lane);
-  s.host_results = t.body.host_results;
+  s.host_results.assign(1, TokenValue(form, t.body, args, count));
   WriteResults(s, args[count - 1], stream);  // the token, on the launching stream
 }
 
@@ -186,6 +240,9 @@ const OpBody kBodies[] = {
     MSMC_ASYNC_BODY("swap_blocks_d2h_async", "SwapBlocksAsync(d2h)"),
     MSMC_ASYNC_BODY("swap_blocks_h2d_async", "SwapBlocksAsync(h2d)"),
     MSMC_ASYNC_BODY("copy_blocks_async", "CopyBlocksAsync"),
+    MSMC_ASYNC_BODY("memcpy_batch_d2h_async", "MemcpyBatchAsync(d2h)"),
+    MSMC_ASYNC_BODY("memcpy_batch_h2d_async", "MemcpyBatchAsync(h2d)"),
+    MSMC_ASYNC_BODY("memcpy2d_write_async", "Memcpy2DAsync(write)"),
     {"wait_transfer", "WaitTransfer", [](KernelState &s, const TensorArg *a, size_t n) { CheckWait(s, a, n); },
      [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) { RunWait(s, a, n, st); }},
 };

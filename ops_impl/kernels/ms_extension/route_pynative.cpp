@@ -15,15 +15,13 @@
 // CPU kernels do: the documented form (launching from MindSpore's separate launch queue) lets a
 // built-in op that follows read the outputs before they are written.
 //
-// KernelInstance.submit (CPU target only; ms_memcopy.nn.TransferQueue): the same launch, ordered in
-// MindSpore's queue after the ops before it, but on a host-runtime stream of the caller's with an
-// event recorded after it, returning without running the work (AsyncLaunch: poll or wait for it).
-// On Ascend a transfer queue uses MindSpore's own streams and events around an ordinary call.
-#include <condition_variable>
+// KernelInstance.submit_transfer (an asynchronous form; ms_memcopy.nn.TransferQueue): the same call,
+// which also returns a TransferTicket (transfer_streams.h) that the launch fills in with the ring slot
+// its transfer took: done() polls that slot's end event, wait() waits for it alone, neither through
+// MindSpore.
 #include <cstring>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -39,115 +37,13 @@
 #include "route_common.h"
 #include "route_ops.inc"
 #include "route_raise.h"
+#include "transfer_streams.h"
 
 namespace msmc {
 namespace route {
 namespace {
 
 using Tensors = std::vector<ms::Tensor>;
-
-#if !MSMC_ASCEND
-// One submitted launch on a transfer stream: queued in MindSpore's queue, then launched (its work
-// queued on the stream, the event recorded after it) or failed. Until the event has completed it keeps
-// the launch's tensors alive and declared as device memory.
-class AsyncLaunch {
- public:
-  AsyncLaunch(aclrtStream stream, aclrtEvent event, const char *label)
-      : stream_(stream), event_(event), label_(label) {}
-  AsyncLaunch(const AsyncLaunch &) = delete;
-  AsyncLaunch &operator=(const AsyncLaunch &) = delete;
-  ~AsyncLaunch() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (memory_ != nullptr) {
-      (void)aclrtSynchronizeEvent(event_);  // never unregister memory a copy in flight uses
-    }
-  }
-
-  // From MindSpore's device task; throws (with the op's label) after recording the failure.
-  void Launch(const OpBody &body, KernelState &state, const std::vector<TensorArg> &args, Tensors keep) {
-    try {
-      auto memory = LaunchOnHostStream(body, state, args.data(), args.size(), stream_, event_);
-      std::lock_guard<std::mutex> lock(mu_);
-      memory_ = std::move(memory);
-      keep_ = std::move(keep);
-      state_ = kLaunched;
-      cv_.notify_all();
-    } catch (...) {
-      try {
-        Rethrow(label_);
-      } catch (const std::exception &e) {
-        Fail(e.what());
-        throw;
-      }
-    }
-  }
-
-  void Fail(const std::string &what) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (state_ == kQueued) {
-      state_ = kFailed;
-      error_ = what;
-      cv_.notify_all();
-    }
-  }
-
-  // Without waiting: whether the work has completed (then the tensors are let go). Throws RuntimeError
-  // with the launch's error when it failed.
-  bool Done() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (state_ == kQueued) {
-      return false;
-    }
-    ThrowIfFailed();
-    if (memory_ == nullptr) {
-      return true;
-    }
-    if (!EventCompleted(event_)) {
-      return false;
-    }
-    ReleaseLocked();
-    return true;
-  }
-
-  // Blocks (without the GIL) until the launch has been made and its work has completed.
-  void Wait() {
-    py::gil_scoped_release release;
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return state_ != kQueued; });
-    ThrowIfFailed();
-    if (memory_ != nullptr) {
-      SynchronizeEvent(event_);
-      ReleaseLocked();
-    }
-  }
-
- private:
-  enum State { kQueued, kLaunched, kFailed };
-
-  void ThrowIfFailed() const {
-    if (state_ == kFailed) {
-      throw std::runtime_error(error_);
-    }
-  }
-
-  void ReleaseLocked() {
-    memory_.reset();
-    keep_.clear();
-  }
-
-  aclrtStream stream_;
-  aclrtEvent event_;
-  const char *label_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  State state_ = kQueued;
-  std::string error_;
-  std::unique_ptr<DeviceMemoryScope> memory_;
-  Tensors keep_;
-};
-#else
-class AsyncLaunch;
-#endif
 
 // The values of an int64 input: given on the host (numpy, a sequence of ints), checked before the
 // launch is queued; or deferred: given as a Tensor, which is then one of the runner's inputs and is
@@ -181,16 +77,18 @@ int InputCount(const RouteOp &op) {
   return n;
 }
 
+using TicketPtr = std::shared_ptr<TransferTicket>;
+
 class RouteRunner : public ms::pynative::PyboostRunner {
  public:
   RouteRunner(const RouteOp &op, const OpBody &body, std::shared_ptr<KernelState> state, std::vector<ArgValue> values,
-              std::shared_ptr<AsyncLaunch> async)
+              TicketPtr ticket)
       : PyboostRunner(op.name),
         op_(op),
         body_(body),
         state_(std::move(state)),
         values_(std::move(values)),
-        async_(std::move(async)) {}
+        ticket_(std::move(ticket)) {}
 
   void LaunchKernel() override {
     CountLaunch(LaunchEntry::kEager);
@@ -219,16 +117,17 @@ class RouteRunner : public ms::pynative::PyboostRunner {
       if (read_error_ != nullptr) {
         std::rethrow_exception(read_error_);
       }
-#if !MSMC_ASCEND
-      if (async_ != nullptr) {
-        Tensors keep(inputs().begin(), inputs().end());
-        keep.insert(keep.end(), outputs().begin(), outputs().end());
-        async_->Launch(body_, *state_, args, std::move(keep));
-        return;
+      if (ticket_ != nullptr) {
+        TicketScope scope(ticket_.get(), state_);
+        LaunchBody(body_, *state_, args, stream());
+        ticket_->Finish(body_.label);
+      } else {
+        LaunchBody(body_, *state_, args, stream());
       }
-#endif
-      LaunchBody(body_, *state_, args, stream());
     } catch (const std::exception &e) {
+      if (ticket_ != nullptr) {
+        ticket_->Fail(e.what());
+      }
       RaiseInFramework(e);  // it leaves MindSpore's device task
     }
   }
@@ -279,7 +178,7 @@ class RouteRunner : public ms::pynative::PyboostRunner {
   const OpBody &body_;
   std::shared_ptr<KernelState> state_;
   std::vector<ArgValue> values_;
-  std::shared_ptr<AsyncLaunch> async_;  // set for a transfer queue's launch
+  TicketPtr ticket_;  // set for KernelInstance.submit_transfer
   std::vector<std::string> unnamed_;
   std::vector<std::vector<int64_t>> deferred_ = std::vector<std::vector<int64_t>>(values_.size());
   std::exception_ptr read_error_;
@@ -397,7 +296,7 @@ ArgReader ReaderOf(const std::vector<ArgValue> &values) {
 
 // Runs in MindSpore's frontend task, where the inputs' shapes are known.
 Tensors Run(const RouteOp &op, const OpBody &body, const std::shared_ptr<KernelState> &state,
-            const std::vector<ArgValue> &values, const std::shared_ptr<AsyncLaunch> &async) {
+            const std::vector<ArgValue> &values, const TicketPtr &ticket) {
   try {
     Tensors inputs;
     for (int a = 0; a < InputCount(op); ++a) {
@@ -411,7 +310,7 @@ Tensors Run(const RouteOp &op, const OpBody &body, const std::shared_ptr<KernelS
     for (size_t i = 0; i < spec.shapes.size(); ++i) {
       outputs.emplace_back(spec.dtypes[i], spec.shapes[i]);
     }
-    std::make_shared<RouteRunner>(op, body, state, values, async)->Run(inputs, outputs);
+    std::make_shared<RouteRunner>(op, body, state, values, ticket)->Run(inputs, outputs);
     return outputs;
   } catch (...) {
     Rethrow(body.label);
@@ -428,23 +327,18 @@ size_t OutputCount(const RouteOp &op, const std::vector<ArgValue> &values) {
   return static_cast<size_t>(op.noutputs);
 }
 
-void MarkFailed(const std::shared_ptr<AsyncLaunch> &async, const std::string &what) {
-#if !MSMC_ASCEND
-  if (async != nullptr) {
-    async->Fail(what);
+void MarkFailed(const TicketPtr &ticket, const std::string &what) {
+  if (ticket != nullptr) {
+    ticket->Fail(what);
   }
-#else
-  (void)async;
-  (void)what;
-#endif
 }
 
 py::object Dispatch(const RouteOp &op, const OpBody &body, const std::shared_ptr<KernelState> &state,
-                    std::vector<ArgValue> values, std::shared_ptr<AsyncLaunch> async = nullptr) {
+                    std::vector<ArgValue> values, TicketPtr ticket = nullptr) {
   auto py_output = mindspore::tensor::MakeVector<false>(OutputCount(op, values));
   auto promises = mindspore::tensor::TransformVectorPromise(py_output);
   mindspore::pynative::DispatchOp(std::make_shared<mindspore::pynative::PassthroughFrontendTask>(
-      [&op, &body, state, values = std::move(values), promises, async]() {
+      [&op, &body, state, values = std::move(values), promises, ticket]() {
         for (const ArgValue &v : values) {
           for (const ms::Tensor &t : v.tensors) {
             t.ConvertStubNodeToTensor();
@@ -452,9 +346,9 @@ py::object Dispatch(const RouteOp &op, const OpBody &body, const std::shared_ptr
         }
         Tensors outputs;
         try {
-          outputs = Run(op, body, state, values, async);
+          outputs = Run(op, body, state, values, ticket);
         } catch (const std::exception &e) {
-          MarkFailed(async, e.what());
+          MarkFailed(ticket, e.what());
           throw;
         }
         std::vector<mindspore::tensor::TensorPtr> results;
@@ -464,8 +358,8 @@ py::object Dispatch(const RouteOp &op, const OpBody &body, const std::shared_ptr
         }
         mindspore::tensor::SetPromise(promises, results);
       },
-      [promises, async]() {
-        MarkFailed(async, "MindSpore's queue failed before the launch was made");
+      [promises, ticket]() {
+        MarkFailed(ticket, "MindSpore's queue failed before the launch was made");
         mindspore::tensor::SetException(promises);
       }));
   return py::reinterpret_steal<py::object>(mindspore::tensor::TransformVectorOutput(py_output));
@@ -498,16 +392,13 @@ class KernelInstance {
   // The checks of a call, without the launch.
   void CheckOnly(const py::args &args) { (void)Checked(args); }
 
-#if !MSMC_ASCEND
-  // submit(stream, event, *inputs) -> (outputs, AsyncLaunch); stream and event are handles (ints).
-  py::tuple SubmitOn(uintptr_t stream, uintptr_t event, const py::args &args) {
+  // submit_transfer(*inputs) -> (outputs, TransferTicket): an asynchronous form's call and its ticket.
+  py::tuple SubmitTransfer(const py::args &args) {
     std::vector<ArgValue> values = Checked(args);
-    auto async = std::make_shared<AsyncLaunch>(reinterpret_cast<aclrtStream>(stream),
-                                               reinterpret_cast<aclrtEvent>(event), body_.label);
-    py::object outputs = Dispatch(op_, body_, state_, std::move(values), async);
-    return py::make_tuple(outputs, async);
+    auto ticket = std::make_shared<TransferTicket>();
+    py::object outputs = Dispatch(op_, body_, state_, std::move(values), ticket);
+    return py::make_tuple(outputs, ticket);
   }
-#endif
 
   const char *op_name() const { return op_.name; }
 
@@ -620,17 +511,13 @@ PYBIND11_MODULE(MS_EXTENSION_NAME, m) {
       .def("__call__", &msmc::route::KernelInstance::Call)
       .def("check", &msmc::route::KernelInstance::CheckOnly, "The checks of a call, without the launch.")
       .def_property_readonly("op", &msmc::route::KernelInstance::op_name)
-#if !MSMC_ASCEND
-      .def("submit", &msmc::route::KernelInstance::SubmitOn,
-           "submit(stream, event, *inputs) -> (outputs, AsyncLaunch): the call's launch on a host-runtime stream "
-           "of the caller's, with event recorded after it; returns without running the work")
-#endif
-      ;
-#if !MSMC_ASCEND
-  py::class_<msmc::route::AsyncLaunch, std::shared_ptr<msmc::route::AsyncLaunch>>(
-      m, "AsyncLaunch", "A submitted launch: done() polls it without waiting, wait() blocks until it has completed.")
-      .def("done", &msmc::route::AsyncLaunch::Done)
-      .def("wait", &msmc::route::AsyncLaunch::Wait);
-#endif
+      .def("submit_transfer", &msmc::route::KernelInstance::SubmitTransfer,
+           "submit_transfer(*inputs) -> (outputs, TransferTicket): an asynchronous form's call, whose ticket "
+           "follows its transfer without going through MindSpore");
+  py::class_<msmc::TransferTicket, std::shared_ptr<msmc::TransferTicket>>(
+      m, "TransferTicket",
+      "One transfer: done() polls its event without waiting, wait() waits for it alone (without the GIL).")
+      .def("done", &msmc::TransferTicket::Done)
+      .def("wait", &msmc::TransferTicket::Wait, py::call_guard<py::gil_scoped_release>());
   MSMC_ROUTE_OPS(MSMC_ROUTE_FUNCTION)
 }
