@@ -7,11 +7,18 @@ from ._extension import _paths
 
 
 def _pynative_executor() -> Any:
+    global _executor
+    if _executor is not None:
+        return _executor
     try:
         from mindspore.graph.api import _pynative_executor as executor
     except ImportError:  # MindSpore before 2.9 kept it in mindspore.common.api
         from mindspore.common.api import _pynative_executor as executor
+    _executor = executor
     return executor
+
+
+_executor: Any = None  # MindSpore's PYNATIVE executor, once looked up
 
 
 def recording_gradients() -> bool:

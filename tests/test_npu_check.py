@@ -116,6 +116,26 @@ def test_eager_calls_with_distinct_values_grow_no_kernel_resources(dry_run):
                             r"over 400 calls: events \+0, pinned \+0 B, descriptors \+0 B", result), result
 
 
+def test_eager_calls_with_tensor_values_call_no_synchronizing_entry_point(dry_run):
+    assert row(dry_run, "eager sync count: 400 calls with Tensor values", "pynative") == (
+        "ok: 0 calls into MindSpore's synchronizing entry points over 400 eager calls with Tensor offsets and "
+        "mappings")
+
+
+def test_the_sync_counter_counts_and_restores_the_entry_points():
+    """The row's counter sees a sync (so its 0 can fail) and leaves MindSpore's entry points as it found them."""
+    import mindspore as ms
+    import numpy as np
+
+    from ms_memcopy._sync_counter import SyncCounter
+
+    asnumpy = ms.Tensor.asnumpy
+    with SyncCounter() as counter:
+        ms.Tensor(np.zeros(2, np.float32)).asnumpy()
+    assert counter.total() == 1 and counter.calls["Tensor.asnumpy"] == 1
+    assert ms.Tensor.asnumpy is asnumpy
+
+
 def test_device_produced_offsets_copy_what_host_created_ones_do_without_host_waits(dry_run):
     for mode in ("pynative", "graph O0"):
         for name in ("MemcpyWithCondition d2h", "Memcpy2D extract"):

@@ -121,6 +121,23 @@ def test_a_wrong_dtype_is_a_type_error_called_directly(ms_mode, buf):
         MemcpyBatch("d2h", buf, num_tensors=1)(f32(4), I32)
 
 
+def test_a_wrong_dtype_after_good_calls_is_a_type_error(ms_mode, buf):
+    """An eager primitive remembers the dtype combinations it has checked: a call with other dtypes
+    after good ones is checked again, with the same error, and a good call after it still runs."""
+    insert = Memcpy2D("insert")
+    for _ in range(2):
+        insert(f32(3, 3), f32(1, 1), int64(0), int64(0))
+    with raises_exactly(TypeError, "ms_memcopy Memcpy2D(insert): src has dtype float16 but dst has float32"):
+        insert(f32(3, 3), tensor(np.float16, 1, 1), int64(0), int64(0))
+    with raises_exactly(TypeError, "ms_memcopy Memcpy2D(insert): src must be a Tensor, not ndarray"):
+        insert(f32(3, 3), np.ones((1, 1), np.float32), int64(0), int64(0))
+    d2h = MemcpyBatch("d2h", buf, num_tensors=1)
+    np.testing.assert_array_equal(d2h(f32(4), int64(0)).asnumpy(), [16])
+    with raises_exactly(TypeError, "ms_memcopy MemcpyBatch(d2h): offsets must be an int64 tensor, got int32"):
+        d2h(f32(4), I32)
+    np.testing.assert_array_equal(insert(f32(3, 3), f32(1, 1) * 0, int64(1), int64(1)).asnumpy()[1, 1], 0)
+
+
 EAGER_OPS = [name for name in OPS if name not in samples.GRADIENT_ONLY]
 
 

@@ -29,7 +29,7 @@ import sys
 from . import _paths, route_codegen  # noqa: F401  (_paths: tests patch paths through this module)
 from .route_ascend_check import compile_ascend_kernels  # noqa: F401
 from .route_build import (  # noqa: F401
-    BACKENDS, ENTRY_SOURCES, FINGERPRINT_FILE, PYNATIVE_SOURCE, _fingerprint, build, build_options, builder,
+    BACKENDS, ENTRY_SOURCES, FINGERPRINT_FILE, PYNATIVE_SOURCES, _fingerprint, build, build_options, builder,
     default_backend, default_build_dir, find_ninja, kernels_dir, mindspore_plugin_dir, module_name, on_ascend,
     packaged_build_dir)
 from .route_call import call, given_values, type_id  # noqa: F401

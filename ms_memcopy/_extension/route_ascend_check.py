@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import List, Union
 
 from . import _paths
-from .route_build import PYNATIVE_SOURCE, build_options, builder, mindspore_plugin_dir
+from .route_build import PYNATIVE_SOURCES, build_options, builder, mindspore_plugin_dir
 
 
 def compile_ascend_kernels(out_dir: Union[str, Path], jobs: int = 2) -> Path:
@@ -16,7 +16,7 @@ def compile_ascend_kernels(out_dir: Union[str, Path], jobs: int = 2) -> Path:
     libmindspore_ops_ascend with ``--allow-shlib-undefined`` (CANN's libraries are absent). The
     result cannot be loaded without CANN: this keeps the Ascend code compiling where there is none.
     Every unit is compiled with the project's Ascend branches on. The PyNative entries include
-    MindSpore's extension header, whose Ascend form needs CANN's own headers: that unit is compiled
+    MindSpore's extension header, whose Ascend form needs CANN's own headers: those units are compiled
     with the header's CPU form and the project's branches on (``MSMC_ASCEND_BRANCHES``, route_common.h).
     Returns the library's path; raises RuntimeError with the compiler's output on failure."""
     import subprocess
@@ -33,7 +33,7 @@ def compile_ascend_kernels(out_dir: Union[str, Path], jobs: int = 2) -> Path:
     cxx = os.environ.get("CXX", "g++")
 
     def ascend_branches(source):
-        return "-DMSMC_ASCEND_BRANCHES" if source.endswith(PYNATIVE_SOURCE) else "-DCUSTOM_ASCEND_OP"
+        return "-DMSMC_ASCEND_BRANCHES" if Path(source).name in PYNATIVE_SOURCES else "-DCUSTOM_ASCEND_OP"
 
     commands = [[cxx, *cflags, ascend_branches(source), *includes, "-c", source, "-o",
                  str(out_dir / (Path(source).stem + ".o"))] for source in options["sources"]]

@@ -13,8 +13,9 @@ from . import _paths, build_recipe, route_codegen
 BACKENDS = ("CPU", "Ascend")
 
 FINGERPRINT_FILE = "ms_memcopy_route.fingerprint"
-PYNATIVE_SOURCE = "route_pynative.cpp"
-ENTRY_SOURCES = ("route_common.cpp", "route_infer.cpp", PYNATIVE_SOURCE, "route_cpu_kernel.cpp",
+#: The units of the eager entries, which include MindSpore's extension header (ms_extension/api.h).
+PYNATIVE_SOURCES = ("route_pynative.cpp", "route_eager_args.cpp", "route_runner.cpp")
+ENTRY_SOURCES = ("route_common.cpp", "route_infer.cpp", *PYNATIVE_SOURCES, "route_cpu_kernel.cpp",
                  "route_ascend_kernel.cpp", "route_tuple_pass.cpp")
 
 

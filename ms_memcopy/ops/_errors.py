@@ -16,9 +16,18 @@ def labelled_errors(label: str) -> Iterator[None]:
     try:
         yield
     except (ValueError, TypeError) as error:
-        if type(error) not in (ValueError, TypeError) or str(error).startswith(ERROR_PREFIX):
+        relabelled = labelled(error, label)
+        if relabelled is error:
             raise
-        raise type(error)(f"{ERROR_PREFIX}{label}: {error}").with_traceback(error.__traceback__) from None
+        raise relabelled.with_traceback(error.__traceback__) from None
+
+
+def labelled(error, label):
+    """error prefixed as :func:`labelled_errors` does (a new exception of its type), or error itself
+    when it is of a subtype or already prefixed."""
+    if type(error) not in (ValueError, TypeError) or str(error).startswith(ERROR_PREFIX):
+        return error
+    return type(error)(f"{ERROR_PREFIX}{label}: {error}")
 
 
 def labelled_init(cls: Type[Any], init: Callable[..., None]) -> Callable[..., None]:
@@ -35,6 +44,18 @@ def labelled_init(cls: Type[Any], init: Callable[..., None]) -> Callable[..., No
 def check_jit_level(label: str) -> None:
     """The refusal the op's infer function makes, for calls that reach no infer function: these
     kernels run kernel by kernel, which jit_level O2 (task sink) does not do."""
-    if ms.get_context("mode") == ms.GRAPH_MODE and (ms.get_context("jit_config") or {}).get("jit_level") == "O2":
+    if _execution_mode() == ms.GRAPH_MODE and (ms.get_context("jit_config") or {}).get("jit_level") == "O2":
         raise RuntimeError(f"{ERROR_PREFIX}{label}: runs kernel by kernel and cannot be compiled with "
                            "jit_level O2 (task sink); use jit_level O0 or O1")
+
+
+def _mode_reader():
+    """ms.get_context("mode") without get_context's argument checks (it runs at every eager call)."""
+    try:
+        from mindspore.context import _get_mode
+    except ImportError:  # a MindSpore without it
+        return lambda: ms.get_context("mode")
+    return _get_mode
+
+
+_execution_mode = _mode_reader()

@@ -1,7 +1,7 @@
 """CopyPrimitive, the ``Custom_ms_memcopy_<op>`` primitive of an op of configs/ops/*.yaml that every copy
 primitive of ms_memcopy.ops is or holds (how it is run and checked: :mod:`ms_memcopy.ops`)."""
 import numpy as np
-from mindspore import nn, ops
+from mindspore import Tensor, nn, ops
 from mindspore.ops.primitive import _run_op
 
 from .._extension import _kernels_lib, op_def_route, route_codegen
@@ -9,7 +9,7 @@ from .._framework import record_custom_bprop, recording_gradients
 from ..op_defs import op_def
 from ._args import check_dtypes, check_same_dtype, check_tensors
 from ._bprop import register_op_def_bprop
-from ._errors import check_jit_level, labelled_errors, labelled_init
+from ._errors import check_jit_level, labelled, labelled_errors, labelled_init
 from ._host_values import host_values, reading_host_values_once
 
 
@@ -66,14 +66,24 @@ class CopyPrimitive(ops.Custom):
             self.init_attrs[name] = value
         self._init_values = tuple(values)
         self._kernel = None  # the eager calls' KernelInstance
+        self._has_variadic = any(t.variadic for t in definition.inputs)
+        self._host_value_inputs = tuple(t.host_values for t in definition.inputs)
+        self._variadic_output = definition.outputs[0].variadic
+        self._checked_dtypes = set()  # the input dtypes (a tuple per call) that passed the dtype checks
         self.bprop = None if bprop is None else register_op_def_bprop(definition, bprop)
         self._gradient = None if bprop is None else _EagerGradient(bprop)
         if definition.side_effect_mem:
             self.add_prim_attr("side_effect_mem", True)
 
     def __call__(self, *args):
-        with labelled_errors(self._label), reading_host_values_once():
+        # (labelled_errors' relabelling, inlined: this runs at every eager call)
+        try:
             return self._checked_call(args)
+        except (ValueError, TypeError) as error:
+            relabelled = labelled(error, self._label)
+            if relabelled is error:
+                raise
+            raise relabelled.with_traceback(error.__traceback__) from None
 
     def _submit_transfer(self, *args):
         """An eager call of an asynchronous form (configs/ops/transfer.yaml) with the Python checks of a
@@ -87,9 +97,7 @@ class CopyPrimitive(ops.Custom):
         self._check_arity(args)
         # (OpCell passes a variadic input's tensors as one tuple)
         flat = [t for group in args for t in (group if isinstance(group, tuple) else (group,))]
-        check_tensors(self._op_def, flat)  # wrong types and dtypes are TypeErrors before any value check
-        check_dtypes(self._op_def, flat)
-        check_same_dtype(self._op_def, [{"dtype": t.dtype} for t in flat])
+        self._check_inputs(flat)
         check_jit_level(self._label)
         self._check_eager(flat)
 
@@ -104,11 +112,24 @@ class CopyPrimitive(ops.Custom):
             return _run_op(self, self.name, (*args, *self._init_values))
         return self._launch_eagerly(args)
 
+    def _check_inputs(self, flat):
+        """Wrong types and dtypes are TypeErrors before any value check; the dtypes of a call that
+        passed are remembered, so a call with the same ones is not checked again."""
+        key = tuple([t.dtype if isinstance(t, Tensor) else None for t in flat])
+        if key in self._checked_dtypes:
+            return
+        check_tensors(self._op_def, flat)
+        check_dtypes(self._op_def, flat)
+        check_same_dtype(self._op_def, [{"dtype": t.dtype} for t in flat])
+        if len(self._checked_dtypes) >= _CHECKED_DTYPES_KEPT:
+            self._checked_dtypes.clear()
+        self._checked_dtypes.add(key)
+
     def _check_arity(self, args):
         """TypeError naming the missing inputs of an op without a variadic input (extra inputs are
         each form's own count check, a ValueError)."""
         names = self._op_def.input_names
-        if any(t.variadic for t in self._op_def.inputs) or len(args) >= len(names):
+        if self._has_variadic or len(args) >= len(names):
             return
         missing = ", ".join(names[len(args):])
         raise TypeError(f"missing input {missing}: call it as op({', '.join(names)}), got {len(args)} input(s)")
@@ -116,15 +137,19 @@ class CopyPrimitive(ops.Custom):
     def _launch_eagerly(self, args, submit=False):
         if self._kernel is None:
             self._kernel = op_def_route.load().KernelInstance(self._op_def.name, *self._init_values)
-        values = [_int64_values(x) if t.host_values else _dense(x) for t, x in zip(self._op_def.inputs, args)]
+        values = [_int64_values(x) if host else _dense(x) for host, x in zip(self._host_value_inputs, args)]
         if submit:
             outputs, ticket = self._kernel.submit_transfer(*values)
             return outputs[0], ticket
         outputs = self._kernel(*values)
-        return tuple(outputs) if self._op_def.outputs[0].variadic else outputs[0]
+        return tuple(outputs) if self._variadic_output else outputs[0]
 
     def _check_eager(self, inputs):
         """What the kernel cannot see, on the objects of an eager call (nothing by default)."""
+
+
+#: How many dtype combinations a primitive remembers as checked (a variadic input can make many).
+_CHECKED_DTYPES_KEPT = 64
 
 
 class _EagerGradient(nn.Cell):

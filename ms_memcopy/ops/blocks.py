@@ -12,6 +12,7 @@ from typing import Callable, Dict, Sequence, Union
 import numpy as np
 import mindspore as ms
 
+from .._framework import recording_gradients
 from ..host_buffer import HostBuffer
 from ..host_chunks import HostChunks
 from ._args import check_host_buffer, check_in_place_target, check_int
@@ -57,6 +58,16 @@ def _mapping_values(mapping):
     return values.astype(np.int64, copy=False)
 
 
+def _mapping_stand_in():
+    """The int64 Tensor [0, 2] that stands in for a block mapping given on the host (one per process)."""
+    global _STAND_IN
+    if _STAND_IN is None:
+        _STAND_IN = ms.Tensor(np.zeros((0, 2), np.int64))
+    return _STAND_IN
+
+
+_STAND_IN = None
+
 __all__ = ["SwapBlocks", "CopyBlocks"]
 
 
@@ -83,8 +94,10 @@ class _BlockPrimitive(CopyPrimitive):
                 values = _mapping_values(flat[-1])
             mapping = flat[-1]
             if values is not None:
-                mapping = ms.Tensor(values)
-                remember_host_values(mapping, values)  # launched from these values
+                # launched from these values; a Tensor of them only for MindSpore's gradient record,
+                # which reads it (else an int64 Tensor stands in for them in the checks)
+                mapping = ms.Tensor(values) if recording_gradients() else _mapping_stand_in()
+                remember_host_values(mapping, values)
             return call(caches, mapping)
 
     def _check_count(self, count):

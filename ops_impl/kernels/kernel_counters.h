@@ -1,7 +1,7 @@
 // Counters of the kernels library, read from Python (ms_memcopy/_kernels_lib.py) by
 // `python -m ms_memcopy npu-check`:
 // - launches by entry: a graph KernelMod (route_kernel.h) or an eager PyboostRunner
-//   (route_pynative.cpp), so that a check can tell MindSpore ran this project's kernel and by which
+//   (route_runner.cpp), so that a check can tell MindSpore ran this project's kernel and by which
 //   path;
 // - the ACL resources the kernels own and hold now (events, pinned host bytes, descriptor bytes in
 //   device memory), counted here because CANN reports none of them (the host runtime's own counts

@@ -14,6 +14,8 @@ skipped), exiting non-zero if any check fails:
   (launches from different queue threads must reach the stream in program order);
 - 200 eager calls with distinct offsets or block mappings against 200 with a repeated value: the
   per-call times, and no growth of the events, pinned bytes and descriptor bytes the kernels own;
+- 200 eager calls each with Tensor offsets and Tensor block mappings: the calls into MindSpore's
+  synchronizing entry points (``asnumpy``, ``_pynative_executor.sync``, ...), 0 expected;
 - offsets produced on the device (``ops.add``) against host-created ones: the same bytes copied, the
   per-call time of each and, on the host runtime, the host waits per call;
 - the time of a swap of 1024 blocks of 64 KiB over 2 caches against one built-in copy per block;
@@ -44,6 +46,7 @@ from .device_checks import check_big_desc_copy, check_device_offsets, check_tran
 from .op_checks import (
     check_chained_builtin, check_eager_distinct_values, check_main_thread_context, check_ordering, check_selection,
     check_write, _family_checks, _with_launch_counts)
+from .sync_count import check_eager_sync_count
 from .transfer_checks import QUEUE_SUBMITS, check_graph_transfer, check_queue_syncs
 
 
@@ -79,6 +82,8 @@ def run_checks(big=True):
     for name, what, buffer in EAGER_VALUE_CASES:
         rows.append(_row(f"eager {DISTINCT_CALLS} distinct {what}: {name}", "pynative", buffer,
                          check_eager_distinct_values, name))
+    rows.append(_row(f"eager sync count: {2 * DISTINCT_CALLS} calls with Tensor values", "pynative", "pinned",
+                     check_eager_sync_count))
     for mode in CHECK_MODES:
         for name in DEVICE_OFFSET_OPS:
             rows.append(_row(f"offsets from the device vs host: {name}", mode, "pinned", check_device_offsets,

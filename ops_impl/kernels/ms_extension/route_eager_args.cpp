@@ -1,0 +1,145 @@
+// Converting an eager call's Python arguments onto the op_def arguments (route_eager_args.h).
+#include "route_eager_args.h"
+
+#include <string>
+
+#include "pybind11/numpy.h"
+#include "route_raise.h"
+
+namespace msmc {
+namespace route {
+namespace {
+
+std::vector<int64_t> ToInts(const py::handle &obj, const char *argument) {
+  if (!py::isinstance<py::tuple>(obj) && !py::isinstance<py::list>(obj)) {
+    ThrowInput(argument, "must be a tuple of ints");
+  }
+  std::vector<int64_t> values;
+  for (const py::handle &item : obj) {
+    values.push_back(py::cast<int64_t>(item));
+  }
+  return values;
+}
+
+// The values of an int64 input given as a numpy array or a sequence of ints (a Tensor is deferred:
+// HostValues).
+HostValues ToHostValues(const py::handle &obj, const char *argument) {
+  py::array array = py::array::ensure(obj);
+  if (!array) {
+    PyErr_Clear();
+    throw py::type_error(std::string(argument) +
+                         " must be int64 values (a numpy array, a sequence of ints or an "
+                         "int64 Tensor)");
+  }
+  if (array.dtype().kind() != 'i' && array.dtype().kind() != 'u' && array.size() != 0) {
+    throw py::type_error(std::string(argument) + " must be int64 values, got dtype " +
+                         py::str(array.dtype()).cast<std::string>());
+  }
+  auto ints = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(array);
+  if (!ints) {
+    PyErr_Clear();
+    throw py::type_error(std::string(argument) + " must be int64 values");
+  }
+  HostValues h;
+  h.values.assign(ints.data(), ints.data() + ints.size());
+  h.shape.assign(ints.shape(), ints.shape() + ints.ndim());
+  return h;
+}
+
+// A tensor argument with its shape and dtype. A PYNATIVE result may still be a stub whose C++ tensor
+// has no dtype yet; its Python object knows both.
+void AddTensor(const py::handle &obj, ArgValue *v) {
+  v->tensors.push_back(py::cast<ms::Tensor>(obj));
+  v->shapes.push_back(py::cast<Shape>(obj.attr("shape")));
+  const std::optional<TypeId> dtype = DtypeOfTypeName(py::str(obj.attr("dtype")).cast<std::string>());
+  v->dtypes.push_back(dtype.value_or(mindspore::kTypeUnknown));
+}
+
+}  // namespace
+
+bool IsInput(ArgKind kind) {
+  return kind == ArgKind::kTensor || kind == ArgKind::kTensors || kind == ArgKind::kHostValues;
+}
+
+int InputCount(const RouteOp &op) {
+  int n = 0;
+  while (n < op.nargs && IsInput(op.args[n].kind)) {
+    ++n;
+  }
+  return n;
+}
+
+void Convert(const RouteOp &op, const py::args &args, int first, std::vector<ArgValue> *values) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const int a = first + static_cast<int>(i);
+    const RouteArg &arg = op.args[a];
+    const py::handle obj = args[i];
+    ArgValue &v = (*values)[static_cast<size_t>(a)];
+    try {
+      switch (arg.kind) {
+        case ArgKind::kTensor:
+          AddTensor(obj, &v);
+          break;
+        case ArgKind::kHostValues:
+          if (py::isinstance<ms::Tensor>(obj) || py::hasattr(obj, "asnumpy")) {
+            AddTensor(obj, &v);  // read at the launch (HostValues)
+            if (v.dtypes.back() != mindspore::kNumberTypeInt64) {
+              throw py::type_error(std::string(arg.name) + " must be an int64 tensor");
+            }
+            v.host.shape = v.shapes.back();
+            v.host.deferred = true;
+          } else {
+            v.host = ToHostValues(obj, arg.name);
+          }
+          break;
+        case ArgKind::kTensors:
+          for (const py::handle &item : obj) {
+            AddTensor(item, &v);
+          }
+          break;
+        case ArgKind::kInt:
+        case ArgKind::kLength:
+        case ArgKind::kGivenDtype:
+          v.int_value = py::cast<int64_t>(obj);
+          break;
+        case ArgKind::kStr:
+          ThrowInput(arg.name, "str attributes do not reach op bodies");
+        default:
+          v.ints = ToInts(obj, arg.name);
+      }
+    } catch (const py::cast_error &) {
+      throw py::type_error(std::string(arg.name) + " has the wrong type for this op_def argument");
+    }
+  }
+}
+
+ArgReader ReaderOf(const std::vector<ArgValue> &values) {
+  ArgReader r;
+  r.shape = [&values](int i) {
+    const ArgValue &v = values[static_cast<size_t>(i)];
+    return v.shapes.empty() ? v.host.shape : v.shapes.at(0);
+  };
+  r.dtype = [&values](int i) {
+    const ArgValue &v = values[static_cast<size_t>(i)];
+    if (v.dtypes.empty()) {
+      return mindspore::kNumberTypeInt64;
+    }
+    // (a dtype without a name here: the tensor's own, read in the frontend task)
+    return v.dtypes.at(0) != mindspore::kTypeUnknown ? v.dtypes.at(0) : v.tensors.at(0).data_type();
+  };
+  r.int_value = [&values](int i) { return values[static_cast<size_t>(i)].int_value; };
+  r.ints = [&values](int i) -> std::optional<std::vector<int64_t>> { return values[static_cast<size_t>(i)].ints; };
+  r.length = [&values](int i) -> std::optional<size_t> { return values[static_cast<size_t>(i)].tensors.size(); };
+  return r;
+}
+
+size_t OutputCount(const RouteOp &op, const std::vector<ArgValue> &values) {
+  for (int a = 0; a < op.nargs; ++a) {
+    if (op.args[a].kind == ArgKind::kGivenRanks) {
+      return values[static_cast<size_t>(a)].ints.size();
+    }
+  }
+  return static_cast<size_t>(op.noutputs);
+}
+}  // namespace route
+}  // namespace msmc
