@@ -31,3 +31,15 @@ def test_kernel_program_command():
 def test_runtime_program_command_has_no_kernel_part():
     cmd = recipe.program_command("t.cpp", "t", "/inc", "/lib", flags=["-O0"], compiler="c++")
     assert cmd == ["c++", "-O0", "-I/inc", "t.cpp", "-L/lib", "-lascendcl", "-Wl,-rpath,/lib", "-o", "t"]
+
+
+def test_kernel_program_command_with_the_kernels_objects():
+    """The kernel sources compiled once each with the program's flags, then linked into every program."""
+    kernels = ROOT / recipe.KERNELS
+    source = str(recipe.kernel_sources(kernels)[0])
+    obj = recipe.kernel_object_command(source, "k.o", "/inc", kernels, "/gen", compiler="c++")
+    whole = recipe.program_command("t.cpp", "t", "/inc", "/lib", kernels_dir=kernels, generated="/gen", compiler="c++")
+    assert obj == [*whole[:whole.index("t.cpp")], "-c", source, "-o", "k.o"]
+    cmd = recipe.program_command("t.cpp", "t", "/inc", "/lib", kernels_dir=kernels, generated="/gen", compiler="c++",
+                                 kernel_objects=["k.o"])
+    assert cmd == [*whole[:whole.index("t.cpp") + 1], "k.o", *whole[whole.index("-L/lib"):]]

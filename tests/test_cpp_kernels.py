@@ -16,19 +16,29 @@ PROGRAMS = sorted((ROOT / build_recipe.KERNEL_TESTS).glob("*.cpp"))
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """Every program built once, two compilers at a time (each compiles the kernel sources with it):
-    {stem: (executable, the compiler's result)}."""
+    """Every program built once: the kernel sources compiled once, two at a time, then each program
+    compiled and linked with their objects: {stem: (executable, the compiler's result)}."""
     out = tmp_path_factory.mktemp("cpp_kernels")
-    library = Path(_paths.get_acl_library())
+    include, library = _paths.get_include(), Path(_paths.get_acl_library())
     build_recipe.write_kernel_tables(out, _paths.shipped_include())  # as setup.py writes them
+    objects = [out / f"{source.stem}.o" for source in build_recipe.kernel_sources(KERNELS)]
 
-    def build(source):
-        exe = out / source.stem
-        cmd = build_recipe.program_command(source, exe, _paths.get_include(), library.parent, kernels_dir=KERNELS,
-                                           generated=out)
-        return source.stem, (exe, subprocess.run(cmd, capture_output=True, text=True))
+    def run(cmd):
+        return subprocess.run(cmd, capture_output=True, text=True)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
+        compiled = list(pool.map(run, [build_recipe.kernel_object_command(source, obj, include, KERNELS, out)
+                                       for source, obj in zip(build_recipe.kernel_sources(KERNELS), objects)]))
+        failed = next((result for result in compiled if result.returncode != 0), None)
+
+        def build(source):
+            exe = out / source.stem
+            if failed is not None:
+                return source.stem, (exe, failed)
+            cmd = build_recipe.program_command(source, exe, include, library.parent, kernels_dir=KERNELS,
+                                               generated=out, kernel_objects=objects)
+            return source.stem, (exe, run(cmd))
+
         return dict(pool.map(build, PROGRAMS))
 
 

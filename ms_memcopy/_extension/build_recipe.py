@@ -124,17 +124,33 @@ def includes(dirs: Iterable[PathLike]) -> List[str]:
     return [f"-I{d}" for d in dirs]
 
 
+def kernel_object_command(source: PathLike, obj: PathLike, acl_include: PathLike, kernels_dir: PathLike,
+                          generated: PathLike, flags: Sequence[str] = TEST_FLAGS,
+                          compiler: Optional[str] = None) -> List[str]:
+    """The command that compiles one kernel source (of kernel_sources) into the object obj as
+    program_command compiles it, for programs that link the kernels' objects (kernel_objects) instead
+    of compiling the sources each."""
+    return [compiler or cxx(), *flags, *_kernel_flags(kernels_dir, generated), f"-I{acl_include}", "-c", str(source),
+            "-o", str(obj)]
+
+
+def _kernel_flags(kernels_dir: PathLike, generated: PathLike) -> List[str]:
+    return [HOST_ACL_DEFINE, *includes([Path(kernels_dir), Path(generated)])]
+
+
 def program_command(source: PathLike, exe: PathLike, acl_include: PathLike, library_dir: PathLike,
                     flags: Sequence[str] = TEST_FLAGS, kernels_dir: Optional[PathLike] = None,
-                    generated: Optional[PathLike] = None, compiler: Optional[str] = None) -> List[str]:
+                    generated: Optional[PathLike] = None, compiler: Optional[str] = None,
+                    kernel_objects: Optional[Sequence[PathLike]] = None) -> List[str]:
     """The command that builds one C++ test program into exe, linked against libascendcl in library_dir.
     A kernel test (kernels_dir given) also compiles the kernel sources, against the host runtime, with
-    the kernels' generated tables in `generated` (see write_kernel_tables)."""
+    the kernels' generated tables in `generated` (see write_kernel_tables), or links kernel_objects, the
+    objects of those sources built by kernel_object_command."""
     kernel_part, kernel_flags = [], []
     if kernels_dir is not None:
         if generated is None:
             raise TypeError("a kernel test (kernels_dir given) needs generated, the kernels' generated tables")
-        kernel_flags = [HOST_ACL_DEFINE, *includes([Path(kernels_dir), Path(generated)])]
-        kernel_part = [str(p) for p in kernel_sources(kernels_dir)]
+        kernel_flags = _kernel_flags(kernels_dir, generated)
+        kernel_part = [str(p) for p in (kernel_sources(kernels_dir) if kernel_objects is None else kernel_objects)]
     return [compiler or cxx(), *flags, *kernel_flags, f"-I{acl_include}", str(source), *kernel_part,
             f"-L{library_dir}", "-lascendcl", f"-Wl,-rpath,{library_dir}", "-o", str(exe)]
