@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import _background
 import _import_check
 from ms_memcopy import _runtime_env
 
@@ -43,6 +44,23 @@ def _children_import_the_same_copy(imported):
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if str(_import_check.CHECKOUT) not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([str(_import_check.CHECKOUT), *paths])
+
+
+# ---------------------------------------------------------------------------------------------
+# Long builds that tests wait for (tests/_background.py): a test marked
+# @pytest.mark.background.with_args(build) has its build started when the session's tests are collected,
+# to compile while other tests run.
+# ---------------------------------------------------------------------------------------------
+
+def pytest_collection_finish(session):
+    """Starts the background builds of the tests collected (tests/_background.py)."""
+    for item in session.items:
+        for marker in item.iter_markers("background"):
+            _background.start(marker.args[0])
+
+
+def pytest_unconfigure(config):
+    _background.close()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,6 +17,8 @@ import yaml
 
 from ms_memcopy import op_def_route, op_defs, route_build, route_codegen
 
+import _background
+
 ROOT = Path(__file__).resolve().parent.parent
 NEW_FAMILY = "configs/ops/rows.yaml"
 
@@ -345,12 +347,23 @@ def test_kernel_errors_keep_their_type_and_text_eagerly(pynative, monkeypatch):
         kernel.check(ms.Tensor(np.ones(4, np.float32)), np.zeros(1, np.int64))
 
 
+def compile_ascend_kernels(directory):
+    """op_def_route.compile_ascend_kernels in a child interpreter: (its result, the library's path)."""
+    script = ("import sys; from ms_memcopy import op_def_route; "
+              "print(op_def_route.compile_ascend_kernels(sys.argv[1]))")
+    result = _background.run([sys.executable, "-c", script, directory])
+    return result, Path(result.stdout.strip().splitlines()[-1]) if result.returncode == 0 else None
+
+
 @pytest.mark.slow
-def test_ascend_kernels_compile_and_link(tmp_path):
+@pytest.mark.background.with_args(compile_ascend_kernels)
+def test_ascend_kernels_compile_and_link():
     """Every unit of the module with the project's Ascend branches on (the Ascend KernelMods with
     -DCUSTOM_ASCEND_OP, the PyNative entries with MSMC_ASCEND_BRANCHES) against the wheel's headers and
-    this project's ACL headers; linked with --allow-shlib-undefined, since CANN's libraries are not here."""
-    library = op_def_route.compile_ascend_kernels(tmp_path)
+    this project's ACL headers; linked with --allow-shlib-undefined, since CANN's libraries are not here.
+    About 70 s of compiling on 2 cores: it starts in the background when the session's tests are collected."""
+    result, library = _background.result(compile_ascend_kernels)
+    assert result.returncode == 0, result.stderr[-4000:]
     symbols = subprocess.run(["nm", "-C", str(library)], capture_output=True, text=True, check=True).stdout
     assert "RouteAscendKernel" in symbols and "CustomKernelFactory::Register" in symbols
     assert "KernelInstance" in symbols and "RouteRunner" in symbols  # the PyNative entries are in it
