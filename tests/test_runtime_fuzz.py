@@ -6,6 +6,8 @@ import pytest
 
 import fuzz_runtime
 
+SHORT_RUN_CASES = 24000
+
 API_CODES_SEEN_IN_A_RUN = {
     "aclrtMemcpy": {0, 100000, 107000},
     "aclrtMemcpyAsync": {0, 100000, 107000, 107003, 107017, 207000},
@@ -40,10 +42,12 @@ API_CODES_SEEN_IN_A_RUN = {
 
 
 def test_short_fuzz_run_matches_the_model():
+    """A fixed number of cases (their codes and sequences depend only on the seed): 24000 reach every code
+    above (seed 1 reaches the last of them after 18000). .ci/run runs the fuzzer's long run."""
     tally = {}
-    ran, findings = fuzz_runtime.fuzz(60000, seed=1, budget_s=25, tally=tally)
+    ran, findings = fuzz_runtime.fuzz(SHORT_RUN_CASES, seed=1, tally=tally)
     assert findings == [], "\n".join(findings)
-    assert ran >= 2000
+    assert ran == SHORT_RUN_CASES
     seen = {}
     for key in tally:
         api, code = key.rsplit(" ", 1)
