@@ -15,7 +15,24 @@ from ms_memcopy.op_defs import supported_dtypes
 
 DTYPES = supported_dtypes()
 with open(_paths.configs_dir() / "soc_profiles.yaml", encoding="utf-8") as _f:
-    PROFILES = list(yaml.safe_load(_f)["profiles"])
+    _SOC_TABLE = yaml.safe_load(_f)
+
+
+def _other_features():
+    """The profiles whose features (every field but the product's name) differ from the default profile's,
+    which the primitive tests run in-process, and from each other's (the first of each)."""
+    seen = [{k: v for k, v in _SOC_TABLE["profiles"][_SOC_TABLE["default"]].items() if k != "product"}]
+    names = []
+    for name, fields in _SOC_TABLE["profiles"].items():
+        features = {k: v for k, v in fields.items() if k != "product"}
+        if features not in seen:
+            seen.append(features)
+            names.append(name)
+    return names
+
+
+#: The profiles that a test of every profile runs in a child interpreter.
+PROFILES_WITH_OTHER_FEATURES = _other_features()
 # Shapes of rank 1 to 4 whose byte sizes are not multiples of 64, and an empty one.
 SHAPES = [(7,), (3, 5), (2, 3, 5), (1, 2, 3, 7), (0, 4)]
 

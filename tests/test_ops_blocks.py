@@ -15,7 +15,8 @@ from ms_memcopy.ops._dtypes import itemsize
 
 from ms_memcopy import _kernels_lib
 
-from _ops_support import DTYPES, PROFILES, as_numpy, check_on_profile, int64, make, raw_bytes, raises_exactly, widen
+from _ops_support import (DTYPES, PROFILES_WITH_OTHER_FEATURES, as_numpy, check_on_profile, int64, make, raw_bytes,
+                          raises_exactly, widen)
 
 
 def parameters(*tensors):
@@ -851,7 +852,8 @@ print("OK")
 '''
 
 
-@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("profile", PROFILES_WITH_OTHER_FEATURES)
 def test_in_place_ops_on_every_profile(run_python, route, profile):
-    """The same results whichever calls the chip has (batch, descriptors, 2-D device-to-device copies)."""
+    """The same results whichever calls the chip has (batch, descriptors, 2-D device-to-device copies): each
+    profile whose features differ from the default one's, which the tests above run in-process."""
     check_on_profile(run_python, PROFILE_SCRIPT, profile)

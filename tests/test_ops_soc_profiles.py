@@ -1,11 +1,12 @@
 """Every op gives the same result on every SoC profile, whichever ACL calls the chip has (batch,
 descriptors and 2-D device-to-device copies fall back to aclrtMemcpyAsync where missing): the sample
-call of every op of configs/ops, in both modes, against numpy."""
+call of every op of configs/ops, in both modes, against numpy, on each profile whose features differ from
+the default profile's (test_ops_samples.py runs them in-process on that one)."""
 from pathlib import Path
 
 import pytest
 
-from _ops_support import PROFILES, check_on_profile
+from _ops_support import PROFILES_WITH_OTHER_FEATURES, check_on_profile
 
 from ms_memcopy import _runtime_env
 
@@ -28,7 +29,7 @@ print("OK")
 '''.replace("{tests!r}", repr(str(Path(__file__).resolve().parent)))
 
 
-@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("profile", PROFILES_WITH_OTHER_FEATURES)
 def test_primitives_identical_on_every_profile(run_python, profile):
     check_on_profile(run_python, SCRIPT, profile, timeout=300)
 
