@@ -3,7 +3,8 @@ nodes simulated on this machine (two msrun, --node_rank 0 and 1, --master_addr 1
 rank in each form.
 
 Each test runs msrun from the interpreter's own environment (the workers take `python` from PATH), on a
-free port and a log directory of its own.
+free port and a log directory of its own, with the job made small (SMALL_JOB); .ci/run runs the README's
+command as written (setup:scale).
 """
 import os
 import re
@@ -23,6 +24,11 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 pytestmark = pytest.mark.slow
+
+# Appended to the README's commands (the last value of an option counts): 3 sequences of 8 decoded tokens
+# and one replay of each swap. Every rank still prefills, decodes, is preempted (swaps out and in), forks
+# a sequence and gathers every rank's results, and rank 0 still checks them against the reference.
+SMALL_JOB = ("--sequences", "3", "--decode", "8", "--fork-decode", "4", "--repeats", "1", "--per-block-swaps", "1")
 
 
 def readme_scale_command():
@@ -44,7 +50,7 @@ def run_scale(tmp_path, extra=(), timeout=420, node_timeout=None):
     command = command.replace('PATH="$PWD/.venv/bin:$PATH" .venv/bin/msrun', f'PATH="{BIN}:$PATH" {BIN}/msrun')
     command = re.sub(r"--master_port=\d+", f"--master_port={free_port()}", command)
     command = command.replace("--log_dir=msrun_log", f"--log_dir={tmp_path / 'log'}")
-    command += "".join(f" {a}" for a in extra)
+    command += "".join(f" {a}" for a in (*SMALL_JOB, *extra))
     env = _runtime_env.without_machine(os.environ)
     if node_timeout is not None:
         env["MS_NODE_TIMEOUT"] = str(node_timeout)  # the scheduler's wait for a node that stopped beating
@@ -120,7 +126,7 @@ def run_two_nodes(tmp_path, extra=(), timeout=420):
                                       f'PATH="{BIN}:$PATH" exec {BIN}/msrun')
             command = re.sub(r"--master_port=\d+", f"--master_port={port}", command)
             command = command.replace(f"--log_dir=msrun_log/node{node}", f"--log_dir={tmp_path / f'node{node}'}")
-            command += "".join(f" {a}" for a in extra)
+            command += "".join(f" {a}" for a in (*SMALL_JOB, *extra))
             outputs.append(tmp_path / f"node{node}.out")
             with open(outputs[-1], "w") as out:
                 processes.append(subprocess.Popen(["bash", "-c", command], cwd=ROOT, env=env, stdout=out,
