@@ -9,26 +9,26 @@ import pytest
 
 from ms_memcopy import _paths, _runtime_env, build_recipe
 
+import _background
+
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / build_recipe.KERNELS
 PROGRAMS = sorted((ROOT / build_recipe.KERNEL_TESTS).glob("*.cpp"))
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def build_programs(out):
     """Every program built once: the kernel sources compiled once, two at a time, then each program
-    compiled and linked with their objects: {stem: (executable, the compiler's result)}."""
-    out = tmp_path_factory.mktemp("cpp_kernels")
+    compiled and linked with their objects: {stem: (executable, the compiler's result)}. Started when
+    the tests are collected (tests/_background.py)."""
+    if not _paths.uses_host_runtime():
+        return {}
     include, library = _paths.get_include(), Path(_paths.get_acl_library())
     build_recipe.write_kernel_tables(out, _paths.shipped_include())  # as setup.py writes them
     objects = [out / f"{source.stem}.o" for source in build_recipe.kernel_sources(KERNELS)]
-
-    def run(cmd):
-        return subprocess.run(cmd, capture_output=True, text=True)
-
     with ThreadPoolExecutor(max_workers=2) as pool:
-        compiled = list(pool.map(run, [build_recipe.kernel_object_command(source, obj, include, KERNELS, out)
-                                       for source, obj in zip(build_recipe.kernel_sources(KERNELS), objects)]))
+        compiled = list(pool.map(_background.run, [
+            build_recipe.kernel_object_command(source, obj, include, KERNELS, out)
+            for source, obj in zip(build_recipe.kernel_sources(KERNELS), objects)]))
         failed = next((result for result in compiled if result.returncode != 0), None)
 
         def build(source):
@@ -37,15 +37,16 @@ def built(tmp_path_factory):
                 return source.stem, (exe, failed)
             cmd = build_recipe.program_command(source, exe, include, library.parent, kernels_dir=KERNELS,
                                                generated=out, kernel_objects=objects)
-            return source.stem, (exe, run(cmd))
+            return source.stem, (exe, _background.run(cmd))
 
         return dict(pool.map(build, PROGRAMS))
 
 
 @pytest.mark.skipif(not _paths.uses_host_runtime(), reason="these programs run on the host ACL runtime")
 @pytest.mark.parametrize("source", PROGRAMS, ids=lambda p: p.stem)
-def test_kernel_program(source, built):
-    exe, compiled = built[source.stem]
+@pytest.mark.background.with_args(build_programs)
+def test_kernel_program(source):
+    exe, compiled = _background.result(build_programs)[source.stem]
     assert compiled.returncode == 0, compiled.stderr
     env = _runtime_env.without_machine(os.environ)
     result = subprocess.run([str(exe)], capture_output=True, text=True, env=env, timeout=120)
