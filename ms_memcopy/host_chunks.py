@@ -8,7 +8,7 @@ chunk alone, so one block mapping may name host blocks of any chunk and still ma
 """
 import sys
 import weakref
-from typing import Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -76,9 +76,9 @@ class HostChunks:
         self._nbytes = sum(c.nbytes for c in chunks)
         # The chunks' id leases: their ids must not name other buffers while the group refers to them.
         self._chunk_leases = tuple(c._id_lease for c in chunks)
-        self._id_lease = _IdLease()
+        self._id_lease: Optional[_IdLease] = _IdLease()
         self._id = self._id_lease.id
-        self._before_close = []  # as HostBuffer's: weak methods launching copies still held back
+        self._before_close: List[Any] = []  # as HostBuffer's: weak methods launching copies still held back
         self._used_by_primitives = False
         chunk_ids = np.array([c.buffer_id for c in chunks], np.int64)
         if _kernels_lib.library().msmc_hostbuffer_open_chunks(self._id, chunk_ids.ctypes.data, len(chunks)) != 0:

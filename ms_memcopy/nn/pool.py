@@ -1,6 +1,6 @@
 """BlockPool: a paged cache (vLLM's block manager) of L device caches and a host pool, and the error
 of blocks held by transfers in flight (TransferPending; OutOfBlocks is the block numbers')."""
-from typing import Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import mindspore as ms
@@ -180,8 +180,8 @@ class BlockPool(nn.Cell):
         self._copy = CopyBlocks(num_caches=self.num_caches)
         # The blocks of TransferQueue jobs in flight, per side: block -> (job, kind, role), role
         # "source" or "destination"; and the queues to close with the pool.
-        self._pending = {"device": {}, "host": {}}
-        self._queues = []
+        self._pending: Dict[str, Dict[int, Any]] = {"device": {}, "host": {}}
+        self._queues: List[Any] = []
 
     def swap_op(self, direction: str) -> SwapBlocks:
         """A SwapBlocks over the pool's caches and host side, in its host layout (``"d2h"`` or ``"h2d"``)."""
@@ -246,7 +246,7 @@ class BlockPool(nn.Cell):
         pending = self._pending[side]
         if not pending:
             return
-        held = {}
+        held: Dict[Tuple[Any, ...], List[int]] = {}
         for b in _as_list(blocks, argument):
             entry = pending.get(b) if isinstance(b, int) else None
             if entry is not None and (action != "reading" or entry[2] == "destination"):

@@ -1,7 +1,7 @@
 """TransferQueue: the moves of a BlockPool on the transfer streams, while the model computes."""
 import threading
 import weakref
-from typing import List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -114,15 +114,16 @@ class TransferQueue:
         self.pool = pool
         self.part_bytes = None if part_bytes is None else check_int(part_bytes, "part_bytes", 1)
         bytes_per_block = pool.bytes_per_block
-        self._part_blocks = None if part_bytes is None else max(1, self.part_bytes // bytes_per_block)
+        self._part_blocks = None if self.part_bytes is None else max(1, self.part_bytes // bytes_per_block)
         num_caches, layout = pool.num_caches, pool.host_layout
         # their kernel instances own the events (a ring each); the streams are the module's
-        self._ops = {"swap_out": SwapBlocksAsync("d2h", pool.host_buffer, num_caches=num_caches, host_layout=layout),
-                     "swap_in": SwapBlocksAsync("h2d", pool.host_buffer, num_caches=num_caches, host_layout=layout),
-                     "fork": CopyBlocksAsync(num_caches=num_caches)}
-        self._jobs = {}  # job id -> _Job, in submission order, until reported
+        self._ops: Any = {
+            "swap_out": SwapBlocksAsync("d2h", pool.host_buffer, num_caches=num_caches, host_layout=layout),
+            "swap_in": SwapBlocksAsync("h2d", pool.host_buffer, num_caches=num_caches, host_layout=layout),
+            "fork": CopyBlocksAsync(num_caches=num_caches)}
+        self._jobs: Dict[int, Any] = {}  # job id -> _Job, in submission order, until reported
         self._next_job = 0
-        self._last_part = None  # (job, launched part) of the part launched last
+        self._last_part: Optional[Tuple[Any, Any]] = None  # (job, launched part) of the part launched last
         self._lock = threading.Lock()
         pool._queues.append(self)
         self._close_hook = weakref.WeakMethod(self._launch_held_back)

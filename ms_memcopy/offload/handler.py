@@ -1,7 +1,7 @@
 """OffloadingHandler: vLLM v1's CPU-GPU handler interface over a BlockPool and its TransferQueue."""
 import logging
 import time
-from typing import Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
@@ -108,8 +108,8 @@ class OffloadingHandler:
         self.num_host_blocks = pool.num_host_blocks // factor
         # bytes of one device block over every cache, from the caches themselves
         self.device_block_bytes = sum(int(cache.nbytes) // int(cache.shape[0]) for cache in pool.caches)
-        self._flights = {}  # job id -> _Flight, in submission order
-        self._done = []     # (submission number, result) of jobs seen finished, not reported yet
+        self._flights: Dict[int, Any] = {}  # job id -> _Flight, in submission order
+        self._done: List[Any] = []  # (submission number, result) of jobs seen finished, not reported yet
         self._submitted = 0
         self._closed = False
         pool.allocate(pool.num_blocks)

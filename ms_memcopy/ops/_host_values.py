@@ -1,6 +1,7 @@
 """The host values an eager call already has for its int64 tensors (a block mapping given as numpy or
 a list, made a Tensor for the call). No tensor is ever read back here: a Tensor's values are read
 where its launch runs (the module's KernelInstance), so an eager call never waits for MindSpore's queues."""
+from typing import Any, Dict, Optional, Tuple
 import contextlib
 import threading
 
@@ -11,7 +12,7 @@ class _HostValuesOfCall(threading.local):
     """The host values of the int64 tensors of the eager call in progress on this thread, read once
     for the checks and the launch ({id(tensor): (tensor, values)})."""
 
-    by_id = None
+    by_id: Optional[Dict[int, Tuple[Any, Any]]] = None
 
 
 _host_values_of_call = _HostValuesOfCall()

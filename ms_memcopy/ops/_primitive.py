@@ -1,5 +1,6 @@
 """CopyPrimitive, the ``Custom_ms_memcopy_<op>`` primitive of an op of configs/ops/*.yaml that every copy
 primitive of ms_memcopy.ops is or holds (how it is run and checked: :mod:`ms_memcopy.ops`)."""
+from typing import Tuple
 import numpy as np
 from mindspore import Tensor, nn, ops
 from mindspore.ops.primitive import _run_op
@@ -30,7 +31,7 @@ class CopyPrimitive(ops.Custom):
     depend only on its arguments: the first one built for each op is registered.
     """
 
-    _forms = ()  # the values of a public subclass's first argument (its mode or direction)
+    _forms: Tuple[str, ...] = ()  # the values of a public subclass's first argument (its mode or direction)
 
     #: Kept for code that read it: the primitives have one route, on every device.
     route = "op_def"
@@ -38,7 +39,7 @@ class CopyPrimitive(ops.Custom):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "__init__" in cls.__dict__ and not cls.__name__.startswith("_"):
-            cls.__init__ = labelled_init(cls, cls.__dict__["__init__"])
+            cls.__init__ = labelled_init(cls, cls.__dict__["__init__"])  # type: ignore[method-assign]
 
     def __init__(self, op_name, *, attrs, given=None, bprop=None):
         definition = op_def(op_name)

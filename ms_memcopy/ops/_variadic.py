@@ -1,4 +1,5 @@
 """OpCell, the base of the public ops that are nn.Cells: those with a form whose input is variadic."""
+from typing import Tuple
 from mindspore import nn
 
 from ._errors import labelled_init
@@ -19,7 +20,7 @@ class OpCell(nn.Cell):
     ``_forms`` as :class:`CopyPrimitive` does: their ``__init__`` raises labelled errors.
     """
 
-    _forms = ()  # the values of a public subclass's first argument (its direction)
+    _forms: Tuple[str, ...] = ()  # the values of a public subclass's first argument (its direction)
 
     #: Kept for code that read it: the primitives have one route, on every device.
     route = "op_def"
@@ -27,7 +28,7 @@ class OpCell(nn.Cell):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "__init__" in cls.__dict__ and not cls.__name__.startswith("_"):
-            cls.__init__ = labelled_init(cls, cls.__dict__["__init__"])
+            cls.__init__ = labelled_init(cls, cls.__dict__["__init__"])  # type: ignore[method-assign]
 
     def __call__(self, *args):
         return self.construct(*args)

@@ -221,7 +221,8 @@ class _SwapBlocksPrimitive(_BlockPrimitive):
 
     _op_suffix = ""  # "_async": the asynchronous form's op (ms_memcopy/ops/transfer.py)
 
-    def __init__(self, direction: str, host_buffer: HostBuffer, *, num_caches: int, host_layout: str = "cache_major",
+    def __init__(self, direction: str, host_buffer: Union[HostBuffer, HostChunks], *, num_caches: int,
+                 host_layout: str = "cache_major",
                  blocks_per_host_block: int = 1):
         if direction not in _DIRECTIONS:
             raise ValueError(f"direction must be one of {_DIRECTIONS}, got {direction!r}")

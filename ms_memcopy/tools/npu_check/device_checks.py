@@ -1,5 +1,6 @@
 """The checks of the device: host waits, offsets made on the device, free memory and the 4 GiB copy,
 the TransferQueue, the swap timing."""
+from typing import Any, List, Tuple
 import threading
 import time
 import zlib
@@ -66,7 +67,7 @@ def _offset_calls(name, mode, buf, origin):
     n = DISTINCT_CALLS
     if name == "MemcpyWithCondition d2h":
         op = MemcpyWithCondition("d2h", host_buffer=buf)
-        inputs = [(ms.Tensor(np.full(16, i, np.float32)), _int64(64 * i)) for i in range(n)]
+        inputs: List[Tuple[Any, ...]] = [(ms.Tensor(np.full(16, i, np.float32)), _int64(64 * i)) for i in range(n)]
     else:
         op = Memcpy2D("extract", height=2, width=3)
         x = ms.Tensor(np.arange(256 * 64, dtype=np.float32).reshape(256, 64))
