@@ -46,7 +46,7 @@ class SyncCounter:
             raise AssertionError(f"found too few synchronizing entry points: {sorted(self.calls)}")
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         for owner, name, original in reversed(self._saved):
             if original is None:
                 delattr(owner, name)  # it was inherited: the base's is seen again

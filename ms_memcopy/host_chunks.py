@@ -8,7 +8,7 @@ chunk alone, so one block mapping may name host blocks of any chunk and still ma
 """
 import sys
 import weakref
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -120,7 +120,7 @@ class HostChunks:
         """The host blocks of ``host_block_bytes`` bytes the chunks hold (each chunk holding whole ones)."""
         return sum(c.nbytes // host_block_bytes for c in self._chunks)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         sizes = ", ".join(str(c.nbytes) for c in self._chunks)
         return f"HostChunks(nbytes=[{sizes}], {'closed' if self.closed else 'open'})"
 
@@ -163,14 +163,14 @@ class HostChunks:
         if error is not None:
             raise error
 
-    def __enter__(self):
+    def __enter__(self) -> "HostChunks":
         self._check_open()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self, _is_finalizing=sys.is_finalizing):
+    def __del__(self, _is_finalizing: Callable[[], bool] = sys.is_finalizing) -> None:
         if _is_finalizing():
             return
         try:

@@ -77,9 +77,9 @@ def test_paged_kv_cache_example_overlapped_schedulers_pass():
     runs' and each sequence decoded alone, under the host runtime's strict ordering checks (a copy
     racing with an unfinished one of another stream fails). One run for both, to keep the suite short:
     --overlap alone differs in its last line only (test_overlap_report_lines)."""
-    cmd = [sys.executable, str(ROOT / "examples" / "paged_kv_cache.py"), "--cache-mib", "16", "--layers", "2",
-           "--decode", "20", "--fork-decode", "8", "--repeats", "1", "--per-block-swaps", "1", "--overlap", "graph",
-           "--step-rounds", "3", "--graph-part-mib", "1"]
+    cmd = [sys.executable, str(ROOT / "examples" / "paged_kv_cache.py"), "--cache-mib", "8", "--layers", "1",
+           "--decode", "16", "--fork-decode", "4", "--repeats", "1", "--per-block-swaps", "1", "--overlap", "graph",
+           "--step-rounds", "2", "--graph-part-mib", "1"]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
                             env={**os.environ, "MS_MEMCOPY_STRICT_ORDER": "1"})
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]

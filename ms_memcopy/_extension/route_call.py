@@ -1,18 +1,19 @@
 """Calling the op_def route's module functions directly (PYNATIVE_MODE): :func:`call` runs an op of
 configs/ops/*.yaml with its inputs, attributes and, for the ops that need them, output shapes and dtypes."""
+from typing import Any, Dict, List, Optional, Sequence
 from . import route_codegen
 from ..op_defs import op_def
 from .route_load import load
 
 
-def type_id(dtype):
+def type_id(dtype: Any) -> int:
     """The TypeId int of a MindSpore dtype (what the route's dtype arguments hold)."""
     from mindspore._c_expression import typing
 
     return int(typing.type_to_type_id(dtype))
 
 
-def given_values(op_name, shapes, dtypes):
+def given_values(op_name: str, shapes: Any, dtypes: Any) -> List[Any]:
     """The values of op's output-describing arguments (:func:`route_codegen.given_args`).
 
     shapes and dtypes are lists, one entry per output tensor (one for a non-variadic output).
@@ -30,7 +31,8 @@ def given_values(op_name, shapes, dtypes):
     return [tuple(d for s in shapes for d in s), tuple(len(s) for s in shapes), tuple(ids)]
 
 
-def call(op_name, inputs, attrs, out_shapes=None, out_dtypes=None, backend=None):
+def call(op_name: str, inputs: Sequence[Any], attrs: Dict[str, Any], out_shapes: Any = None, out_dtypes: Any = None,
+         backend: Optional[str] = None) -> Any:
     """Runs op_name of configs/ops/*.yaml through the route's PyNative function; returns its outputs
     (a tuple for a variadic output, else the tensor).
 

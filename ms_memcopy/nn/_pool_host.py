@@ -1,6 +1,6 @@
 """What a BlockPool is made of: each cache's block shape and dtype, and the host side, one HostBuffer or
 several chunks (allocated, or the caller's HostBuffers) holding exactly the host blocks asked for."""
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from ..host_buffer import HostBuffer
 from ..host_chunks import HostChunks
@@ -14,7 +14,7 @@ def _is_shape_list(block_shape) -> bool:
         all(isinstance(s, (list, tuple)) for s in block_shape)
 
 
-def cache_specs(num_caches: int, block_shape, dtype) -> Tuple[tuple, tuple, Tuple[int, ...]]:
+def cache_specs(num_caches: int, block_shape: Any, dtype: Any) -> Tuple[tuple, tuple, Tuple[int, ...]]:
     """The block shape, dtype and block bytes of each of the L caches, from one shape or L shapes and
     one dtype or L dtypes."""
     if _is_shape_list(block_shape):

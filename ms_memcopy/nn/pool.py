@@ -188,37 +188,37 @@ class BlockPool(nn.Cell):
         return SwapBlocks(direction, self.host_buffer, num_caches=self.num_caches, host_layout=self.host_layout)
 
     @property
-    def num_blocks(self):
+    def num_blocks(self) -> int:
         return self._device.count
 
     @property
-    def num_host_blocks(self):
+    def num_host_blocks(self) -> int:
         return self._host.count
 
     @property
-    def num_free_blocks(self):
+    def num_free_blocks(self) -> int:
         return self._device.num_free
 
     @property
-    def num_free_host_blocks(self):
+    def num_free_host_blocks(self) -> int:
         return self._host.num_free
 
-    def allocate(self, n):
+    def allocate(self, n: int) -> List[int]:
         """n free device block numbers (OutOfBlocks when fewer are free)."""
         return self._device.allocate(n)
 
-    def free(self, blocks):
+    def free(self, blocks: Sequence[int]) -> None:
         """Gives device blocks back (ValueError for a block that is not allocated, TransferPending for one
         a TransferQueue job in flight reads or writes)."""
         self._check_pending("device", blocks, "blocks", "freeing")
         self._device.free(blocks)
 
-    def free_host(self, host_blocks):
+    def free_host(self, host_blocks: Sequence[int]) -> None:
         """Gives host blocks back, e.g. of a swapped-out sequence that was dropped."""
         self._check_pending("host", host_blocks, "host_blocks", "freeing")
         self._host.free(host_blocks, "host_blocks")
 
-    def check_readable(self, blocks):
+    def check_readable(self, blocks: Sequence[int]) -> Any:
         """Checks that the model may read these device blocks now: allocated (ValueError) and not written
         by a TransferQueue job in flight (TransferPending naming the job: ``wait(job)`` first). Returns the
         block numbers as a list of ints. A scheduler calls it on a sequence's block table before a step.
@@ -234,7 +234,7 @@ class BlockPool(nn.Cell):
         self._check_pending("device", blocks, "blocks", "reading")
         return self._device.check_allocated(_as_list(blocks, "blocks"), "blocks")
 
-    def check_writable(self, blocks):
+    def check_writable(self, blocks: Sequence[int]) -> Any:
         """As :meth:`check_readable`, for blocks the model writes: not read or written by a job in flight
         (a fork's source blocks are read until the fork has finished)."""
         self._check_pending("device", blocks, "blocks", "writing")
@@ -264,7 +264,7 @@ class BlockPool(nn.Cell):
                               f"wait({job}) on the TransferQueue (or poll finished() until it lists job {job}) "
                               f"before {action} them")
 
-    def allocate_host(self, n):
+    def allocate_host(self, n: int) -> List[int]:
         """n free host block numbers (OutOfBlocks when fewer are free), for swaps a graph makes itself
         with SwapBlocks on ``pool.host_buffer`` in the pool's ``host_layout`` (``pool.swap_op(direction)``
         builds one; ``swap_out``/``swap_in`` allocate their own).
@@ -297,7 +297,7 @@ class BlockPool(nn.Cell):
         """
         return self._host.allocate(n)
 
-    def swap_out(self, blocks):
+    def swap_out(self, blocks: Sequence[int]) -> List[int]:
         """Moves device blocks to new host blocks (returned, in order) and frees the device blocks."""
         self._check_pending("device", blocks, "blocks", "moving")
         blocks = self._device.check_allocated(blocks, "blocks")
@@ -306,7 +306,7 @@ class BlockPool(nn.Cell):
         self._device.free(blocks)
         return host_blocks
 
-    def swap_in(self, host_blocks):
+    def swap_in(self, host_blocks: Sequence[int]) -> List[int]:
         """Moves host blocks into new device blocks (returned, in order) and frees the host blocks."""
         self._check_pending("host", host_blocks, "host_blocks", "moving")
         host_blocks = self._host.check_allocated(host_blocks, "host_blocks")
@@ -315,7 +315,7 @@ class BlockPool(nn.Cell):
         self._host.free(host_blocks, "host_blocks")
         return blocks
 
-    def fork(self, blocks):
+    def fork(self, blocks: Sequence[int]) -> List[int]:
         """Copies device blocks into new device blocks (returned, in order): a sequence's fork."""
         self._check_pending("device", blocks, "blocks", "reading")
         blocks = self._device.check_allocated(blocks, "blocks")
@@ -333,7 +333,7 @@ class BlockPool(nn.Cell):
             side.free(allocated)  # nothing moved: the new blocks go back
             raise
 
-    def close(self):
+    def close(self) -> None:
         """Waits for the jobs of its TransferQueues still in flight, then releases the host pool (the
         chunks it allocated; HostBuffers given as ``host_buffers`` stay open; the device caches go with
         the Cell)."""

@@ -130,7 +130,7 @@ class TransferQueue:
         pool.host_buffer._before_close.append(self._close_hook)
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._ops is None
 
     @property
@@ -224,11 +224,11 @@ class TransferQueue:
                 if self._close_hook in self.pool.host_buffer._before_close:
                     self.pool.host_buffer._before_close.remove(self._close_hook)
 
-    def __enter__(self):
+    def __enter__(self) -> "TransferQueue":
         self._check_open()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- internals -------------------------------------------------------------------------------

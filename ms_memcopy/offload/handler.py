@@ -190,11 +190,11 @@ class OffloadingHandler:
 
     shutdown = close  # vLLM's name
 
-    def __enter__(self):
+    def __enter__(self) -> "OffloadingHandler":
         self._check_open()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- internals -------------------------------------------------------------------------------

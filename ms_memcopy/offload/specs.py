@@ -4,7 +4,7 @@ A spec is any object with ``medium()`` and ``block_ids``, so vLLM's own GPULoadS
 CPULoadStoreSpec work unchanged; the checks here turn one into validated block numbers.
 """
 from dataclasses import dataclass
-from typing import NamedTuple, Optional, Sequence, Tuple
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -105,7 +105,7 @@ class TransferResult(NamedTuple):
     transfer_type: Tuple[str, str]
 
 
-def spec_medium(spec, argument):
+def spec_medium(spec: Any, argument: str) -> Any:
     medium = getattr(spec, "medium", None)
     if not callable(medium) or not hasattr(spec, "block_ids"):
         raise TypeError(f"{argument} must be a block spec with medium() and block_ids (DeviceBlocksSpec, "
@@ -116,7 +116,7 @@ def spec_medium(spec, argument):
     return value
 
 
-def checked_block_ids(spec, argument, count, side):
+def checked_block_ids(spec: Any, argument: str, count: int, side: str) -> np.ndarray:
     """spec.block_ids as a 1-D int64 array of numbers in [0, count)."""
     ids = np.asarray(spec.block_ids)
     if ids.size == 0:
@@ -129,7 +129,7 @@ def checked_block_ids(spec, argument, count, side):
     return ids.astype(np.int64)
 
 
-def checked_counts(values, argument):
+def checked_counts(values: Any, argument: str) -> Optional[List[int]]:
     """None, or values as a list of non-negative ints."""
     if values is None:
         return None

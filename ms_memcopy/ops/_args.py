@@ -1,6 +1,7 @@
 """The primitives' argument checks: ints, shapes, HostBuffers, eager tensors and their dtypes, the dtype
 group of an op and in-place targets, each raising TypeError or ValueError naming the argument (what the
 kernel cannot see; the kernel checks values, shapes and regions itself, see :mod:`ms_memcopy.ops`)."""
+from typing import Any, List, Sequence, Tuple
 import numbers
 
 import numpy as np
@@ -11,11 +12,11 @@ from ._dtypes import check_supported, dtype_name
 from ._host_values import host_values
 
 
-def num_elements(shape):
+def num_elements(shape: Sequence[int]) -> int:
     return int(np.prod(shape, dtype=np.int64)) if shape else 1
 
 
-def matrix_view(shape):
+def matrix_view(shape: Sequence[int]) -> Tuple[int, int]:
     """(rows, cols) of the 2-D view of a tensor: every leading dimension is a row, the last one the columns."""
     if not shape:
         return 1, 1
@@ -25,7 +26,7 @@ def matrix_view(shape):
 INT64_MAX = 2**63 - 1
 
 
-def check_int(value, argument, minimum=0):
+def check_int(value: Any, argument: str, minimum: int = 0) -> int:
     """An int in [minimum, INT64_MAX] (attributes reach the kernel as int64); TypeError/ValueError naming argument."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{argument} must be an int, not {type(value).__name__}")
@@ -36,7 +37,7 @@ def check_int(value, argument, minimum=0):
     return int(value)
 
 
-def check_shape(shape, argument):
+def check_shape(shape: Any, argument: str) -> Tuple[int, ...]:
     """A shape given as a tuple or list of non-negative ints, as a tuple; TypeError/ValueError naming argument."""
     if not isinstance(shape, (tuple, list)):
         raise TypeError(f"{argument} must be a tuple of ints, not {type(shape).__name__}")
@@ -54,7 +55,7 @@ def check_shape(shape, argument):
     return dims
 
 
-def check_host_buffer(host_buffer, argument="host_buffer", chunks=False):
+def check_host_buffer(host_buffer: Any, argument: str = "host_buffer", chunks: bool = False) -> Any:
     """An open HostBuffer (or, with chunks, an open HostChunks: SwapBlocks' host side), attached to the
     primitive being built."""
     from ..host_chunks import HostChunks
@@ -68,7 +69,7 @@ def check_host_buffer(host_buffer, argument="host_buffer", chunks=False):
     return host_buffer
 
 
-def eager_int64(value, argument):
+def eager_int64(value: Any, argument: str) -> Any:
     """An int64 tensor given to an eager call, flattened: its values (numpy) when the call was given
     them on the host, else the Tensor itself (never read here: the launch reads it)."""
     if not isinstance(value, ms.Tensor):
@@ -79,14 +80,14 @@ def eager_int64(value, argument):
     return value.reshape(-1) if values is None else values.reshape(-1)
 
 
-def flat_input_names(definition, count):
+def flat_input_names(definition: Any, count: int) -> List[str]:
     """The names of an op's count input tensors, a variadic input's one by one ("caches[1]")."""
     variadic = count - (len(definition.inputs) - 1)
     return [f"{t.name}[{i}]" if t.variadic else t.name
             for t in definition.inputs for i in range(variadic if t.variadic else 1)]
 
 
-def check_tensors(definition, inputs):
+def check_tensors(definition: Any, inputs: Sequence[Any]) -> None:
     """TypeError naming the first input of an eager call that is not a Tensor (a list or a numpy
     array would reach the kernel as something else, or not at all)."""
     for name, value in zip(flat_input_names(definition, len(inputs)), inputs):
@@ -96,7 +97,7 @@ def check_tensors(definition, inputs):
             raise TypeError(f"{name} must be {what}, not {type(value).__name__}")
 
 
-def check_dtypes(definition, inputs):
+def check_dtypes(definition: Any, inputs: Sequence[Any]) -> None:
     """TypeError naming the first tensor of an eager call of a dtype its op does not take: an int64 input
     (offsets, row, block_mapping: its values reach the kernel converted to int64) of another dtype, any
     other of a dtype configs/dtypes.yaml does not support. A graph's infer function checks the same."""
@@ -109,7 +110,7 @@ def check_dtypes(definition, inputs):
             check_supported({"dtype": tensor.dtype}, name)
 
 
-def check_same_dtype(definition, args):
+def check_same_dtype(definition: Any, args: Sequence[Any]) -> None:
     """TypeError when the tensors of the op's ``dtype_group`` inputs (configs/ops/*.yaml) differ in dtype;
     args are the abstract arguments of the op's inputs, a variadic input's one by one."""
     tensors = [(name, dtype_name(arg["dtype"])) for name, arg in zip(flat_input_names(definition, len(args)), args)
@@ -119,7 +120,7 @@ def check_same_dtype(definition, args):
             raise TypeError(f"{name} has dtype {dtype} but {tensors[0][0]} has {tensors[0][1]}")
 
 
-def check_in_place_target(tensor, argument):
+def check_in_place_target(tensor: Any, argument: str) -> None:
     """An eager in-place target: a whole Tensor or Parameter, whose own storage the kernel writes.
 
     A slice or view of another tensor reaches the kernel as a temporary copy, so the write would be

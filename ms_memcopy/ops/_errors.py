@@ -22,7 +22,7 @@ def labelled_errors(label: str) -> Iterator[None]:
         raise relabelled.with_traceback(error.__traceback__) from None
 
 
-def labelled(error, label):
+def labelled(error: Exception, label: str) -> Exception:
     """error prefixed as :func:`labelled_errors` does (a new exception of its type), or error itself
     when it is of a subtype or already prefixed."""
     if type(error) not in (ValueError, TypeError) or str(error).startswith(ERROR_PREFIX):

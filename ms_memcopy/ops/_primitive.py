@@ -1,6 +1,6 @@
 """CopyPrimitive, the ``Custom_ms_memcopy_<op>`` primitive of an op of configs/ops/*.yaml that every copy
 primitive of ms_memcopy.ops is or holds (how it is run and checked: :mod:`ms_memcopy.ops`)."""
-from typing import Tuple
+from typing import Any, Dict, Set, Tuple
 import numpy as np
 from mindspore import Tensor, nn, ops
 from mindspore.ops.primitive import _run_op
@@ -36,12 +36,12 @@ class CopyPrimitive(ops.Custom):
     #: Kept for code that read it: the primitives have one route, on every device.
     route = "op_def"
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "__init__" in cls.__dict__ and not cls.__name__.startswith("_"):
             cls.__init__ = labelled_init(cls, cls.__dict__["__init__"])  # type: ignore[method-assign]
 
-    def __init__(self, op_name, *, attrs, given=None, bprop=None):
+    def __init__(self, op_name: str, *, attrs: Dict[str, Any], given: Any = None, bprop: Any = None) -> None:
         definition = op_def(op_name)
         if set(attrs) != set(definition.attr_names):
             raise AssertionError(f"{op_name}: attributes {sorted(attrs)} differ from configs/ops/<family>.yaml "
@@ -66,17 +66,18 @@ class CopyPrimitive(ops.Custom):
             self._set_prim_arg(name, value)
             self.init_attrs[name] = value
         self._init_values = tuple(values)
-        self._kernel = None  # the eager calls' KernelInstance
+        self._kernel: Any = None  # the eager calls' KernelInstance
         self._has_variadic = any(t.variadic for t in definition.inputs)
         self._host_value_inputs = tuple(t.host_values for t in definition.inputs)
         self._variadic_output = definition.outputs[0].variadic
-        self._checked_dtypes = set()  # the input dtypes (a tuple per call) that passed the dtype checks
+        # the input dtypes (a tuple per call) that passed the dtype checks
+        self._checked_dtypes: Set[Tuple[Any, ...]] = set()
         self.bprop = None if bprop is None else register_op_def_bprop(definition, bprop)
         self._gradient = None if bprop is None else _EagerGradient(bprop)
         if definition.side_effect_mem:
             self.add_prim_attr("side_effect_mem", True)
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> Any:
         # (labelled_errors' relabelling, inlined: this runs at every eager call)
         try:
             return self._checked_call(args)
@@ -187,5 +188,5 @@ class GradientOp(CopyPrimitive):
     Only for ops without attributes whose output shape comes from the C++ infer hook.
     """
 
-    def __init__(self, op_name):
+    def __init__(self, op_name: str) -> None:
         super().__init__(op_name, attrs={})

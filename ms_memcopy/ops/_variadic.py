@@ -1,5 +1,6 @@
 """OpCell, the base of the public ops that are nn.Cells: those with a form whose input is variadic."""
-from typing import Tuple
+from typing import Any, Tuple
+
 from mindspore import nn
 
 from ._errors import labelled_init
@@ -25,12 +26,12 @@ class OpCell(nn.Cell):
     #: Kept for code that read it: the primitives have one route, on every device.
     route = "op_def"
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "__init__" in cls.__dict__ and not cls.__name__.startswith("_"):
             cls.__init__ = labelled_init(cls, cls.__dict__["__init__"])  # type: ignore[method-assign]
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> Any:
         return self.construct(*args)
 
     def construct(self, *args):

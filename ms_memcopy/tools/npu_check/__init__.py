@@ -35,6 +35,7 @@ device MindSpore uses.
 Without an NPU, ``--dry-run`` runs the same checks on the CPU target through the op_def route (the
 code path an NPU takes, with the host ACL runtime under it); the timings then say nothing about an NPU.
 """
+from typing import Any, List, Optional, Sequence
 import argparse
 import os
 import sys
@@ -59,7 +60,7 @@ EAGER_VALUE_CASES = (("MemcpyWithCondition d2h", "offsets", "pinned"), ("Memcpy2
 DEVICE_OFFSET_OPS = ("MemcpyWithCondition d2h", "Memcpy2D extract")
 
 
-def run_checks(big=True):
+def run_checks(big: bool = True) -> List[Any]:
     """Rows for every check, in the order of the module's docstring, on the device MindSpore is set to.
     big: attempt the 4 GiB copy."""
     rows = [_row("ACL context of the main thread", "-", "-", check_main_thread_context)]
@@ -98,7 +99,7 @@ def run_checks(big=True):
     return rows
 
 
-def table(rows):
+def table(rows: Sequence[Any]) -> str:
     widths = [max(len(str(r[i])) for r in rows) for i in range(3)]
     lines = []
     for name, mode, buf, result, seconds in rows:
@@ -106,7 +107,7 @@ def table(rows):
     return "\n".join(lines)
 
 
-def environment_problem():
+def environment_problem() -> Optional[str]:
     """Why this environment cannot run the check on an NPU, or None."""
     from ..._extension import _paths
 
@@ -127,7 +128,7 @@ def environment_problem():
     return None
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ms_memcopy npu-check", description=__doc__.split("\n\n")[0])
     parser.add_argument("--dry-run", action="store_true",
                         help="no NPU: run the same checks on the CPU target through the op_def route")

@@ -1,6 +1,7 @@
 """What the checks of npu-check share: constants, the table row, running a check in a mode."""
 import re
 import threading
+from typing import Optional
 import time
 from collections import namedtuple
 
@@ -94,7 +95,7 @@ def _set_mode(mode):
 
 # ---- failures as rows ---------------------------------------------------------------------------------
 
-def context_failure(error):
+def context_failure(error: BaseException) -> Optional[str]:
     """The explanation of an ACL failure for want of a current context, or None for another error.
 
     The error is an AclError of the Python layer (raised on this thread) or a kernel's error, whose
@@ -121,7 +122,7 @@ def context_failure(error):
             f"(ms.get_context('device_id'))")
 
 
-def failure_text(error):
+def failure_text(error: BaseException) -> str:
     """A failed check's result: "FAIL: " and what went wrong, a context failure in words."""
     lines = str(error).splitlines()
     first_line = lines[0][:160] if lines else ""

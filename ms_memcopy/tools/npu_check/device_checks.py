@@ -88,7 +88,7 @@ def _offset_calls(name, mode, buf, origin):
     return cell, inputs
 
 
-def check_device_offsets(name, mode):
+def check_device_offsets(name: str, mode: str) -> str:
     """DISTINCT_CALLS calls with offsets produced on the device against as many with host-created
     ones: the same bytes copied; the per-call time of each and the host runtime's host waits."""
     from ... import HostBuffer
@@ -147,7 +147,7 @@ def _meminfo_available():
     return None
 
 
-def free_device_memory():
+def free_device_memory() -> Tuple[Any, str]:
     """(free bytes of the device MindSpore uses, a note on how they were read).
 
     aclrtGetMemInfo reports the calling thread's current device: a main thread without a current
@@ -185,7 +185,7 @@ def _checksum(tensor, start, stop):
     return zlib.crc32(values.tobytes()), values
 
 
-def check_big_desc_copy(big_wanted):
+def check_big_desc_copy(big_wanted: bool) -> str:
     """MemcpyWithDesc of 4 GiB + 64 bytes (descriptors of 2 GiB, 2 GiB and 64 bytes), compared with
     the source on sampled regions: the start, 1 MiB across 2 GiB, the last MiB before 4 GiB through
     the end."""
@@ -225,7 +225,7 @@ def check_big_desc_copy(big_wanted):
 TRANSFER_BLOCKS, TRANSFER_BLOCK = 8, (16, 64)  # 4 KiB float32 blocks
 
 
-def check_transfer_queue():
+def check_transfer_queue() -> str:
     """TransferQueue jobs whole and paced (see the module docstring)."""
     import mindspore as ms
     from mindspore import ops
@@ -260,7 +260,7 @@ def check_transfer_queue():
     return "same bytes, jobs whole and paced (one block per part)"
 
 
-def time_swap(pinned):
+def time_swap(pinned: bool) -> str:
     """A swap-out of 1024 blocks of 64 KiB over 2 caches: SwapBlocks against one copy per block."""
     import mindspore as ms
     from ... import HostBuffer

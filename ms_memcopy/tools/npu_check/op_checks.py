@@ -1,5 +1,6 @@
 """The checks of the primitives: kernel selection, the sample calls, in-place writes and ordering, chains
 with built-in ops, eager calls with distinct values."""
+from typing import Any
 import threading
 import time
 from collections import namedtuple
@@ -12,7 +13,7 @@ from ._common import (
     WARMUP_CALLS)
 
 
-def check_main_thread_context():
+def check_main_thread_context() -> str:
     """Which ACL device is current on the main thread (a pinned HostBuffer is allocated here)."""
     from ..._acl import runtime
     from ...errors import AclError
@@ -51,7 +52,7 @@ def _require_entry(mode, graph, eager):
     return counts
 
 
-def check_selection(mode, op_name):
+def check_selection(mode: str, op_name: str) -> str:
     """The sample call of op_name (ms_memcopy/samples.py) in mode: it must launch through that mode's kernel
     entry and give the sample's numpy results."""
     from ... import HostBuffer, samples
@@ -75,7 +76,7 @@ def _with_launch_counts(mode, check):
 
 # ---- the checks: each raises AssertionError (or any error) on failure ---------------------------------
 
-def check_family(family):
+def check_family(family: str) -> Any:
     """check(run, pinned): the sample call of every op of configs/ops/<family>.yaml against numpy."""
     def check(run, pinned):
         from ... import HostBuffer, samples
@@ -93,7 +94,7 @@ def _family_checks():
             for family, ops in op_defs.families().items()]
 
 
-def check_write(run, pinned):
+def check_write(run: Any, pinned: bool) -> None:
     import mindspore as ms
     from mindspore import ops
     from ...ops import Memcpy2D
@@ -108,7 +109,7 @@ def check_write(run, pinned):
     np.testing.assert_array_equal(_as_numpy(chained), expected * 2)
 
 
-def check_ordering(run, pinned):
+def check_ordering(run: Any, pinned: bool) -> None:
     """h2d -> d2h -> h2d on one HostBuffer inside one graph (or in program order eagerly)."""
     import mindspore as ms
     from mindspore import nn, ops
@@ -153,7 +154,7 @@ def _chain_cases():
     }
 
 
-def check_chained_builtin(name):
+def check_chained_builtin(name: str) -> str:
     """``mul(op(add(x, i)), 2)`` DISTINCT_CALLS times in PYNATIVE, read only at the end: a built-in
     op that reads the custom op's output before it is written gives a wrong result."""
     import mindspore as ms
@@ -255,7 +256,7 @@ def _timed(call, calls, finish):
     return (time.perf_counter() - start) / len(calls)
 
 
-def check_eager_distinct_values(name):
+def check_eager_distinct_values(name: str) -> str:
     """DISTINCT_CALLS eager calls with distinct values against as many with a repeated value (after
     a warm-up): the per-call times, and the kernel-owned resources must not grow."""
     from ... import HostBuffer

@@ -7,7 +7,7 @@ from ..._sync_counter import SyncCounter
 from ._common import DISTINCT_CALLS, _int64, _set_mode, _wait_for_device
 
 
-def check_eager_sync_count():
+def check_eager_sync_count() -> str:
     """DISTINCT_CALLS eager calls each of MemcpyWithCondition("d2h") with a Tensor offset and CopyBlocks
     with a Tensor mapping: the calls into MindSpore's synchronizing entry points (0 expected), then the
     bytes against numpy."""

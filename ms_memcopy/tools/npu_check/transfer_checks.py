@@ -10,7 +10,7 @@ QUEUE_SUBMITS = 1000
 SWAP_BLOCK = (16, 64)  # 4 KiB float32 blocks
 
 
-def check_queue_syncs():
+def check_queue_syncs() -> str:
     """1,000 TransferQueue submits (fork, swap-out, swap-in in turn), each polled with finished() until
     reported: the calls into MindSpore's synchronizing entry points (each drains its PyNative pipeline),
     which must be 0, and the sequence's bytes at the end."""
@@ -82,7 +82,7 @@ def _swap_step(buf, src, dst):
     return step
 
 
-def check_graph_transfer():
+def check_graph_transfer() -> str:
     """A GRAPH_MODE O0 step: Memcpy2D write into block 1 of a cache, SwapBlocksAsync d2h of blocks 1 and
     3 (after the write: the event on the compute stream), WaitTransfer, SwapBlocksAsync h2d of those host
     blocks into other caches, WaitTransfer, and reads after the wait: numpy bytes everywhere."""
