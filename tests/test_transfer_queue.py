@@ -68,6 +68,11 @@ class Hold:
             threading.Timer(after, self.gate.set).start()
         else:
             self.gate.set()
+            # Until its host functions have returned (they need the GIL), dropping a primitive (which
+            # drains every stream with the GIL held) would deadlock: wait for them here, GIL released
+            # (ctypes calls release it).
+            for stream in transfer_streams():
+                runtime.synchronize_stream(stream)
 
 
 def host_blocks(pool, blocks):
