@@ -46,16 +46,15 @@ class HostChunks:
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
         >>> from ms_memcopy import HostBuffer, HostChunks
         >>> from ms_memcopy.ops import SwapBlocks
-        >>> cache = ms.Parameter(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)), name="cache")
+        >>> cache = ms.Parameter(ms.Tensor([[0, 1], [2, 3], [4, 5], [6, 7]], ms.float32), name="cache")
         >>> first, second = HostBuffer(16), HostBuffer(8)   # host blocks 0, 1 and 2 of 8 bytes
         >>> chunks = HostChunks([first, second])
         >>> print(SwapBlocks("d2h", chunks, num_caches=1)(cache, [[3, 2], [1, 0]]))
         [16]
-        >>> print(second.numpy(np.float32), first.numpy(np.float32)[:2])
+        >>> print(second.numpy("float32"), first.numpy("float32")[:2])
         [6. 7.] [2. 3.]
         >>> chunks.close(); first.close(); second.close()
     """

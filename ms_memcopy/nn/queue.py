@@ -82,12 +82,11 @@ class TransferQueue:
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
         >>> from ms_memcopy.nn import BlockPool, TransferQueue
         >>> pool = BlockPool(num_caches=1, num_blocks=4, num_host_blocks=4, block_shape=(2,), dtype=ms.float32)
         >>> (cache,) = pool.caches
-        >>> _ = cache.set_data(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)))
+        >>> _ = cache.set_data(ms.Tensor([[0, 1], [2, 3], [4, 5], [6, 7]], ms.float32))
         >>> queue = TransferQueue(pool)
         >>> table = pool.allocate(2)
         >>> job = queue.submit("swap_out", table)

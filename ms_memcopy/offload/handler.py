@@ -69,13 +69,12 @@ class OffloadingHandler:
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
         >>> from ms_memcopy.nn import BlockPool
         >>> from ms_memcopy.offload import DeviceBlocksSpec, HostBlocksSpec, OffloadingHandler
         >>> pool = BlockPool(num_caches=1, num_blocks=4, num_host_blocks=4, block_shape=(2,), dtype=ms.float32)
         >>> (cache,) = pool.caches
-        >>> _ = cache.set_data(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)))
+        >>> _ = cache.set_data(ms.Tensor([[0, 1], [2, 3], [4, 5], [6, 7]], ms.float32))
         >>> handler = OffloadingHandler(pool, block_size_factor=2)
         >>> handler.transfer_async(7, (DeviceBlocksSpec([3, 0]), HostBlocksSpec([1])))
         True
