@@ -226,8 +226,7 @@ aclError Memcpy2dAsync(const char *api, const Copy2DArgs &a, aclrtStream handle)
 
 extern "C" aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
                                   aclrtMemcpyKind kind) {
-  constexpr const char *api = "aclrtMemcpy2d";
-  return aclhost::GuardedCall(api, [&] {
+  return aclhost::GuardedCall("aclrtMemcpy2d", [&](const char *api) {
     const aclhost::Copy2DArgs args{dst, dpitch, src, spitch, width, height, aclhost::RawEnumValue(kind)};
     return aclhost::Memcpy2dSync(api, args);
   });
@@ -235,8 +234,7 @@ extern "C" aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, siz
 
 extern "C" aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                                        size_t height, aclrtMemcpyKind kind, aclrtStream stream) {
-  constexpr const char *api = "aclrtMemcpy2dAsync";
-  return aclhost::GuardedCall(api, [&] {
+  return aclhost::GuardedCall("aclrtMemcpy2dAsync", [&](const char *api) {
     const aclhost::Copy2DArgs args{dst, dpitch, src, spitch, width, height, aclhost::RawEnumValue(kind)};
     return aclhost::Memcpy2dAsync(api, args, stream);
   });

@@ -181,16 +181,14 @@ extern "C" aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size
 
 extern "C" aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind,
                                      aclrtStream stream) {
-  constexpr const char *api = "aclrtMemcpyAsync";
-  return aclhost::GuardedCall(api, [&] {
+  return aclhost::GuardedCall("aclrtMemcpyAsync", [&](const char *api) {
     return aclhost::MemcpyAsyncCommon(api, dst, destMax, src, count, aclhost::RawEnumValue(kind), stream);
   });
 }
 
 extern "C" aclError aclrtMemcpyAsyncWithCondition(void *dst, size_t destMax, const void *src, size_t count,
                                                   aclrtMemcpyKind kind, aclrtStream stream) {
-  constexpr const char *api = "aclrtMemcpyAsyncWithCondition";
-  return aclhost::GuardedCall(api, [&] {
+  return aclhost::GuardedCall("aclrtMemcpyAsyncWithCondition", [&](const char *api) {
     return aclhost::MemcpyAsyncCommon(api, dst, destMax, src, count, aclhost::RawEnumValue(kind), stream);
   });
 }
