@@ -70,13 +70,8 @@ aclError CheckEventFlag(const char *api, uint32_t flag) {
 }
 
 aclError CheckDeviceUseOnlySupported(const char *api) {
-  const SocProfile *soc = nullptr;
-  ACLHOST_RETURN_IF_ERROR(RequireSoc(api, &soc));
-  if (!soc->event_device_use_only) {
-    return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "ACL_EVENT_DEVICE_USE_ONLY events are not supported on SoC %s",
-                soc->name);
-  }
-  return ACL_SUCCESS;
+  return RequireSocFeature(api, &SocProfile::event_device_use_only,
+                           "ACL_EVENT_DEVICE_USE_ONLY events are not supported");
 }
 
 aclError LookupEvent(const char *api, aclrtEvent handle, std::shared_ptr<Event> *out) {

@@ -162,11 +162,7 @@ aclError MemcpyAsyncCommon(const char *api, void *dst, size_t destMax, const voi
   ACLHOST_RETURN_IF_ERROR(CheckOrderedLaunch(api, on, &part, 1, &ticket));
   std::unique_ptr<StreamTask> copy =
       std::make_unique<CopyTask>(dst_info.HostAddress(dst), src_info.HostAddress(src), count);
-  if (CrossesDevices(resolved, src_info, dst_info)) {
-    copy = CopyBetween(std::move(copy), src_info.device, dst_info.device);
-  }
-  copy->order_ticket = std::move(ticket);
-  stream->Enqueue(std::move(copy));
+  EnqueueCopy(*stream, std::move(copy), std::move(ticket), resolved, src_info, dst_info);
   return ACL_SUCCESS;
 }
 

@@ -127,12 +127,7 @@ bool AclLayerChecks(const char *api, const BatchArgs &a, bool has_fail_index, ac
 }
 
 aclError CheckBatchFeature(const char *api) {
-  const SocProfile *soc = nullptr;
-  ACLHOST_RETURN_IF_ERROR(RequireSoc(api, &soc));
-  if (!soc->memcpy_batch) {
-    return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "batch memory copies are not supported on SoC %s", soc->name);
-  }
-  return ACL_SUCCESS;
+  return RequireSocFeature(api, &SocProfile::memcpy_batch, "batch memory copies are not supported");
 }
 
 // Runtime-layer checks of the counts and attribute indexes.

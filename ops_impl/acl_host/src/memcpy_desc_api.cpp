@@ -75,12 +75,7 @@ aclError CheckInnerKind(const char *api, int64_t kind) {
 
 // The SoC gate of the three descriptor calls; *soc receives the profile.
 aclError CheckDescFeature(const char *api, const SocProfile **soc) {
-  ACLHOST_RETURN_IF_ERROR(RequireSoc(api, soc));
-  if (!(*soc)->memcpy_desc) {
-    return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "memory-copy descriptors are not supported on SoC %s",
-                (*soc)->name);
-  }
-  return ACL_SUCCESS;
+  return RequireSocFeature(api, &SocProfile::memcpy_desc, "memory-copy descriptors are not supported", soc);
 }
 
 // Bytes the runtime reads or writes at desc: the profile's descriptor size, at least the layout.

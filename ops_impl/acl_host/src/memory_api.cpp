@@ -60,6 +60,18 @@ bool IsHuge1gPolicy(int64_t policy) {
   return policy == ACL_MEM_MALLOC_HUGE1G_ONLY || policy == ACL_MEM_MALLOC_HUGE1G_ONLY_P2P;
 }
 
+// The size checks of aclrtMalloc and aclrtMallocHost: a positive count that the registry can append.
+aclError CheckAllocationSize(const char *api, size_t size) {
+  if (size == 0) {
+    return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
+  }
+  aclError ret = ACL_SUCCESS;
+  if (AppendOverflows(api, size, &ret)) {
+    return ret;
+  }
+  return ACL_SUCCESS;
+}
+
 aclError FreeAllocation(const char *api, const char *param, MemKind kind, void *ptr) {
   if (ptr == nullptr) {
     return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected an address returned by %s", param,
@@ -73,13 +85,7 @@ aclError FreeAllocation(const char *api, const char *param, MemKind kind, void *
 extern "C" aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
   return GuardedCall("aclrtMalloc", [&](const char *api) -> aclError {
     ACLHOST_RETURN_IF_NULL(api, devPtr, "expected a pointer to receive the address");
-    if (size == 0) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
-    }
-    aclError ret = ACL_SUCCESS;
-    if (AppendOverflows(api, size, &ret)) {
-      return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckAllocationSize(api, size));
     const aclhost::SocProfile *soc = nullptr;
     ACLHOST_RETURN_IF_ERROR(aclhost::RequireSoc(api, &soc));
     const size_t extra = IsHuge1gPolicy(aclhost::RawEnumValue(policy)) ? 0 : soc->malloc_extra_bytes;
@@ -98,13 +104,7 @@ extern "C" aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy
 extern "C" aclError aclrtMallocHost(void **hostPtr, size_t size) {
   return GuardedCall("aclrtMallocHost", [&](const char *api) -> aclError {
     ACLHOST_RETURN_IF_NULL(api, hostPtr, "expected a pointer to receive the address");
-    if (size == 0) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
-    }
-    aclError ret = ACL_SUCCESS;
-    if (AppendOverflows(api, size, &ret)) {
-      return ret;
-    }
+    ACLHOST_RETURN_IF_ERROR(CheckAllocationSize(api, size));
     int32_t device = -1;
     ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
     ACLHOST_RETURN_IF_ERROR(MemoryRegistry::Instance().Allocate(api, MemKind::kPinnedHost, -1, size, hostPtr));

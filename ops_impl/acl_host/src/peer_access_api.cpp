@@ -59,13 +59,7 @@ aclError CheckIsDevice(const char *api, const char *param, int32_t id) {
 }
 
 aclError CheckPeerFeature(const char *api) {
-  const SocProfile *soc = nullptr;
-  ACLHOST_RETURN_IF_ERROR(RequireSoc(api, &soc));
-  if (!soc->peer_access) {
-    return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "peer access between devices is not supported on SoC %s",
-                soc->name);
-  }
-  return ACL_SUCCESS;
+  return RequireSocFeature(api, &SocProfile::peer_access, "peer access between devices is not supported");
 }
 
 aclError CanAccessPeer(const char *api, int32_t *can_access, int32_t device, int32_t peer) {
