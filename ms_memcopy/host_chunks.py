@@ -13,13 +13,14 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import _kernels_lib
+from ._closing import ClosesOnExit
 from ._framework import sync_launches
 from .host_buffer import HostBuffer, _IdLease
 
 __all__ = ["HostChunks"]
 
 
-class HostChunks:
+class HostChunks(ClosesOnExit):
     """Several open HostBuffers that ``SwapBlocks`` uses as one host side.
 
     The chunks may come from aclrtMallocHost, be pageable, or wrap registered memory (``HostBuffer.wrap``).
@@ -161,13 +162,6 @@ class HostChunks:
         self._id_lease = None
         if error is not None:
             raise error
-
-    def __enter__(self) -> "HostChunks":
-        self._check_open()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __del__(self, _is_finalizing: Callable[[], bool] = sys.is_finalizing) -> None:
         if _is_finalizing():

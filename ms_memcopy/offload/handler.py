@@ -5,6 +5,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
+from .._closing import ClosesOnExit
 from ..nn import BlockPool, TransferQueue
 from ..ops._args import check_int
 from .specs import DEVICE, HOST, TransferResult, checked_block_ids, checked_counts, spec_medium
@@ -28,7 +29,7 @@ class _Flight:
         return self.order, TransferResult(job_id, success, self.nbytes, seconds, self.transfer_type)
 
 
-class OffloadingHandler:
+class OffloadingHandler(ClosesOnExit):
     """Stores and loads of a BlockPool's blocks at block numbers the caller chooses (vLLM v1's handler shape).
 
     The interface is that of vLLM v1's CPU-GPU offloading handler; the module docstring has the specs
@@ -188,13 +189,6 @@ class OffloadingHandler:
             self.pool.free_host(list(range(self.pool.num_host_blocks)))
 
     shutdown = close  # vLLM's name
-
-    def __enter__(self) -> "OffloadingHandler":
-        self._check_open()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- internals -------------------------------------------------------------------------------
     def _check_open(self):
