@@ -26,6 +26,7 @@ from typing import Any, Callable, List, Optional, Sequence, Union
 import numpy as np
 
 from ._acl.constants import ACL_ERROR_RT_CONTEXT_NULL, ACL_HOST_REG_PINNED
+from ._closing import ClosesOnExit
 from ._extension import _kernels_lib
 from ._framework import acl_device, sync_launches
 from .errors import AclError
@@ -177,7 +178,7 @@ class _IdLease:
         weakref.finalize(self, _IDS.release, self.id).atexit = False  # type: ignore[misc]  # as above
 
 
-class HostBuffer:
+class HostBuffer(ClosesOnExit):
     """Host memory for the copy primitives, pinned (aclrtMallocHost) or pageable.
 
     Use it as a context manager or call :meth:`close`; any use after close raises ValueError.
@@ -375,13 +376,6 @@ class HostBuffer:
     def _release_registration(self) -> None:
         if isinstance(self._allocation, _RegisteredMemory):
             self._allocation.unregister()
-
-    def __enter__(self) -> "HostBuffer":
-        self._check_open()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # _is_finalizing is bound early: module globals may be gone at exit
     def __del__(self, _is_finalizing: Callable[[], bool] = sys.is_finalizing) -> None:

@@ -13,13 +13,14 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import _kernels_lib
+from ._closing import ClosesOnExit
 from ._framework import sync_launches
 from .host_buffer import HostBuffer, _IdLease
 
 __all__ = ["HostChunks"]
 
 
-class HostChunks:
+class HostChunks(ClosesOnExit):
     """Several open HostBuffers that ``SwapBlocks`` uses as one host side.
 
     The chunks may come from aclrtMallocHost, be pageable, or wrap registered memory (``HostBuffer.wrap``).
@@ -46,16 +47,15 @@ class HostChunks:
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
         >>> from ms_memcopy import HostBuffer, HostChunks
         >>> from ms_memcopy.ops import SwapBlocks
-        >>> cache = ms.Parameter(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)), name="cache")
+        >>> cache = ms.Parameter(ms.Tensor([[0, 1], [2, 3], [4, 5], [6, 7]], ms.float32), name="cache")
         >>> first, second = HostBuffer(16), HostBuffer(8)   # host blocks 0, 1 and 2 of 8 bytes
         >>> chunks = HostChunks([first, second])
         >>> print(SwapBlocks("d2h", chunks, num_caches=1)(cache, [[3, 2], [1, 0]]))
         [16]
-        >>> print(second.numpy(np.float32), first.numpy(np.float32)[:2])
+        >>> print(second.numpy("float32"), first.numpy("float32")[:2])
         [6. 7.] [2. 3.]
         >>> chunks.close(); first.close(); second.close()
     """
@@ -162,13 +162,6 @@ class HostChunks:
         self._id_lease = None
         if error is not None:
             raise error
-
-    def __enter__(self) -> "HostChunks":
-        self._check_open()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __del__(self, _is_finalizing: Callable[[], bool] = sys.is_finalizing) -> None:
         if _is_finalizing():

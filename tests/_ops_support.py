@@ -11,6 +11,7 @@ from mindspore import nn
 
 from ms_memcopy import _kernels_lib, _paths, _runtime_env
 from ms_memcopy._framework import sync_launches
+from ms_memcopy.benchmarks.ms_graphs import OpCell as FnCell  # op(*inputs) as a graph
 from ms_memcopy.op_defs import supported_dtypes
 
 DTYPES = supported_dtypes()
@@ -37,13 +38,17 @@ PROFILES_WITH_OTHER_FEATURES = _other_features()
 SHAPES = [(7,), (3, 5), (2, 3, 5), (1, 2, 3, 7), (0, 4)]
 
 
-class FnCell(nn.Cell):
-    def __init__(self, fn):
+class InPlace(nn.Cell):
+    """Calls op(*params, *args) on Parameters it holds, the way a model holds its caches."""
+
+    def __init__(self, op, params):
         super().__init__()
-        self.fn = fn
+        self.op = op
+        self.params = ms.ParameterTuple(params)
 
     def construct(self, *args):
-        return self.fn(*args)
+        return self.op(*self.params, *args)
+
 
 def call(style, op, *args):
     """op(*args) inside an nn.Cell's construct, inside an ms.jit function, or eagerly."""

@@ -442,6 +442,17 @@ class Model:
     # Sequences of calls on runtime objects. Each step's expectation is (code, value): value None when the
     # call returns nothing to check (or fails), else the value it must give (a set: any of those).
 
+    def run_steps(self, c, step_fn, state):
+        """The expectations of the case's steps in turn: step_fn(step, state)'s, or (code, None) when it
+        raises Rejected."""
+        results = []
+        for step in c["steps"]:
+            try:
+                results.append(step_fn(step, state))
+            except Rejected as e:
+                results.append((e.code, None))
+        return tuple(results)
+
     def event_target(self, target, state):
         """An event argument -> "null", "dead" or "live" (the case's event: state["event"])."""
         if target == "new":
@@ -452,13 +463,7 @@ class Model:
         """aclrtCreateEvent(WithFlag), then record / query / synchronize / destroy of that event and of
         NULL, destroyed and foreign handles (docs/host_runtime.md, "Streams", Events)."""
         state = {"event": "null", "flag": None, "recorded": False, "complete": False}
-        results = []
-        for step in c["steps"]:
-            try:
-                results.append(self.event_step(step, state))
-            except Rejected as e:
-                results.append((e.code, None))
-        return tuple(results)
+        return self.run_steps(c, self.event_step, state)
 
     def event_step(self, step, state):
         api = step["api"]
@@ -506,13 +511,7 @@ class Model:
         devices 0 and 1, NULL, destroyed and foreign handles), and calls that need the current context
         (docs/host_runtime.md, "Initialization and devices", Contexts)."""
         state = {"current": "primary0", "new": "null", "new_device": None, "stream": "null", "stream_context": None}
-        results = []
-        for step in c["steps"]:
-            try:
-                results.append(self.context_step(step, state))
-            except Rejected as e:
-                results.append((e.code, None))
-        return tuple(results)
+        return self.run_steps(c, self.context_step, state)
 
     def context_live(self, target, state):
         if target in ("primary0", "primary1"):
@@ -574,13 +573,7 @@ class Model:
         aclrtDevicePeerAccessStatus with valid and invalid ids, from device 0 or 1 (docs/host_runtime.md,
         "Peer devices")."""
         state = {"device": 0, "enabled": set()}
-        results = []
-        for step in c["steps"]:
-            try:
-                results.append(self.peer_step(step, state))
-            except Rejected as e:
-                results.append((e.code, None))
-        return tuple(results)
+        return self.run_steps(c, self.peer_step, state)
 
     def peer_step(self, step, state):
         api, count = step["api"], self.m.device_count

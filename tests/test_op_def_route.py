@@ -475,25 +475,16 @@ def test_graphs_of_every_op_log_no_parser_error(run_python):
 import sys
 sys.path.insert(0, {str(ROOT)!r})
 import mindspore as ms
-from mindspore import nn
 ms.set_device("CPU")
 ms.set_context(mode=ms.GRAPH_MODE)
 from ms_memcopy import HostBuffer, op_defs, samples
-
-
-class Net(nn.Cell):
-    def __init__(self, op):
-        super().__init__()
-        self.op = op
-
-    def construct(self, *inputs):
-        return self.op(*inputs)
+from ms_memcopy.benchmarks.ms_graphs import OpCell
 
 
 for name in op_defs.all_op_defs():
     with HostBuffer(samples.HOST_BUFFER_BYTES) as buf:
         sample = samples.sample(name, buf)
-        sample.check(Net(sample.op)(*sample.inputs))
+        sample.check(OpCell(sample.op)(*sample.inputs))
         print("ok:", name)
 """, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -15,24 +15,12 @@ from ms_memcopy.ops._dtypes import itemsize
 
 from ms_memcopy import _kernels_lib
 
-from _ops_support import (DTYPES, PROFILES_WITH_OTHER_FEATURES, as_numpy, check_on_profile, int64, make, raw_bytes,
-                          raises_exactly, widen)
+from _ops_support import (DTYPES, PROFILES_WITH_OTHER_FEATURES, InPlace, as_numpy, check_on_profile, int64, make,
+                          raw_bytes, raises_exactly, widen)
 
 
 def parameters(*tensors):
     return [ms.Parameter(t, name=f"cache{i}") for i, t in enumerate(tensors)]
-
-
-class InPlace(nn.Cell):
-    """Calls op(*params, *args) on Parameters it holds, the way a model holds its caches."""
-
-    def __init__(self, op, params):
-        super().__init__()
-        self.op = op
-        self.params = ms.ParameterTuple(params)
-
-    def construct(self, *args):
-        return self.op(*self.params, *args)
 
 
 def run(style, op, params, *args):

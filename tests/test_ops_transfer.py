@@ -22,7 +22,7 @@ from ms_memcopy.ops import (CopyBlocks, CopyBlocksAsync, Memcpy2D, Memcpy2DAsync
                             SwapBlocks, SwapBlocksAsync, WaitTransfer, transfer)
 from ms_memcopy.ops import transfer_stream_count, wait_transfers
 
-from _ops_support import int64
+from _ops_support import InPlace, int64
 
 
 def rss_bytes():
@@ -185,7 +185,7 @@ def test_errors_are_the_sync_ops_with_nothing_written(mode, mapping):
         params = parameters(values, f"err_{mode}_{label[:5]}")
         with pytest.raises(ValueError) as info:
             if mode == "graph":
-                cell = _Call(op, params)
+                cell = InPlace(op, params)
                 cell(ms.Tensor(mapping))
             else:  # a Tensor mapping is read by the launch: its error is raised at the next sync
                 op(*params, ms.Tensor(mapping))
@@ -197,16 +197,6 @@ def test_errors_are_the_sync_ops_with_nothing_written(mode, mapping):
         assert (host == 7).all()
     assert texts[0] == texts[1]
     buf.close()
-
-
-class _Call(nn.Cell):
-    def __init__(self, op, params):
-        super().__init__()
-        self.op = op
-        self.params = ms.ParameterTuple(params)
-
-    def construct(self, mapping):
-        return self.op(self.params[0], self.params[1], mapping)
 
 
 def test_copy_blocks_async_error_text_is_copy_blocks():
@@ -295,16 +285,6 @@ def test_batch_and_2d_write_forms_against_numpy(mode):
     buf.close()
 
 
-class _Apply(nn.Cell):
-    def __init__(self, op, params):
-        super().__init__()
-        self.op = op
-        self.params = ms.ParameterTuple(params)
-
-    def construct(self, *inputs):
-        return self.op(*self.params, *inputs)
-
-
 def _error_cases(form, buf):
     """(sync op, its in-place or read tensors, async op, its tensors, the value inputs) of a call whose
     second item (MemcpyBatch: offset 60 of a 64-byte HostBuffer) or row (Memcpy2D: 9 of 1) is out of range."""
@@ -333,7 +313,7 @@ def test_batch_and_2d_write_errors_are_the_sync_ops_with_nothing_written(mode, f
     for op, params in ((sync_op, sync_params), (async_op, async_params)):
         with pytest.raises(ValueError) as info:
             if mode == "graph":
-                _Apply(op, params)(*values)
+                InPlace(op, params)(*values)
             else:
                 op(*params, *values)
                 sync_launches()

@@ -6,7 +6,6 @@ aclGetRecentErrMsg's per-thread text, aclFinalize / aclrtResetDevice codes, the 
 (after the handle check), the context aclrtDestroyStream and aclrtSynchronizeStream need, and the
 synchronous 2D copy that resolves to device-to-device.
 """
-import threading
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ import pytest
 from ms_memcopy import acl_constants as C
 from ms_memcopy import _runtime_env, errors
 from ms_memcopy import runtime as rt
-from _acl_support import ATTR_D2H, code
+from _acl_support import ATTR_D2H, CHILD_PRELUDE, code, on_a_new_thread
 
 INVALID_PARAM = 100000
 REPEAT_FINALIZE = 100037
@@ -172,15 +171,8 @@ def test_malloc_host_needs_a_context_after_its_null_and_size_checks(run_python):
                                      str(INVALID_PARAM), str(RT_PARAM_INVALID)]
 
 
-DESTROYED_OWN_CONTEXT = r"""
+DESTROYED_OWN_CONTEXT = CHILD_PRELUDE + r"""
 import threading
-from ms_memcopy import runtime as rt, AclError
-def code(call, *args):
-    try:
-        call(*args)
-        return 0
-    except AclError as e:
-        return e.code
 rt.set_device(0)
 event, pinned, stream = rt.create_event(), rt.malloc_host(64), rt.create_stream()
 rt.record_event(event, stream)
@@ -252,9 +244,7 @@ def test_recent_error_message_is_kept_and_newest_first(acl_device):
         seen["error_message"] = info.value.message
         seen["three"] = acl.get_recent_err_msg()
 
-    t = threading.Thread(target=thread)
-    t.start()
-    t.join()
+    on_a_new_thread(thread)
     assert seen["fresh"] is None
     assert seen["first"].startswith("aclrtFree: ") and seen["again"] == seen["first"]
     newest = seen["both"].split("\n")[0]
@@ -313,9 +303,7 @@ def test_destroying_or_synchronizing_a_stream_needs_a_context(acl_device):
         codes["destroy in its context"] = code(rt.destroy_stream, stream)
         rt.destroy_context(ctx1)
 
-    thread = threading.Thread(target=on_a_thread)
-    thread.start()
-    thread.join()
+    on_a_new_thread(on_a_thread)
     assert codes == {"synchronize from another context": 0, "destroy from another context": RT_STREAM_CONTEXT,
                      "synchronize without a context": RT_CONTEXT_NULL,
                      "synchronize with timeout without a context": RT_CONTEXT_NULL,
@@ -344,9 +332,7 @@ def test_error_text_is_bounded_and_error_messages_stay_short(acl_device):
         seen["message"] = info.value.message
         seen["text"] = rt.get_recent_err_msg()
 
-    t = threading.Thread(target=thread)
-    t.start()
-    t.join()
+    on_a_new_thread(thread)
     assert seen["message"].startswith("aclrtMalloc: size is 0") and "\n" not in seen["message"]
     assert 60 * 1024 < len(seen["text"].encode()) <= 64 * 1024
     assert seen["text"].split("\n")[-1].startswith("aclrtMalloc: ")  # whole messages are dropped

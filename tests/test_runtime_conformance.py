@@ -20,18 +20,11 @@ from ms_memcopy.acl_constants import (
     ACL_MEM_LOCATION_TYPE_HOST as HOST,
     ACL_MEM_LOCATION_TYPE_HOST_NUMA as HOST_NUMA,
     ACL_MEM_LOCATION_TYPE_UNREGISTERED as UNREGISTERED,
-    ACL_MEMCPY_DEFAULT as DEFAULT,
-    ACL_MEMCPY_DEVICE_TO_DEVICE as D2D,
-    ACL_MEMCPY_DEVICE_TO_HOST as D2H,
-    ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE as H2BUF2D,
-    ACL_MEMCPY_HOST_TO_DEVICE as H2D,
-    ACL_MEMCPY_HOST_TO_HOST as H2H,
-    ACL_MEMCPY_INNER_DEVICE_TO_DEVICE as INNER_D2D,
-    ACL_MEMCPY_INTER_DEVICE_TO_DEVICE as INTER_D2D,
     SIZE_MAX,
 )
 
-from _acl_support import ATTR_H2D, code, rand_bytes
+from _acl_support import (ATTR_H2D, D2D, D2H, DEFAULT, H2BUF2D, H2D, H2H, INNER_D2D, INTER_D2D, code,
+                          rand_bytes)
 
 INVALID_PARAM = 100000
 REPEAT_INITIALIZE = 100002
@@ -91,10 +84,15 @@ def test_copy_count_zero_is_a_noop_checked_before_null(copy, acl_res):
     assert (acl_res.download(dev, 64) == 7).all()
 
 
-@pytest.mark.parametrize("null", ["dst", "src"])
-def test_copy_null_pointer(copy, acl_res, null):
+@pytest.fixture(params=["dst", "src"])
+def null_end(request, acl_res):
+    """(dst, src) of a host-to-device copy of up to 64 bytes whose dst (or src) is NULL."""
     dev, host = acl_res.device(64), np.zeros(64, np.uint8)
-    dst, src = (0, host) if null == "dst" else (dev, 0)
+    return (0, host) if request.param == "dst" else (dev, 0)
+
+
+def test_copy_null_pointer(copy, null_end):
+    dst, src = null_end
     assert code(copy.run, dst, 64, src, 16, H2D) == INVALID_PARAM
 
 
@@ -245,10 +243,8 @@ def test_2d_zero_width_or_height_is_a_noop(copy2d, acl_res, width, height):
     assert (acl_res.download(dev, 64) == 3).all()
 
 
-@pytest.mark.parametrize("null", ["dst", "src"])
-def test_2d_null_pointer(copy2d, acl_res, null):
-    dev, host = acl_res.device(64), np.zeros(64, np.uint8)
-    dst, src = (0, host) if null == "dst" else (dev, 0)
+def test_2d_null_pointer(copy2d, null_end):
+    dst, src = null_end
     assert code(copy2d.run, dst, 16, src, 16, 8, 4, H2D) == INVALID_PARAM
 
 

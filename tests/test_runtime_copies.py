@@ -9,17 +9,9 @@ import pytest
 import ms_memcopy.acl as acl
 from ms_memcopy import AclError, _runtime_env
 from ms_memcopy import runtime as rt
-from ms_memcopy.acl_constants import (
-    ACL_MEMCPY_DEFAULT as DEFAULT,
-    ACL_MEMCPY_DEVICE_TO_DEVICE as D2D,
-    ACL_MEMCPY_DEVICE_TO_HOST as D2H,
-    ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE as H2BUF2D,
-    ACL_MEMCPY_HOST_TO_DEVICE as H2D,
-    ACL_MEMCPY_HOST_TO_HOST as H2H,
-    ACL_MEMCPY_INNER_DEVICE_TO_DEVICE as INNER_D2D,
-)
 
-from _acl_support import ATTR_D2H, ATTR_H2D, code, rand_bytes
+from _acl_support import (ATTR_D2H, ATTR_H2D, D2D, D2H, DEFAULT, H2BUF2D, H2D, H2H, INNER_D2D, code, on_a_new_thread,
+                          rand_bytes)
 
 FILL = 0xEE  # what destinations hold before a copy; bytes a copy must not touch keep it
 NPY_UBYTE = 2  # the NumPy type number acl.util.ptr_to_numpy takes for uint8
@@ -113,15 +105,29 @@ def test_copy_into_the_middle_leaves_the_rest(acl_res, copy_fn):
     np.testing.assert_array_equal(acl_res.download(dev, 1024), ref)
 
 
-def test_host_to_buf_to_device_stages_the_host_data(acl_res):
-    """Kind 5: the host data is staged when the call returns, so the host buffer may change (or be
-    freed) before the copy runs. The stream is held so that the copy runs after the change."""
+def pinned_in_out(acl_res, n, seed):
+    """n random bytes, a pinned buffer holding them and a zeroed pinned buffer of n bytes: (data, in, out)."""
+    data = rand_bytes(n, seed)
+    src, out = HostBuf(acl_res, "pinned", n), HostBuf(acl_res, "pinned", n, fill=0)
+    src.view[:] = data
+    return data, src, out
+
+
+def held_copy_ends(acl_res, seed):
+    """A stream held by hold() (set the gate), 4096 random bytes in pinned memory and a zeroed device buffer:
+    (stream, gate, data, src, dev)."""
     stream = acl_res.stream()
-    data = rand_bytes(4096, 5)
+    data = rand_bytes(4096, seed)
     src = HostBuf(acl_res, "pinned", 4096)
     src.view[:] = data
     dev = acl_res.upload(np.zeros(4096, np.uint8))
-    gate = hold(stream)
+    return stream, hold(stream), data, src, dev
+
+
+def test_host_to_buf_to_device_stages_the_host_data(acl_res):
+    """Kind 5: the host data is staged when the call returns, so the host buffer may change (or be
+    freed) before the copy runs. The stream is held so that the copy runs after the change."""
+    stream, gate, data, src, dev = held_copy_ends(acl_res, 5)
     try:
         rt.memcpy_async(dev, 4096, src.ptr, 4096, H2BUF2D, stream)
         src.view[:] = 0
@@ -133,12 +139,7 @@ def test_host_to_buf_to_device_stages_the_host_data(acl_res):
 
 def test_pinned_copy_is_enqueued_not_run(acl_res):
     """A pinned H2D on a held stream has not run when the call returns; it runs once the stream goes on."""
-    stream = acl_res.stream()
-    data = rand_bytes(4096, 6)
-    src = HostBuf(acl_res, "pinned", 4096)
-    src.view[:] = data
-    dev = acl_res.upload(np.zeros(4096, np.uint8))
-    gate = hold(stream)
+    stream, gate, data, src, dev = held_copy_ends(acl_res, 6)
     try:
         rt.memcpy_async(dev, 4096, src.ptr, 4096, H2D, stream)
         if os.environ.get(_runtime_env.STRICT_ORDER) == "1":  # reading under the queued copy is that race
@@ -320,9 +321,7 @@ def test_descriptor_copy_reads_source_in_stream_order(acl_res):
     """H2D into src, the descriptor copy src -> dst and D2H of dst, all queued before one sync."""
     stream = acl_res.stream()
     n = 1 << 20
-    data = rand_bytes(n, 41)
-    pinned_in, pinned_out = HostBuf(acl_res, "pinned", n), HostBuf(acl_res, "pinned", n, fill=0)
-    pinned_in.view[:] = data
+    data, pinned_in, pinned_out = pinned_in_out(acl_res, n, 41)
     src, dst = acl_res.device(n), acl_res.device(n)
     desc = acl_res.device(rt.get_memcpy_desc_size(INNER_D2D))
     rt.set_memcpy_desc(desc, INNER_D2D, src, dst, n)
@@ -339,9 +338,7 @@ def test_dependent_copies_keep_stream_order(acl_res):
     """pinned -> A -> B -> C -> D -> pinned, all queued behind a held stream, one sync at the end."""
     stream = acl_res.stream()
     n = 8 << 20
-    data = rand_bytes(n, 50)
-    src, out = HostBuf(acl_res, "pinned", n), HostBuf(acl_res, "pinned", n, fill=0)
-    src.view[:] = data
+    data, src, out = pinned_in_out(acl_res, n, 50)
     a, b, c, d = (acl_res.device(n) for _ in range(4))
     gate = hold(stream)
     try:
@@ -361,9 +358,7 @@ def test_dependent_copies_of_different_calls_keep_stream_order(acl_res):
     stream = acl_res.stream()
     width, height = 4096, 1024
     n = width * height
-    data = rand_bytes(n, 51)
-    src, out = HostBuf(acl_res, "pinned", n), HostBuf(acl_res, "pinned", n, fill=0)
-    src.view[:] = data
+    data, src, out = pinned_in_out(acl_res, n, 51)
     a, b, c, d = (acl_res.device(n) for _ in range(4))
     desc = acl_res.device(rt.get_memcpy_desc_size(INNER_D2D))
     rt.set_memcpy_desc(desc, INNER_D2D, c, d, n)
@@ -474,9 +469,7 @@ def test_recent_error_message_is_per_thread_and_kept(acl_device):
         seen["other_fail"] = acl.rt.malloc(0, 0)[1]
         seen["other_msg"] = acl.get_recent_err_msg()
 
-    t = threading.Thread(target=other)
-    t.start()
-    t.join()
+    on_a_new_thread(other)
     assert seen["other"] is None, "thread B saw thread A's error"
     assert seen["other_fail"] == 100000 and isinstance(seen["other_msg"], str) and seen["other_msg"]
     first = acl.get_recent_err_msg()

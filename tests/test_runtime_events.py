@@ -16,6 +16,7 @@ from ms_memcopy.acl_constants import (ACL_EVENT_CAPTURE_STREAM_PROGRESS, ACL_EVE
                                       ACL_EVENT_IPC, ACL_EVENT_RECORDED_STATUS_COMPLETE,
                                       ACL_EVENT_RECORDED_STATUS_NOT_READY, ACL_EVENT_SYNC, ACL_EVENT_TIME_LINE,
                                       ACL_MEMCPY_HOST_TO_DEVICE)
+from _acl_support import CHILD_PRELUDE
 
 
 def code_of(call, *args):
@@ -153,15 +154,7 @@ def test_device_use_only_events_are_not_recorded_by_the_host(acl_res):
         rt.destroy_event(e)
 
 
-EVENT_FLAGS_BEFORE_ANY_DEVICE = r"""
-import sys
-from ms_memcopy import runtime as rt, AclError
-def code(call, *args):
-    try:
-        call(*args)
-        return 0
-    except AclError as e:
-        return e.code
+EVENT_FLAGS_BEFORE_ANY_DEVICE = CHILD_PRELUDE + r"""
 print(code(rt.create_event_with_flag, 0), code(rt.create_event_with_flag, 0x40),
       code(rt.create_event_with_flag, 0x21), code(rt.create_event_with_flag, 0x1), code(rt.create_event))
 rt.set_device(0)

@@ -5,6 +5,7 @@ target: the host ACL runtime runs a stream's tasks in order on its own thread) u
 go; the expected bytes come from numpy copies of what was written. The queue's submits and polls call
 none of MindSpore's synchronizing entry points, and a compiled step reading swapped-in blocks before
 they arrive is reported by the host runtime's strict ordering mode."""
+import contextlib
 import gc
 import threading
 import time
@@ -34,6 +35,16 @@ def make_pool(num_blocks=4, num_host_blocks=4, num_caches=2):
     for cache, v in zip(pool.caches, values):
         cache.set_data(ms.Tensor(v))
     return pool, values
+
+
+@contextlib.contextmanager
+def filled_pool(**sizes):
+    """make_pool(**sizes) for a with block: (pool, values), the pool closed when the block ends."""
+    pool, values = make_pool(**sizes)
+    try:
+        yield pool, values
+    finally:
+        pool.close()
 
 
 def transfer_streams():
@@ -82,8 +93,7 @@ def host_blocks(pool, blocks):
 
 
 def test_a_swap_in_is_not_readable_before_it_finished(ms_mode):
-    pool, values = make_pool()
-    try:
+    with filled_pool() as (pool, values):
         queue = TransferQueue(pool)
         table = pool.allocate(2)
         host = pool.swap_out(table)                       # synchronous: the host blocks hold values[:, 0:2]
@@ -112,13 +122,10 @@ def test_a_swap_in_is_not_readable_before_it_finished(ms_mode):
         assert pool.num_free_host_blocks == pool.num_host_blocks  # the swap-in gave its host blocks back
         with pytest.raises(ValueError, match=f"job {job} is not in flight: it was already reported"):
             queue.wait(job)
-    finally:
-        pool.close()
 
 
 def test_a_swap_outs_blocks_are_not_reused_early(ms_mode):
-    pool, values = make_pool()
-    try:
+    with filled_pool() as (pool, values):
         queue = TransferQueue(pool)
         table = pool.allocate(4)
         hold = Hold()
@@ -137,14 +144,11 @@ def test_a_swap_outs_blocks_are_not_reused_early(ms_mode):
             assert time.monotonic() < deadline
         assert pool.num_free_blocks == 2 and sorted(pool.allocate(2)) == [1, 2]
         np.testing.assert_array_equal(host_blocks(pool, [0, 1]), np.stack([v[1:3] for v in values]))
-    finally:
-        pool.close()
 
 
 def test_a_fork_keeps_its_source_blocks_from_being_written():
     ms.set_context(mode=ms.PYNATIVE_MODE)
-    pool, values = make_pool()
-    try:
+    with filled_pool() as (pool, values):
         queue = TransferQueue(pool)
         table = pool.allocate(2)
         hold = Hold()
@@ -157,8 +161,6 @@ def test_a_fork_keeps_its_source_blocks_from_being_written():
         assert child == [2, 3]
         for l, cache in enumerate(pool.caches):
             np.testing.assert_array_equal(cache.asnumpy()[child], values[l][table])
-    finally:
-        pool.close()
 
 
 @pytest.mark.parametrize("paced", [False, True], ids=["whole", "paced"])
@@ -199,8 +201,7 @@ def test_closing_with_jobs_in_flight_waits_for_them(close, paced):
 def test_parts_are_paced_one_per_finished_call(ms_mode):
     """part_bytes of one block over both caches: a 3-block swap-out is three parts, the first launched at
     submit, each next one by the first finished() after the one before has completed."""
-    pool, values = make_pool()
-    try:
+    with filled_pool() as (pool, values):
         queue = TransferQueue(pool, part_bytes=pool.num_caches * pool.block_bytes)
         pool.host_buffer.numpy(np.float32)[:] = -1.0       # what the host blocks hold before any copy
         table = pool.allocate(3)
@@ -218,13 +219,10 @@ def test_parts_are_paced_one_per_finished_call(ms_mode):
             assert pool.num_free_blocks == 1              # the job holds its blocks until all parts are done
             assert queue.finished() == ([job] if part == 2 else [])
         assert queue.pending == [] and pool.num_free_blocks == 4
-    finally:
-        pool.close()
 
 
 def test_without_part_bytes_every_job_launches_at_submit(ms_mode):
-    pool, values = make_pool()
-    try:
+    with filled_pool() as (pool, values):
         queue = TransferQueue(pool)
         table = pool.allocate(2)
         hold = Hold()
@@ -233,13 +231,10 @@ def test_without_part_bytes_every_job_launches_at_submit(ms_mode):
         # no finished() or wait(): both copies were queued at submit (the view waits for them)
         np.testing.assert_array_equal(host_blocks(pool, [0, 1]), np.stack([v[table] for v in values]))
         assert queue.wait_all() == jobs
-    finally:
-        pool.close()
 
 
 def test_paced_parts_go_oldest_job_first_and_wait_launches_the_rest(ms_mode):
-    pool, values = make_pool(num_blocks=6)
-    try:
+    with filled_pool(num_blocks=6) as (pool, values):
         queue = TransferQueue(pool, part_bytes=1)         # less than a block: one block per part
         assert queue.part_bytes == 1
         table = pool.allocate(3)
@@ -260,27 +255,21 @@ def test_paced_parts_go_oldest_job_first_and_wait_launches_the_rest(ms_mode):
         assert pool.num_free_host_blocks == 4 and pool.check_readable(back) == back
         for l, cache in enumerate(pool.caches):
             np.testing.assert_array_equal(cache.asnumpy()[back[0]], values[l][table[2]])
-    finally:
-        pool.close()
 
 
 def test_part_bytes_must_be_a_positive_int():
     ms.set_context(mode=ms.PYNATIVE_MODE)
-    pool, _ = make_pool()
-    try:
+    with filled_pool() as (pool, _):
         with pytest.raises(TypeError, match="part_bytes must be an int, not str"):
             TransferQueue(pool, part_bytes="64")
         with pytest.raises(ValueError, match="part_bytes must be >= 1, got 0"):
             TransferQueue(pool, part_bytes=0)
         assert TransferQueue(pool).part_bytes is None and pool._queues[-1].part_bytes is None
-    finally:
-        pool.close()
 
 
 def test_bad_input_names_the_argument_and_moves_nothing():
     ms.set_context(mode=ms.PYNATIVE_MODE)
-    pool, values = make_pool()
-    try:
+    with filled_pool() as (pool, values):
         with pytest.raises(TypeError, match="pool must be a BlockPool"):
             TransferQueue(object())
         queue = TransferQueue(pool)
@@ -304,8 +293,6 @@ def test_bad_input_names_the_argument_and_moves_nothing():
         for l, cache in enumerate(pool.caches):
             np.testing.assert_array_equal(cache.asnumpy(), values[l])
         assert queue.submit("swap_out", []) == 0 and queue.finished() == [0]  # an empty move is done at once
-    finally:
-        pool.close()
 
 
 # ---- random interleavings against numpy ----------------------------------------------------------
@@ -416,8 +403,7 @@ def test_submits_and_polls_call_no_synchronizing_entry_point():
     call into MindSpore's synchronizing entry points (reading a tensor, the executor's sync, the stream
     and event API of mindspore.runtime); the sequence's blocks keep their bytes through every move."""
     ms.set_context(mode=ms.PYNATIVE_MODE)
-    pool, values = make_pool(num_blocks=6, num_host_blocks=2)
-    try:
+    with filled_pool(num_blocks=6, num_host_blocks=2) as (pool, values):
         queue = TransferQueue(pool)
         table = pool.allocate(2)
         expected = [v[table] for v in values]
@@ -436,8 +422,6 @@ def test_submits_and_polls_call_no_synchronizing_entry_point():
         assert counter.total() == 0, counter.calls
         for cache, want in zip(pool.caches, expected):
             np.testing.assert_array_equal(cache.asnumpy()[table], want)
-    finally:
-        pool.close()
 
 
 def test_close_releases_the_kernels_events():
@@ -448,8 +432,7 @@ def test_close_releases_the_kernels_events():
 
     ms.set_context(mode=ms.PYNATIVE_MODE)
     before = _kernels_lib.owned_resources().events
-    pool, _ = make_pool()
-    try:
+    with filled_pool() as (pool, _):
         queue = TransferQueue(pool)
         table = pool.allocate(1)
         for kind in ("fork", "swap_out", "swap_in"):
@@ -459,6 +442,4 @@ def test_close_releases_the_kernels_events():
         sync_launches()  # MindSpore's finished launch tasks let go of the kernels' state
         gc.collect()
         assert _kernels_lib.owned_resources().events <= before + 2
-    finally:
-        pool.close()
     assert _kernels_lib.owned_resources().events == before

@@ -118,12 +118,11 @@ class BlockPool(nn.Cell):
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
         >>> from ms_memcopy.nn import BlockPool
         >>> pool = BlockPool(num_caches=2, num_blocks=4, num_host_blocks=4, block_shape=(2,), dtype=ms.float32)
         >>> k_cache, v_cache = pool.caches
-        >>> _ = k_cache.set_data(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)))
+        >>> _ = k_cache.set_data(ms.Tensor([[0, 1], [2, 3], [4, 5], [6, 7]], ms.float32))
         >>> table = pool.allocate(2)
         >>> host_table = pool.swap_out(table)
         >>> print(table, host_table, pool.num_free_blocks)
@@ -270,14 +269,13 @@ class BlockPool(nn.Cell):
         builds one; ``swap_out``/``swap_in`` allocate their own).
 
         Examples:
-            >>> import numpy as np
             >>> import mindspore as ms
             >>> from mindspore import nn
             >>> from ms_memcopy.nn import BlockPool
             >>> from ms_memcopy.ops import SwapBlocks
             >>> pool = BlockPool(num_caches=1, num_blocks=4, num_host_blocks=2, block_shape=(2,), dtype=ms.float32)
             >>> (cache,) = pool.caches
-            >>> _ = cache.set_data(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)))
+            >>> _ = cache.set_data(ms.Tensor([[0, 1], [2, 3], [4, 5], [6, 7]], ms.float32))
             >>> class SwapOutStep(nn.Cell):  # a graph step that swaps blocks out itself
             ...     def __init__(self, pool):
             ...         super().__init__()
@@ -286,10 +284,10 @@ class BlockPool(nn.Cell):
             ...     def construct(self, mapping):
             ...         return self.swap_out(self.cache, mapping)
             >>> blocks, host_blocks = pool.allocate(2), pool.allocate_host(2)
-            >>> mapping = ms.Tensor(np.array(list(zip(blocks, host_blocks)), np.int64))
+            >>> mapping = ms.Tensor(list(zip(blocks, host_blocks)), ms.int64)
             >>> print(SwapOutStep(pool)(mapping))
             [16]
-            >>> print(pool.host_buffer.numpy(np.float32)[:4])
+            >>> print(pool.host_buffer.numpy("float32")[:4])
             [0. 1. 2. 3.]
             >>> pool.free(blocks)
             >>> pool.free_host(host_blocks)

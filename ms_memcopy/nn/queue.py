@@ -5,6 +5,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .._closing import ClosesOnExit
 from ..ops import CopyBlocksAsync, SwapBlocksAsync
 from ..ops._args import check_int
 from ._block_numbers import _as_list
@@ -25,7 +26,7 @@ class _Job:
         self.launched = []
 
 
-class TransferQueue:
+class TransferQueue(ClosesOnExit):
     """Swap-outs, swap-ins and forks of a BlockPool that run on the transfer streams while the model computes.
 
     ``submit(kind, blocks)`` starts one move and returns its job id (an int) at once: ``"swap_out"``
@@ -82,12 +83,11 @@ class TransferQueue:
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
         >>> from ms_memcopy.nn import BlockPool, TransferQueue
         >>> pool = BlockPool(num_caches=1, num_blocks=4, num_host_blocks=4, block_shape=(2,), dtype=ms.float32)
         >>> (cache,) = pool.caches
-        >>> _ = cache.set_data(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)))
+        >>> _ = cache.set_data(ms.Tensor([[0, 1], [2, 3], [4, 5], [6, 7]], ms.float32))
         >>> queue = TransferQueue(pool)
         >>> table = pool.allocate(2)
         >>> job = queue.submit("swap_out", table)
@@ -223,13 +223,6 @@ class TransferQueue:
                     self.pool._queues.remove(self)
                 if self._close_hook in self.pool.host_buffer._before_close:
                     self.pool.host_buffer._before_close.remove(self._close_hook)
-
-    def __enter__(self) -> "TransferQueue":
-        self._check_open()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- internals -------------------------------------------------------------------------------
     def _check_open(self):

@@ -74,7 +74,6 @@ class SwapOutBlocks(nn.Cell):
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
         >>> from ms_memcopy import HostBuffer
         >>> from ms_memcopy.nn import BlockSlots, SwapOutBlocks
@@ -82,7 +81,7 @@ class SwapOutBlocks(nn.Cell):
         >>> swap_out = SwapOutBlocks(BlockSlots(buf, block_shape=(2,), dtype=ms.int32), num_blocks=2)
         >>> print(swap_out(ms.Tensor([1, 2], ms.int32), ms.Tensor([3, 4], ms.int32), ms.Tensor([5, 0], ms.int64)))
         [8 8]
-        >>> print(buf.numpy(np.int32)[[0, 1, 10, 11]])
+        >>> print(buf.numpy("int32")[[0, 1, 10, 11]])
         [3 4 1 2]
         >>> buf.close()
     """
@@ -120,12 +119,11 @@ class SwapInBlocks(nn.Cell):
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
         >>> from ms_memcopy import HostBuffer
         >>> from ms_memcopy.nn import BlockSlots, SwapInBlocks
         >>> buf = HostBuffer(32)
-        >>> buf.numpy(np.int32)[:] = np.arange(8)
+        >>> buf.numpy("int32")[:] = range(8)
         >>> swap_in = SwapInBlocks(BlockSlots(buf, block_shape=(2,), dtype=ms.int32), num_blocks=2)
         >>> a, b = swap_in(ms.Tensor([3, 1], ms.int64))
         >>> print(a, b)

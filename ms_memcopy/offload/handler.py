@@ -5,6 +5,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
+from .._closing import ClosesOnExit
 from ..nn import BlockPool, TransferQueue
 from ..ops._args import check_int
 from .specs import DEVICE, HOST, TransferResult, checked_block_ids, checked_counts, spec_medium
@@ -28,7 +29,7 @@ class _Flight:
         return self.order, TransferResult(job_id, success, self.nbytes, seconds, self.transfer_type)
 
 
-class OffloadingHandler:
+class OffloadingHandler(ClosesOnExit):
     """Stores and loads of a BlockPool's blocks at block numbers the caller chooses (vLLM v1's handler shape).
 
     The interface is that of vLLM v1's CPU-GPU offloading handler; the module docstring has the specs
@@ -69,13 +70,12 @@ class OffloadingHandler:
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
         >>> from ms_memcopy.nn import BlockPool
         >>> from ms_memcopy.offload import DeviceBlocksSpec, HostBlocksSpec, OffloadingHandler
         >>> pool = BlockPool(num_caches=1, num_blocks=4, num_host_blocks=4, block_shape=(2,), dtype=ms.float32)
         >>> (cache,) = pool.caches
-        >>> _ = cache.set_data(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)))
+        >>> _ = cache.set_data(ms.Tensor([[0, 1], [2, 3], [4, 5], [6, 7]], ms.float32))
         >>> handler = OffloadingHandler(pool, block_size_factor=2)
         >>> handler.transfer_async(7, (DeviceBlocksSpec([3, 0]), HostBlocksSpec([1])))
         True
@@ -189,13 +189,6 @@ class OffloadingHandler:
             self.pool.free_host(list(range(self.pool.num_host_blocks)))
 
     shutdown = close  # vLLM's name
-
-    def __enter__(self) -> "OffloadingHandler":
-        self._check_open()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- internals -------------------------------------------------------------------------------
     def _check_open(self):

@@ -34,7 +34,7 @@ class OpCell(nn.Cell):
     def __call__(self, *args: Any) -> Any:
         return self.construct(*args)
 
-    def construct(self, *args):
+    def construct(self, *args: Any) -> Any:
         """op(t0, ..., tk, offsets) as primitive((t0, ..., tk), offsets): the variadic input is the
         op's first, followed by one input (offsets or block_mapping)."""
         return self.primitive(args[:-1], args[-1])

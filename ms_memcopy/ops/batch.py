@@ -76,14 +76,13 @@ class MemcpyBatch(OpCell):
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
-        >>> from ms_memcopy import HostBuffer
         >>> from ms_memcopy.ops import MemcpyBatch
+        >>> a = ms.Tensor([0, 1, 2, 3], ms.float32)
+        >>> b = ms.Tensor([7, 8], ms.int64)
+        >>> from ms_memcopy import HostBuffer
         >>> buf = HostBuffer(64)
         >>> write = MemcpyBatch("d2h", buf, num_tensors=2)
-        >>> a = ms.Tensor(np.arange(4, dtype=np.float32))
-        >>> b = ms.Tensor(np.array([7, 8], np.int64))
         >>> print(write(a, b, ms.Tensor([0, 16], ms.int64)))
         [16 16]
         >>> read = MemcpyBatch("h2d", buf, shapes=[(4,), (2,)], dtypes=[ms.float32, ms.int64])

@@ -172,16 +172,15 @@ class SwapBlocks(OpCell):
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
-        >>> from ms_memcopy import HostBuffer
         >>> from ms_memcopy.ops import SwapBlocks
-        >>> k = ms.Parameter(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)), name="k")
-        >>> v = ms.Parameter(ms.Tensor(np.arange(8, 16, dtype=np.float32).reshape(4, 2)), name="v")
+        >>> k = ms.Parameter(ms.Tensor([[0, 1], [2, 3], [4, 5], [6, 7]], ms.float32), name="k")
+        >>> v = ms.Parameter(ms.Tensor([[8, 9], [10, 11], [12, 13], [14, 15]], ms.float32), name="v")
+        >>> from ms_memcopy import HostBuffer
         >>> buf = HostBuffer(2 * 2 * 8)  # 2 caches of 2 host blocks of 8 bytes
         >>> print(SwapBlocks("d2h", buf, num_caches=2)(k, v, ms.Tensor([[3, 0], [1, 1]], ms.int64)))
         [32]
-        >>> print(buf.numpy(np.float32).reshape(2, 2, 2))
+        >>> print(buf.numpy("float32").reshape(2, 2, 2))
         [[[ 6.  7.]
           [ 2.  3.]]
         <BLANKLINE>
@@ -286,11 +285,10 @@ class CopyBlocks(OpCell):
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
         >>> from ms_memcopy.ops import CopyBlocks
-        >>> k = ms.Parameter(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)), name="k")
-        >>> v = ms.Parameter(ms.Tensor(np.arange(8, 16, dtype=np.float32).reshape(4, 2)), name="v")
+        >>> k = ms.Parameter(ms.Tensor([[0, 1], [2, 3], [4, 5], [6, 7]], ms.float32), name="k")
+        >>> v = ms.Parameter(ms.Tensor([[8, 9], [10, 11], [12, 13], [14, 15]], ms.float32), name="v")
         >>> print(CopyBlocks(num_caches=2)(k, v, ms.Tensor([[1, 2]], ms.int64)))
         [16]
         >>> print(v.asnumpy())

@@ -50,13 +50,12 @@ class MemcpyWithCondition(CopyPrimitive):
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
-        >>> from ms_memcopy import HostBuffer
         >>> from ms_memcopy.ops import MemcpyWithCondition
-        >>> x = ms.Tensor(np.arange(6, dtype=np.int32))
+        >>> x = ms.Tensor([0, 1, 2, 3, 4, 5], ms.int32)
         >>> print(MemcpyWithCondition("d2d")(x))
         [0 1 2 3 4 5]
+        >>> from ms_memcopy import HostBuffer
         >>> with HostBuffer(32, pinned=False) as buf:
         ...     print(MemcpyWithCondition("d2h", host_buffer=buf)(x, ms.Tensor([8], ms.int64)))
         ...     print(MemcpyWithCondition("h2d", host_buffer=buf, shape=(2, 3), dtype=ms.int32)(

@@ -43,10 +43,9 @@ class MemcpyWithDesc(CopyPrimitive):
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
         >>> from ms_memcopy.ops import MemcpyWithDesc
-        >>> x = ms.Tensor(np.arange(6, dtype=np.int32))
+        >>> x = ms.Tensor([0, 1, 2, 3, 4, 5], ms.int32)
         >>> print(MemcpyWithDesc()(x))
         [0 1 2 3 4 5]
         >>> print(MemcpyWithDesc(count=3)(x, ms.Tensor([2], ms.int64)))

@@ -73,29 +73,28 @@ class Memcpy2D(CopyPrimitive):
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
-        >>> from ms_memcopy import HostBuffer
         >>> from ms_memcopy.ops import Memcpy2D
-        >>> x = ms.Tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
+        >>> x = ms.Tensor([[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]], ms.float32)
         >>> row, col = ms.Tensor([1], ms.int64), ms.Tensor([1], ms.int64)
         >>> print(Memcpy2D("extract", height=2, width=2)(x, row, col))
         [[ 5.  6.]
          [ 9. 10.]]
-        >>> print(Memcpy2D("insert")(x, ms.Tensor(np.zeros((1, 2), np.float32)), row, col))
+        >>> print(Memcpy2D("insert")(x, ms.ops.zeros((1, 2), ms.float32), row, col))
         [[ 0.  1.  2.  3.]
          [ 4.  0.  0.  7.]
          [ 8.  9. 10. 11.]]
-        >>> dst = ms.Parameter(ms.Tensor(np.zeros((2, 3), np.float32)), name="dst")
-        >>> print(Memcpy2D("write")(dst, ms.Tensor(np.ones((1, 2), np.float32)), row, col))
+        >>> dst = ms.Parameter(ms.ops.zeros((2, 3), ms.float32), name="dst")
+        >>> print(Memcpy2D("write")(dst, ms.ops.ones((1, 2), ms.float32), row, col))
         [8]
         >>> print(dst.asnumpy())
         [[0. 0. 0.]
          [0. 1. 1.]]
+        >>> from ms_memcopy import HostBuffer
         >>> with HostBuffer(32) as buf:
         ...     buf.numpy()[:] = 0
         ...     print(Memcpy2D("d2h", host_buffer=buf, pitch=16)(x[:2, :2], ms.Tensor([0], ms.int64)))
-        ...     print(buf.numpy(np.float32))
+        ...     print(buf.numpy("float32"))
         ...     print(Memcpy2D("h2d", host_buffer=buf, pitch=16, shape=(2, 2), dtype=ms.float32)(
         ...         ms.Tensor([0], ms.int64)))
         [16]

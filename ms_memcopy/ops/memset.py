@@ -40,10 +40,9 @@ class MemsetAsync(CopyPrimitive):
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
         >>> from ms_memcopy.ops import MemsetAsync
-        >>> dst = ms.Parameter(ms.Tensor(np.zeros(6, np.uint8)), name="dst")
+        >>> dst = ms.Parameter(ms.ops.zeros(6, ms.uint8), name="dst")
         >>> print(MemsetAsync(7)(dst, ms.Tensor([1], ms.int64), ms.Tensor([3], ms.int64)))
         [3]
         >>> print(dst.asnumpy())

@@ -73,17 +73,16 @@ def wait_transfers() -> None:
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
         >>> from ms_memcopy import HostBuffer
         >>> from ms_memcopy.ops import SwapBlocksAsync, wait_transfers
-        >>> k = ms.Parameter(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)), name="k")
+        >>> k = ms.Parameter(ms.Tensor([[0, 1], [2, 3], [4, 5], [6, 7]], ms.float32), name="k")
         >>> buf = HostBuffer(8)
         >>> swap_out = SwapBlocksAsync("d2h", buf, num_caches=1)
         >>> print(swap_out(k, ms.Tensor([[2, 0]], ms.int64)))
         [8]
         >>> wait_transfers()
-        >>> print(buf.numpy(np.float32))
+        >>> print(buf.numpy("float32"))
         [4. 5.]
         >>> buf.close()
     """
@@ -111,10 +110,9 @@ def transfer_stream_count() -> int:
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
         >>> from ms_memcopy.ops import CopyBlocksAsync, WaitTransfer, transfer_stream_count
-        >>> v = ms.Parameter(ms.Tensor(np.zeros((2, 2), np.float32)), name="v")
+        >>> v = ms.Parameter(ms.ops.zeros((2, 2), ms.float32), name="v")
         >>> copy = CopyBlocksAsync(num_caches=1)
         >>> for _ in range(3):
         ...     _ = WaitTransfer(num_tensors=1)(v, copy(v, ms.Tensor([[0, 1]], ms.int64)))
@@ -166,16 +164,15 @@ class SwapBlocksAsync(OpCell):
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
         >>> from ms_memcopy import HostBuffer
         >>> from ms_memcopy.ops import SwapBlocksAsync, WaitTransfer
-        >>> k = ms.Parameter(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)), name="k")
+        >>> k = ms.Parameter(ms.Tensor([[0, 1], [2, 3], [4, 5], [6, 7]], ms.float32), name="k")
         >>> buf = HostBuffer(2 * 8)  # 1 cache of 2 host blocks of 8 bytes
         >>> token = SwapBlocksAsync("d2h", buf, num_caches=1)(k, ms.Tensor([[3, 0], [1, 1]], ms.int64))
         >>> print(WaitTransfer(num_tensors=1)(k, token))
         [16]
-        >>> print(buf.numpy(np.float32).reshape(2, 2))
+        >>> print(buf.numpy("float32").reshape(2, 2))
         [[6. 7.]
          [2. 3.]]
         >>> buf.close()
@@ -220,10 +217,9 @@ class CopyBlocksAsync(OpCell):
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
         >>> from ms_memcopy.ops import CopyBlocksAsync, WaitTransfer
-        >>> v = ms.Parameter(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)), name="v")
+        >>> v = ms.Parameter(ms.Tensor([[0, 1], [2, 3], [4, 5], [6, 7]], ms.float32), name="v")
         >>> token = CopyBlocksAsync(num_caches=1)(v, ms.Tensor([[1, 2]], ms.int64))
         >>> print(WaitTransfer(num_tensors=1, lane="copy")(v, token))
         [8]
@@ -272,14 +268,13 @@ class MemcpyBatchAsync(OpCell):
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
         >>> from ms_memcopy import HostBuffer
         >>> from ms_memcopy.ops import MemcpyBatchAsync, WaitTransfer
         >>> buf = HostBuffer(64)
-        >>> buf.numpy(np.float32)[:] = np.arange(16)
-        >>> a = ms.Parameter(ms.Tensor(np.zeros(2, np.float32)), name="a")
-        >>> b = ms.Parameter(ms.Tensor(np.zeros(3, np.float32)), name="b")
+        >>> buf.numpy("float32")[:] = range(16)
+        >>> a = ms.Parameter(ms.ops.zeros(2, ms.float32), name="a")
+        >>> b = ms.Parameter(ms.ops.zeros(3, ms.float32), name="b")
         >>> token = MemcpyBatchAsync("h2d", buf, num_tensors=2)(a, b, ms.Tensor([8, 40], ms.int64))
         >>> print(WaitTransfer(num_tensors=2, lane="h2d")(a, b, token), a.asnumpy(), b.asnumpy())
         [20] [2. 3.] [10. 11. 12.]
@@ -345,11 +340,10 @@ class Memcpy2DAsync(CopyPrimitive):
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
         >>> from ms_memcopy.ops import Memcpy2DAsync, WaitTransfer
-        >>> dst = ms.Parameter(ms.Tensor(np.zeros((3, 4), np.float32)), name="dst")
-        >>> src = ms.Parameter(ms.Tensor(np.ones((1, 2), np.float32)), name="src")
+        >>> dst = ms.Parameter(ms.ops.zeros((3, 4), ms.float32), name="dst")
+        >>> src = ms.Parameter(ms.ops.ones((1, 2), ms.float32), name="src")
         >>> token = Memcpy2DAsync("write")(dst, src, ms.Tensor([1], ms.int64), ms.Tensor([2], ms.int64))
         >>> print(WaitTransfer(num_tensors=2, lane="copy")(dst, src, token), dst.asnumpy()[1])
         [8] [0. 0. 1. 1.]
@@ -398,10 +392,9 @@ class WaitTransfer(OpCell):
         ``Ascend`` ``CPU``
 
     Examples:
-        >>> import numpy as np
         >>> import mindspore as ms
         >>> from ms_memcopy.ops import WaitTransfer
-        >>> k = ms.Parameter(ms.Tensor(np.zeros((4, 2), np.float32)), name="k")
+        >>> k = ms.Parameter(ms.ops.zeros((4, 2), ms.float32), name="k")
         >>> print(WaitTransfer(num_tensors=1)(k, ms.Tensor([16], ms.int64)))
         [16]
     """

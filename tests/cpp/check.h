@@ -9,6 +9,8 @@
 //   CHECK_MSG("needle", ...)         the newest error message (first line of aclGetRecentErrMsg()) has each needle
 //   test::Expect(ok, what)           a check whose description is built at run time
 //   test::Require(ret, what)         a setup call that must succeed: prints FATAL and exits 1 otherwise
+//   test::HostWaits()                the host runtime's count of host waits (aclhostGetHostWaitCount)
+//   test::StreamOnDevice0()          aclInit, device 0 set, a stream created: a test program's start
 //   test::Context label(text)        names this thread's failures (e.g. "thread 3") while `label` lives
 //   test::LocationOf(p)              aclhostGetMemLocation of p (type, device, base, size), checked to succeed
 #ifndef MS_MEMCOPY_TESTS_CPP_CHECK_H_
@@ -96,6 +98,22 @@ inline void Require(aclError ret, const char *what) {
     std::printf("FATAL: %s returned %d\n", what, static_cast<int>(ret));
     std::exit(1);
   }
+}
+
+// aclhostGetHostWaitCount, which must succeed: the host runtime's count of host waits for a stream or event.
+inline uint64_t HostWaits() {
+  uint64_t count = 0;
+  Require(aclhostGetHostWaitCount(&count), "aclhostGetHostWaitCount");
+  return count;
+}
+
+// aclInit, aclrtSetDevice(0) and a new stream of device 0 (returned), which must all succeed: a test's start.
+inline aclrtStream StreamOnDevice0() {
+  Require(aclInit(nullptr), "aclInit");
+  Require(aclrtSetDevice(0), "aclrtSetDevice");
+  aclrtStream stream = nullptr;
+  Require(aclrtCreateStream(&stream), "aclrtCreateStream");
+  return stream;
 }
 
 inline int Finish() {

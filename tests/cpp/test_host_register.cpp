@@ -128,10 +128,7 @@ void TestStaleRegistrationIsReplaced() {
 }  // namespace
 
 int main() {
-  test::Require(aclInit(nullptr), "aclInit");
-  test::Require(aclrtSetDevice(0), "aclrtSetDevice");
-  aclrtStream stream = nullptr;
-  test::Require(aclrtCreateStream(&stream), "aclrtCreateStream");
+  aclrtStream stream = test::StreamOnDevice0();
   TestRegisterCopyUnregister(stream);
   TestConcurrentRegistrations();
   TestPinnedAllocationEndsItsRegistrations();

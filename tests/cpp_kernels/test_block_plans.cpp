@@ -4,7 +4,6 @@
 // mapping is refused before any ACL copy call. The program counts the ACL calls by defining them
 // itself and forwarding to the runtime library (the kernel sources are linked into this program, so
 // their calls bind here first).
-#include <dlfcn.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +13,7 @@
 
 #include "../cpp/check.h"
 #include "acl/acl.h"
+#include "forward.h"
 #include "host_buffers.h"
 #include "kernel_error.h"
 #include "op_bodies.h"
@@ -21,6 +21,7 @@
 namespace {
 
 using test::Expect;
+using test::Next;
 using test::Require;
 
 size_t batch_calls = 0;
@@ -28,14 +29,15 @@ size_t batch_items = 0;
 size_t desc_copies = 0;
 size_t async_copies = 0;
 
-template <typename Fn>
-Fn Next(const char *name) {
-  void *fn = dlsym(RTLD_NEXT, name);
-  if (fn == nullptr) {
-    std::printf("FATAL: %s not found in the ACL library\n", name);
-    std::exit(1);
+// True when run() throws the InputError of refused input and its text has `needle`.
+template <typename Run>
+bool RefusedWith(const char *needle, Run run) {
+  try {
+    run();
+  } catch (const msmc::InputError &e) {
+    return std::strstr(e.what(), needle) != nullptr;
   }
-  return reinterpret_cast<Fn>(fn);
+  return false;
 }
 
 void ResetCounts() { batch_calls = batch_items = desc_copies = async_copies = 0; }
@@ -218,21 +220,13 @@ void TestBadMappingMovesNothing(Fixture &f) {
   const std::vector<std::vector<int64_t>> bad = {{0, 1, 2600, 2}, {0, 2500}, {0, 1, 2, 1}, {-1, 0}};
   for (const auto &pairs : bad) {
     ResetCounts();
-    bool refused = false;
-    try {
-      f.Run("swap_blocks_d2h", s, f.Mapping(pairs));
-    } catch (const msmc::InputError &e) {
-      refused = std::strstr(e.what(), "ValueError: block_mapping") != nullptr;
-    }
+    const bool refused =
+        RefusedWith("ValueError: block_mapping", [&] { f.Run("swap_blocks_d2h", s, f.Mapping(pairs)); });
     Expect(refused && batch_calls == 0 && async_copies == 0, "bad mapping refused before any copy");
   }
   ResetCounts();
-  bool refused = false;
-  try {
-    f.Run("copy_blocks", s, f.Mapping({3, 4, 4, 5}));
-  } catch (const msmc::InputError &e) {
-    refused = std::strstr(e.what(), "block 4 is read by pair 1 and written by pair 0") != nullptr;
-  }
+  const bool refused = RefusedWith("block 4 is read by pair 1 and written by pair 0",
+                                   [&] { f.Run("copy_blocks", s, f.Mapping({3, 4, 4, 5})); });
   Expect(refused && desc_copies == 0 && async_copies == 0, "a block both read and written is refused");
 }
 
@@ -262,12 +256,8 @@ void TestHostValuesMapping(Fixture &f) {
     msmc::SetAttr(s, "buffer_id", f.buffer_id);
     msmc::SetAttr(s, "blocks_per_host_block", 1);
     pairs = {0, 2599, 1, 2599};
-    bool refused = false;
-    try {
-      f.Run("swap_blocks_h2d", s, mapping);
-    } catch (const msmc::InputError &e) {
-      refused = std::strstr(e.what(), "device block 2599 is written twice") != nullptr;
-    }
+    const bool refused =
+        RefusedWith("device block 2599 is written twice", [&] { f.Run("swap_blocks_h2d", s, mapping); });
     Expect(refused, "h2d from host values: a destination twice is refused");
   }
 }
@@ -316,20 +306,12 @@ void TestSwapAcrossHostChunks(Fixture &f) {
     Expect(f.DeviceValue(0, 1) == 40 && f.DeviceValue(1, 2) == 100010, "h2d from both chunks lands");
 
     ResetCounts();
-    bool refused = false;
-    try {
-      f.Run("swap_blocks_d2h", s, f.Mapping({1, 0, 2, 5}));
-    } catch (const msmc::InputError &e) {
-      refused = std::strstr(e.what(), "block_mapping[1][1] = 5: host block out of range [0, 5)") != nullptr;
-    }
+    const bool refused = RefusedWith("block_mapping[1][1] = 5: host block out of range [0, 5)",
+                                     [&] { f.Run("swap_blocks_d2h", s, f.Mapping({1, 0, 2, 5})); });
     Expect(refused && batch_calls == 0, "a host block past the chunks is refused before any copy");
   }
-  bool refused = false;
-  try {
-    msmc::HostBufferLease lease(13, "host_buffer", f.stream);
-  } catch (const msmc::InputError &e) {
-    refused = std::strstr(e.what(), "read by SwapBlocks only") != nullptr;
-  }
+  const bool refused =
+      RefusedWith("read by SwapBlocks only", [&] { msmc::HostBufferLease lease(13, "host_buffer", f.stream); });
   Expect(refused, "a group is leased chunk by chunk only");
   Expect(msmc_hostbuffer_close(13) == 0 && msmc_hostbuffer_close(11) == 0 && msmc_hostbuffer_close(12) == 0,
          "group and chunks closed");

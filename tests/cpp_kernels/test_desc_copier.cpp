@@ -8,7 +8,6 @@
 // checks every descriptor. The large copies use address space reserved with PROT_NONE and registered
 // as device memory, and their aclrtMemcpyAsyncWithDesc calls are counted but not forwarded: nothing
 // touches those bytes. A small copy is forwarded and its bytes checked.
-#include <dlfcn.h>
 #include <sys/mman.h>
 
 #include <cstdint>
@@ -21,10 +20,12 @@
 #include "acl/acl.h"
 #include "acl_host/acl_host_ext.h"
 #include "copy_launch.h"
+#include "forward.h"
 
 namespace {
 
 using test::Expect;
+using test::Next;
 using test::Require;
 
 struct DescSet {
@@ -36,16 +37,6 @@ struct DescSet {
 std::vector<DescSet> sets;
 size_t desc_copies = 0;
 bool forward_copies = true;
-
-template <typename Fn>
-Fn Next(const char *name) {
-  void *fn = dlsym(RTLD_NEXT, name);
-  if (fn == nullptr) {
-    std::printf("FATAL: %s not found in the ACL library\n", name);
-    std::exit(1);
-  }
-  return reinterpret_cast<Fn>(fn);
-}
 
 }  // namespace
 

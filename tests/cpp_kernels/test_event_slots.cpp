@@ -25,12 +25,6 @@ namespace {
 using test::Expect;
 using test::Require;
 
-uint64_t Waits() {
-  uint64_t count = 0;
-  Require(aclhostGetHostWaitCount(&count), "aclhostGetHostWaitCount");
-  return count;
-}
-
 // Holds a stream until Release(): a host function that blocks its worker.
 class Hold {
  public:
@@ -79,6 +73,26 @@ std::vector<int64_t> Download(const void *dev, size_t count) {
   return out;
 }
 
+// launch(i) for i in [0, launches) on a held stream: a ring of `slots` launches queues without a host wait,
+// the launch after it waits once (for the oldest slot); the stream then goes on and is synchronized.
+template <typename Launch>
+void ExpectOneWaitPastTheRing(aclrtStream stream, size_t slots, size_t launches, const std::string &what,
+                              Launch launch) {
+  Hold hold(stream);
+  const uint64_t before = test::HostWaits();
+  std::thread releaser;
+  for (size_t i = 0; i < launches; ++i) {
+    if (i == slots) {
+      Expect(test::HostWaits() == before, "a ring of " + what + " queued without a wait");
+      releaser = hold.ReleaseLater();
+    }
+    launch(i);
+  }
+  Expect(test::HostWaits() == before + 1, "the launch after a full ring of " + what + " waits once, for the oldest");
+  releaser.join();
+  Require(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+}
+
 void TestResultStagingRing(aclrtStream stream) {
   constexpr size_t kLaunches = msmc::ResultStaging::kSlots + 3;
   msmc::ResultStaging staging;
@@ -86,20 +100,10 @@ void TestResultStagingRing(aclrtStream stream) {
   for (size_t i = 0; i < kLaunches; ++i) {
     outs.push_back(DeviceAlloc(2 * sizeof(int64_t)));
   }
-  Hold hold(stream);
-  const uint64_t before = Waits();
-  std::thread releaser;
-  for (size_t i = 0; i < kLaunches; ++i) {
-    if (i == msmc::ResultStaging::kSlots) {
-      Expect(Waits() == before, "a ring of staged results queued without a wait");
-      releaser = hold.ReleaseLater();
-    }
+  ExpectOneWaitPastTheRing(stream, msmc::ResultStaging::kSlots, kLaunches, "staged results", [&](size_t i) {
     const int64_t values[2] = {static_cast<int64_t>(100 + i), static_cast<int64_t>(-i)};
     staging.Write(values, 2, outs[i], stream);
-  }
-  Expect(Waits() == before + 1, "the launch after a full ring waits once, for the oldest slot");
-  releaser.join();
-  Require(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+  });
   const Live live = LiveNow();
   for (size_t i = 0; i < kLaunches; ++i) {  // another round of the same launches adds nothing
     const int64_t values[2] = {static_cast<int64_t>(100 + i), static_cast<int64_t>(-i)};
@@ -126,19 +130,8 @@ void TestDescriptorRing(aclrtStream stream) {
     dsts.push_back(DeviceAlloc(kBytes));
     Require(aclrtMemcpy(srcs[i], kBytes, pattern.data(), kBytes, ACL_MEMCPY_HOST_TO_DEVICE), "aclrtMemcpy");
   }
-  Hold hold(stream);
-  const uint64_t before = Waits();
-  std::thread releaser;
-  for (size_t i = 0; i < kLaunches; ++i) {
-    if (i == msmc::DescCopier::kSlots) {
-      Expect(Waits() == before, "a ring of descriptor copies queued without a wait");
-      releaser = hold.ReleaseLater();
-    }
-    copier.Copy(dsts[i], srcs[i], kBytes, stream);
-  }
-  Expect(Waits() == before + 1, "the descriptor copy after a full ring waits once, for the oldest set");
-  releaser.join();
-  Require(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+  ExpectOneWaitPastTheRing(stream, msmc::DescCopier::kSlots, kLaunches, "descriptor copies",
+                           [&](size_t i) { copier.Copy(dsts[i], srcs[i], kBytes, stream); });
   for (size_t i = 0; i < kLaunches; ++i) {
     const std::vector<int64_t> got = Download(dsts[i], kBytes / sizeof(int64_t));
     bool same = true;
@@ -162,10 +155,7 @@ void TestDescriptorRing(aclrtStream stream) {
 }  // namespace
 
 int main() {
-  Require(aclInit(nullptr), "aclInit");
-  Require(aclrtSetDevice(0), "aclrtSetDevice");
-  aclrtStream stream = nullptr;
-  Require(aclrtCreateStream(&stream), "aclrtCreateStream");
+  aclrtStream stream = test::StreamOnDevice0();
   const Live start = LiveNow();
   TestResultStagingRing(stream);
   Expect(LiveNow() == start, "a destroyed result ring gives its events and pinned blocks back");

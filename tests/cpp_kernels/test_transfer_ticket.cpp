@@ -22,12 +22,6 @@ namespace {
 using test::Expect;
 using test::Require;
 
-uint64_t Waits() {
-  uint64_t count = 0;
-  Require(aclhostGetHostWaitCount(&count), "aclhostGetHostWaitCount");
-  return count;
-}
-
 void Block(void *gate) {
   while (!static_cast<std::atomic<bool> *>(gate)->load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -55,10 +49,7 @@ bool Throws(const std::function<void()> &call, const std::string &text) {
 }  // namespace
 
 int main() {
-  Require(aclInit(nullptr), "aclInit");
-  Require(aclrtSetDevice(0), "aclrtSetDevice");
-  aclrtStream stream = nullptr;
-  Require(aclrtCreateStream(&stream), "aclrtCreateStream");
+  aclrtStream stream = test::StreamOnDevice0();
   auto owner = std::make_shared<msmc::TransferRing>();
   msmc::TransferRing &ring = *owner;
 
@@ -67,7 +58,7 @@ int main() {
   std::atomic<bool> gate{false};
   Require(aclhostLaunchHostFunc(stream, &Block, &gate), "aclhostLaunchHostFunc");
   Launch(ring, stream, &ticket, owner);
-  const uint64_t waits = Waits();
+  const uint64_t waits = test::HostWaits();
   std::atomic<bool> stop{false};
   std::atomic<int> polls{0};
   std::thread poller([&] {
@@ -80,7 +71,7 @@ int main() {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   Expect(!ticket.Done(), "not done while the stream is held");
-  Expect(Waits() == waits, "polling waits for nothing");
+  Expect(test::HostWaits() == waits, "polling waits for nothing");
   gate.store(true);
   ticket.Wait();
   stop.store(true);

@@ -61,6 +61,21 @@ def _mindspore_device():
     return f"{ms.get_context('device_target')} device {ms.get_context('device_id')}"
 
 
+def _op_cell(op):
+    """A Cell calling op with its inputs (offsets, where op takes any, given to the graph)."""
+    from mindspore import nn
+
+    class OpCall(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.op = op
+
+        def construct(self, *inputs):
+            return self.op(*inputs)
+
+    return OpCall()
+
+
 class _Runner:
     """Calls an op eagerly (PYNATIVE) or inside a jit_level O0 Cell (GRAPH_MODE)."""
 
@@ -69,20 +84,10 @@ class _Runner:
 
     def __call__(self, op, *args):
         import mindspore as ms
-        from mindspore import nn
 
         if self.mode == "pynative":
             return op(*args)
-
-        class Net(nn.Cell):
-            def __init__(self):
-                super().__init__()
-                self.op = op
-
-            def construct(self, *inputs):
-                return self.op(*inputs)
-
-        net = Net()
+        net = _op_cell(op)
         net.set_jit_config(ms.JitConfig(jit_level="O0"))
         return net(*args)
 

@@ -10,7 +10,7 @@ import numpy as np
 from ..._acl import limits as acl_limits
 from ._common import (
     ACL_HBM_MEM, _as_numpy, BIG_COPY_BYTES, BIG_COPY_NEEDS, BLOCK_BYTES, BLOCKS, CONTEXT_ERRORS, DISTINCT_CALLS,
-    GiB, _int64, _set_mode, _wait_for_device)
+    GiB, _int64, _op_cell, _set_mode, _wait_for_device)
 
 
 def _host_wait_count():
@@ -19,21 +19,6 @@ def _host_wait_count():
     from ..._extension import _paths
 
     return runtime.host_wait_count() if _paths.uses_host_runtime() else None
-
-
-def _op_cell(op):
-    """A Cell calling op with its inputs (offsets given to the graph)."""
-    from mindspore import nn
-
-    class HostOffsets(nn.Cell):
-        def __init__(self):
-            super().__init__()
-            self.op = op
-
-        def construct(self, *inputs):
-            return self.op(*inputs)
-
-    return HostOffsets()
 
 
 def _device_offset_cell(op):

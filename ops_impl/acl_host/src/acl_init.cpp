@@ -50,8 +50,7 @@ aclError CheckConfigFile(const char *api, const char *path) {
 }  // namespace
 
 extern "C" aclError aclInit(const char *configPath) {
-  constexpr const char *api = "aclInit";
-  return aclhost::GuardedCall(api, [&]() -> aclError {
+  return aclhost::GuardedCall("aclInit", [&](const char *api) -> aclError {
     std::lock_guard<std::mutex> lock(g_init_mutex);
     if (g_init_references > 0) {
       ++g_init_references;
@@ -70,8 +69,7 @@ extern "C" aclError aclInit(const char *configPath) {
 }
 
 extern "C" aclError aclFinalize(void) {
-  constexpr const char *api = "aclFinalize";
-  return aclhost::GuardedCall(api, [&]() -> aclError {
+  return aclhost::GuardedCall("aclFinalize", [&](const char *api) -> aclError {
     {
       std::lock_guard<std::mutex> lock(g_init_mutex);
       if (g_finalized) {

@@ -6,16 +6,22 @@
 
 #include <exception>
 #include <new>
+#include <type_traits>
 
 #include "acl/acl_rt.h"
 #include "error_state.h"
 
 namespace aclhost {
 
+// `body` takes no argument, or the API's name (for its Fail messages).
 template <typename Body>
 aclError GuardedCall(const char *api, Body &&body) noexcept {
   try {
-    return body();
+    if constexpr (std::is_invocable_v<Body &, const char *>) {
+      return body(api);
+    } else {
+      return body();
+    }
   } catch (const std::bad_alloc &) {
     return Fail(ACL_ERROR_RT_MEMORY_ALLOCATION, api, "host memory allocation failed inside the runtime");
   } catch (const std::exception &e) {

@@ -10,41 +10,29 @@ using aclhost::Fail;
 using aclhost::GuardedCall;
 
 extern "C" aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId) {
-  constexpr const char *api = "aclrtCreateContext";
-  return GuardedCall(api, [&]() -> aclError {
-    if (context == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "context is NULL; expected a pointer to receive the context");
-    }
+  return GuardedCall("aclrtCreateContext", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, context, "expected a pointer to receive the context");
     return DeviceManager::Instance().CreateContext(api, deviceId, context);
   });
 }
 
 extern "C" aclError aclrtDestroyContext(aclrtContext context) {
-  constexpr const char *api = "aclrtDestroyContext";
-  return GuardedCall(api, [&]() -> aclError {
-    if (context == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "context is NULL; expected a context from aclrtCreateContext");
-    }
+  return GuardedCall("aclrtDestroyContext", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, context, "expected a context from aclrtCreateContext");
     return DeviceManager::Instance().DestroyContext(api, context);
   });
 }
 
 extern "C" aclError aclrtSetCurrentContext(aclrtContext context) {
-  constexpr const char *api = "aclrtSetCurrentContext";
-  return GuardedCall(api, [&]() -> aclError {
-    if (context == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "context is NULL; expected a live context");
-    }
+  return GuardedCall("aclrtSetCurrentContext", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, context, "expected a live context");
     return DeviceManager::Instance().SetCurrentContext(api, context);
   });
 }
 
 extern "C" aclError aclrtGetCurrentContext(aclrtContext *context) {
-  constexpr const char *api = "aclrtGetCurrentContext";
-  return GuardedCall(api, [&]() -> aclError {
-    if (context == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "context is NULL; expected a pointer to receive the context");
-    }
+  return GuardedCall("aclrtGetCurrentContext", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, context, "expected a pointer to receive the context");
     return DeviceManager::Instance().GetCurrentContext(api, context);
   });
 }

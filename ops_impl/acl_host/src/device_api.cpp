@@ -20,31 +20,25 @@ using aclhost::Fail;
 using aclhost::GuardedCall;
 
 extern "C" aclError aclrtSetDevice(int32_t deviceId) {
-  constexpr const char *api = "aclrtSetDevice";
-  return GuardedCall(api, [&] { return DeviceManager::Instance().SetDevice(api, deviceId); });
+  return GuardedCall("aclrtSetDevice",
+                     [&](const char *api) { return DeviceManager::Instance().SetDevice(api, deviceId); });
 }
 
 extern "C" aclError aclrtResetDevice(int32_t deviceId) {
-  constexpr const char *api = "aclrtResetDevice";
-  return GuardedCall(api, [&] { return DeviceManager::Instance().ResetDevice(api, deviceId); });
+  return GuardedCall("aclrtResetDevice",
+                     [&](const char *api) { return DeviceManager::Instance().ResetDevice(api, deviceId); });
 }
 
 extern "C" aclError aclrtGetDevice(int32_t *deviceId) {
-  constexpr const char *api = "aclrtGetDevice";
-  return GuardedCall(api, [&] {
-    if (deviceId == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "deviceId is NULL; expected a pointer to an int32_t");
-    }
+  return GuardedCall("aclrtGetDevice", [&](const char *api) {
+    ACLHOST_RETURN_IF_NULL(api, deviceId, "expected a pointer to an int32_t");
     return DeviceManager::Instance().CurrentDevice(api, deviceId);
   });
 }
 
 extern "C" aclError aclrtGetDeviceCount(uint32_t *count) {
-  constexpr const char *api = "aclrtGetDeviceCount";
-  return GuardedCall(api, [&]() -> aclError {
-    if (count == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "count is NULL; expected a pointer to a uint32_t");
-    }
+  return GuardedCall("aclrtGetDeviceCount", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, count, "expected a pointer to a uint32_t");
     int32_t devices = 0;
     ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().DeviceCount(api, &devices));
     *count = static_cast<uint32_t>(devices);
@@ -53,19 +47,15 @@ extern "C" aclError aclrtGetDeviceCount(uint32_t *count) {
 }
 
 extern "C" aclError aclrtGetRunMode(aclrtRunMode *runMode) {
-  constexpr const char *api = "aclrtGetRunMode";
-  return GuardedCall(api, [&]() -> aclError {
-    if (runMode == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "runMode is NULL; expected a pointer to an aclrtRunMode");
-    }
+  return GuardedCall("aclrtGetRunMode", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, runMode, "expected a pointer to an aclrtRunMode");
     *runMode = ACL_HOST;
     return ACL_SUCCESS;
   });
 }
 
 extern "C" aclError aclrtSynchronizeDevice(void) {
-  constexpr const char *api = "aclrtSynchronizeDevice";
-  return GuardedCall(api, [&]() -> aclError {
+  return GuardedCall("aclrtSynchronizeDevice", [&](const char *api) -> aclError {
     aclhost::CurrentContextInfo context;
     ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().Current(api, &context));
     std::vector<std::shared_ptr<aclhost::Stream>> streams =

@@ -19,6 +19,15 @@
     }                                        \
   } while (false)
 
+// Returns ACL_ERROR_INVALID_PARAM from the enclosing function when the pointer `param` is NULL, with the error
+// text "<param> is NULL; <expected>" for `api`: the one form of the C API's null-argument checks.
+#define ACLHOST_RETURN_IF_NULL(api, param, expected)                                              \
+  do {                                                                                            \
+    if ((param) == nullptr) {                                                                     \
+      return ::aclhost::Fail(ACL_ERROR_INVALID_PARAM, (api), "%s is NULL; %s", #param, expected); \
+    }                                                                                             \
+  } while (false)
+
 namespace aclhost {
 
 // Formats "<api>: <message>", puts it in front of the calling thread's error text and returns `code`.

@@ -70,13 +70,8 @@ aclError CheckEventFlag(const char *api, uint32_t flag) {
 }
 
 aclError CheckDeviceUseOnlySupported(const char *api) {
-  const SocProfile *soc = nullptr;
-  ACLHOST_RETURN_IF_ERROR(RequireSoc(api, &soc));
-  if (!soc->event_device_use_only) {
-    return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "ACL_EVENT_DEVICE_USE_ONLY events are not supported on SoC %s",
-                soc->name);
-  }
-  return ACL_SUCCESS;
+  return RequireSocFeature(api, &SocProfile::event_device_use_only,
+                           "ACL_EVENT_DEVICE_USE_ONLY events are not supported");
 }
 
 aclError LookupEvent(const char *api, aclrtEvent handle, std::shared_ptr<Event> *out) {
@@ -103,9 +98,7 @@ aclError CheckNotExternal(const char *api, aclrtEvent handle, const Event &event
 }
 
 aclError CreateEvent(const char *api, aclrtEvent *event, uint32_t flag) {
-  if (event == nullptr) {
-    return Fail(ACL_ERROR_INVALID_PARAM, api, "event is NULL; expected where to store the new event");
-  }
+  ACLHOST_RETURN_IF_NULL(api, event, "expected where to store the new event");
   ACLHOST_RETURN_IF_ERROR(CheckEventFlag(api, flag));
   int32_t device = -1;
   ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
@@ -125,18 +118,18 @@ using aclhost::GuardedCall;
 using aclhost::Stream;
 
 extern "C" aclError aclrtCreateEvent(aclrtEvent *event) {
-  constexpr const char *api = "aclrtCreateEvent";
-  return GuardedCall(api, [&]() -> aclError { return aclhost::CreateEvent(api, event, aclhost::kDefaultEventFlag); });
+  return GuardedCall("aclrtCreateEvent", [&](const char *api) -> aclError {
+    return aclhost::CreateEvent(api, event, aclhost::kDefaultEventFlag);
+  });
 }
 
 extern "C" aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag) {
-  constexpr const char *api = "aclrtCreateEventWithFlag";
-  return GuardedCall(api, [&]() -> aclError { return aclhost::CreateEvent(api, event, flag); });
+  return GuardedCall("aclrtCreateEventWithFlag",
+                     [&](const char *api) -> aclError { return aclhost::CreateEvent(api, event, flag); });
 }
 
 extern "C" aclError aclrtDestroyEvent(aclrtEvent event) {
-  constexpr const char *api = "aclrtDestroyEvent";
-  return GuardedCall(api, [&]() -> aclError {
+  return GuardedCall("aclrtDestroyEvent", [&](const char *api) -> aclError {
     std::shared_ptr<Event> found;
     ACLHOST_RETURN_IF_ERROR(aclhost::LookupEvent(api, event, &found));
     (void)aclhost::EventTable::Instance().Remove(event);
@@ -145,8 +138,7 @@ extern "C" aclError aclrtDestroyEvent(aclrtEvent event) {
 }
 
 extern "C" aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
-  constexpr const char *api = "aclrtRecordEvent";
-  return GuardedCall(api, [&]() -> aclError {
+  return GuardedCall("aclrtRecordEvent", [&](const char *api) -> aclError {
     std::shared_ptr<Event> target;
     ACLHOST_RETURN_IF_ERROR(aclhost::LookupEvent(api, event, &target));
     std::shared_ptr<Stream> on;
@@ -167,11 +159,8 @@ extern "C" aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
 }
 
 extern "C" aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status) {
-  constexpr const char *api = "aclrtQueryEventStatus";
-  return GuardedCall(api, [&]() -> aclError {
-    if (status == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "status is NULL; expected where to store the status");
-    }
+  return GuardedCall("aclrtQueryEventStatus", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, status, "expected where to store the status");
     std::shared_ptr<Event> target;
     ACLHOST_RETURN_IF_ERROR(aclhost::LookupEvent(api, event, &target));
     ACLHOST_RETURN_IF_ERROR(aclhost::CheckNotExternal(api, event, *target));
@@ -185,8 +174,7 @@ extern "C" aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedSt
 }
 
 extern "C" aclError aclrtSynchronizeEvent(aclrtEvent event) {
-  constexpr const char *api = "aclrtSynchronizeEvent";
-  return GuardedCall(api, [&]() -> aclError {
+  return GuardedCall("aclrtSynchronizeEvent", [&](const char *api) -> aclError {
     std::shared_ptr<Event> target;
     ACLHOST_RETURN_IF_ERROR(aclhost::LookupEvent(api, event, &target));
     ACLHOST_RETURN_IF_ERROR(aclhost::CheckNotExternal(api, event, *target));
@@ -201,11 +189,8 @@ extern "C" aclError aclrtSynchronizeEvent(aclrtEvent event) {
 }
 
 extern "C" aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
-  constexpr const char *api = "aclrtStreamWaitEvent";
-  return GuardedCall(api, [&]() -> aclError {
-    if (event == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "event is NULL; expected an event from aclrtCreateEvent");
-    }
+  return GuardedCall("aclrtStreamWaitEvent", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, event, "expected an event from aclrtCreateEvent");
     std::shared_ptr<Stream> on;
     ACLHOST_RETURN_IF_ERROR(aclhost::LookupStreamHandle(api, stream, &on));
     std::shared_ptr<Event> target;

@@ -28,9 +28,7 @@ constexpr uint32_t kMappingFlags = ACL_HOST_REG_MAPPED | ACL_HOST_REG_IOMEMORY |
 constexpr uint32_t kRegisterFlags = kMappingFlags | ACL_HOST_REG_PINNED;
 
 aclError CheckRange(const char *api, const void *ptr, uint64_t size) {
-  if (ptr == nullptr) {
-    return Fail(ACL_ERROR_INVALID_PARAM, api, "ptr is NULL; expected the start of the host memory to register");
-  }
+  ACLHOST_RETURN_IF_NULL(api, ptr, "expected the start of the host memory to register");
   if (size == 0) {
     return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
   }
@@ -45,14 +43,9 @@ aclError RequireContext(const char *api) {
 }  // namespace
 
 extern "C" aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterType type, void **devPtr) {
-  constexpr const char *api = "aclrtHostRegister";
-  return GuardedCall(api, [&]() -> aclError {
-    if (ptr == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "ptr is NULL; expected the start of the host memory to register");
-    }
-    if (devPtr == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "devPtr is NULL; expected a pointer to receive the device address");
-    }
+  return GuardedCall("aclrtHostRegister", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, ptr, "expected the start of the host memory to register");
+    ACLHOST_RETURN_IF_NULL(api, devPtr, "expected a pointer to receive the device address");
     ACLHOST_RETURN_IF_ERROR(CheckRange(api, ptr, size));
     const int64_t raw_type = aclhost::RawEnumValue(type);
     if (raw_type < 0 || (static_cast<uint64_t>(raw_type) & ~static_cast<uint64_t>(kRegisterTypeBits)) != 0) {
@@ -71,8 +64,7 @@ extern "C" aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegiste
 }
 
 extern "C" aclError aclrtHostRegisterV2(void *ptr, uint64_t size, uint32_t flag) {
-  constexpr const char *api = "aclrtHostRegisterV2";
-  return GuardedCall(api, [&]() -> aclError {
+  return GuardedCall("aclrtHostRegisterV2", [&](const char *api) -> aclError {
     ACLHOST_RETURN_IF_ERROR(CheckRange(api, ptr, size));
     if ((flag & kRegisterFlags) == 0 || (flag & ~kRegisterFlags) != 0) {
       return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
@@ -91,14 +83,9 @@ extern "C" aclError aclrtHostRegisterV2(void *ptr, uint64_t size, uint32_t flag)
 }
 
 extern "C" aclError aclrtHostGetDevicePointer(void *pHost, void **pDevice, uint32_t flag) {
-  constexpr const char *api = "aclrtHostGetDevicePointer";
-  return GuardedCall(api, [&]() -> aclError {
-    if (pHost == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "pHost is NULL; expected the start of registered host memory");
-    }
-    if (pDevice == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "pDevice is NULL; expected a pointer to receive the device address");
-    }
+  return GuardedCall("aclrtHostGetDevicePointer", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, pHost, "expected the start of registered host memory");
+    ACLHOST_RETURN_IF_NULL(api, pDevice, "expected a pointer to receive the device address");
     if (flag != 0) {
       return Fail(ACL_ERROR_INVALID_PARAM, api, "flag is %u; expected 0 (reserved)", static_cast<unsigned>(flag));
     }
@@ -108,11 +95,8 @@ extern "C" aclError aclrtHostGetDevicePointer(void *pHost, void **pDevice, uint3
 }
 
 extern "C" aclError aclrtHostUnregister(void *ptr) {
-  constexpr const char *api = "aclrtHostUnregister";
-  return GuardedCall(api, [&]() -> aclError {
-    if (ptr == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "ptr is NULL; expected the start of registered host memory");
-    }
+  return GuardedCall("aclrtHostUnregister", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, ptr, "expected the start of registered host memory");
     ACLHOST_RETURN_IF_ERROR(RequireContext(api));
     return MemoryRegistry::Instance().UnregisterHost(api, ptr);
   });

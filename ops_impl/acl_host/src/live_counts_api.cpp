@@ -9,8 +9,7 @@
 #include "memory_registry.h"
 
 extern "C" aclError aclhostGetLiveResourceCounts(uint64_t *events, uint64_t *pinnedAllocations) {
-  constexpr const char *api = "aclhostGetLiveResourceCounts";
-  return aclhost::GuardedCall(api, [&]() -> aclError {
+  return aclhost::GuardedCall("aclhostGetLiveResourceCounts", [&](const char *api) -> aclError {
     if (events == nullptr || pinnedAllocations == nullptr) {
       return aclhost::Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected where to store the count",
                            events == nullptr ? "events" : "pinnedAllocations");

@@ -123,12 +123,8 @@ aclError ResolveAndCheck(const char *api, const Copy2DArgs &a, bool sync, MemInf
                 MemKindName(src_info->kind), a.dst, MemKindName(dst_info->kind), sync ? "" : " or D2D");
   }
   if (!sync && *resolved == ACL_MEMCPY_DEVICE_TO_DEVICE) {
-    const SocProfile *soc = nullptr;
-    ACLHOST_RETURN_IF_ERROR(RequireSoc(api, &soc));
-    if (!soc->memcpy2d_d2d) {
-      return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "device-to-device 2D copies are not supported on SoC %s",
-                  soc->name);
-    }
+    ACLHOST_RETURN_IF_ERROR(
+        RequireSocFeature(api, &SocProfile::memcpy2d_d2d, "device-to-device 2D copies are not supported"));
   }
   ACLHOST_RETURN_IF_ERROR(CheckPitchedExtent(api, "src", a.src, a.spitch, a.width, a.height, *src_info));
   return CheckPitchedExtent(api, "dst", a.dst, a.dpitch, a.width, a.height, *dst_info);
@@ -213,11 +209,7 @@ aclError Memcpy2dAsync(const char *api, const Copy2DArgs &a, aclrtStream handle)
   ACLHOST_RETURN_IF_ERROR(CheckOrderedLaunch(api, on, &part, 1, &ticket));
   std::unique_ptr<StreamTask> copy = std::make_unique<Copy2DTask>(
       dst_info.HostAddress(a.dst), a.dpitch, src_info.HostAddress(a.src), a.spitch, a.width, a.height);
-  if (CrossesDevices(resolved, src_info, dst_info)) {
-    copy = CopyBetween(std::move(copy), src_info.device, dst_info.device);
-  }
-  copy->order_ticket = std::move(ticket);
-  stream->Enqueue(std::move(copy));
+  EnqueueCopy(*stream, std::move(copy), std::move(ticket), resolved, src_info, dst_info);
   return ACL_SUCCESS;
 }
 
@@ -226,8 +218,7 @@ aclError Memcpy2dAsync(const char *api, const Copy2DArgs &a, aclrtStream handle)
 
 extern "C" aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
                                   aclrtMemcpyKind kind) {
-  constexpr const char *api = "aclrtMemcpy2d";
-  return aclhost::GuardedCall(api, [&] {
+  return aclhost::GuardedCall("aclrtMemcpy2d", [&](const char *api) {
     const aclhost::Copy2DArgs args{dst, dpitch, src, spitch, width, height, aclhost::RawEnumValue(kind)};
     return aclhost::Memcpy2dSync(api, args);
   });
@@ -235,8 +226,7 @@ extern "C" aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, siz
 
 extern "C" aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                                        size_t height, aclrtMemcpyKind kind, aclrtStream stream) {
-  constexpr const char *api = "aclrtMemcpy2dAsync";
-  return aclhost::GuardedCall(api, [&] {
+  return aclhost::GuardedCall("aclrtMemcpy2dAsync", [&](const char *api) {
     const aclhost::Copy2DArgs args{dst, dpitch, src, spitch, width, height, aclhost::RawEnumValue(kind)};
     return aclhost::Memcpy2dAsync(api, args, stream);
   });

@@ -162,11 +162,7 @@ aclError MemcpyAsyncCommon(const char *api, void *dst, size_t destMax, const voi
   ACLHOST_RETURN_IF_ERROR(CheckOrderedLaunch(api, on, &part, 1, &ticket));
   std::unique_ptr<StreamTask> copy =
       std::make_unique<CopyTask>(dst_info.HostAddress(dst), src_info.HostAddress(src), count);
-  if (CrossesDevices(resolved, src_info, dst_info)) {
-    copy = CopyBetween(std::move(copy), src_info.device, dst_info.device);
-  }
-  copy->order_ticket = std::move(ticket);
-  stream->Enqueue(std::move(copy));
+  EnqueueCopy(*stream, std::move(copy), std::move(ticket), resolved, src_info, dst_info);
   return ACL_SUCCESS;
 }
 
@@ -181,16 +177,14 @@ extern "C" aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size
 
 extern "C" aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind,
                                      aclrtStream stream) {
-  constexpr const char *api = "aclrtMemcpyAsync";
-  return aclhost::GuardedCall(api, [&] {
+  return aclhost::GuardedCall("aclrtMemcpyAsync", [&](const char *api) {
     return aclhost::MemcpyAsyncCommon(api, dst, destMax, src, count, aclhost::RawEnumValue(kind), stream);
   });
 }
 
 extern "C" aclError aclrtMemcpyAsyncWithCondition(void *dst, size_t destMax, const void *src, size_t count,
                                                   aclrtMemcpyKind kind, aclrtStream stream) {
-  constexpr const char *api = "aclrtMemcpyAsyncWithCondition";
-  return aclhost::GuardedCall(api, [&] {
+  return aclhost::GuardedCall("aclrtMemcpyAsyncWithCondition", [&](const char *api) {
     return aclhost::MemcpyAsyncCommon(api, dst, destMax, src, count, aclhost::RawEnumValue(kind), stream);
   });
 }

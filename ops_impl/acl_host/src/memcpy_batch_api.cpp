@@ -127,12 +127,7 @@ bool AclLayerChecks(const char *api, const BatchArgs &a, bool has_fail_index, ac
 }
 
 aclError CheckBatchFeature(const char *api) {
-  const SocProfile *soc = nullptr;
-  ACLHOST_RETURN_IF_ERROR(RequireSoc(api, &soc));
-  if (!soc->memcpy_batch) {
-    return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "batch memory copies are not supported on SoC %s", soc->name);
-  }
-  return ACL_SUCCESS;
+  return RequireSocFeature(api, &SocProfile::memcpy_batch, "batch memory copies are not supported");
 }
 
 // Runtime-layer checks of the counts and attribute indexes.
@@ -403,8 +398,7 @@ aclError MemcpyBatchSyncImpl(const char *api, const BatchArgs &a, bool has_fail_
 extern "C" aclError aclrtMemcpyBatch(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches,
                                      aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs,
                                      size_t *failIndex) {
-  constexpr const char *api = "aclrtMemcpyBatch";
-  return aclhost::GuardedCall(api, [&] {
+  return aclhost::GuardedCall("aclrtMemcpyBatch", [&](const char *api) {
     const aclhost::BatchArgs args{dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs, failIndex};
     return aclhost::MemcpyBatchSyncImpl(api, args, true);
   });
@@ -413,8 +407,7 @@ extern "C" aclError aclrtMemcpyBatch(void **dsts, size_t *destMaxs, void **srcs,
 extern "C" aclError aclrtMemcpyBatchAsync(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches,
                                           aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs,
                                           size_t *failIndex, aclrtStream stream) {
-  constexpr const char *api = "aclrtMemcpyBatchAsync";
-  return aclhost::GuardedCall(api, [&] {
+  return aclhost::GuardedCall("aclrtMemcpyBatchAsync", [&](const char *api) {
     const aclhost::BatchArgs args{dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs, failIndex};
     return aclhost::MemcpyBatchAsyncImpl(api, args, true, stream);
   });
@@ -422,8 +415,7 @@ extern "C" aclError aclrtMemcpyBatchAsync(void **dsts, size_t *destMaxs, void **
 
 extern "C" aclError aclrtMemcpyBatchV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches,
                                        aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs) {
-  constexpr const char *api = "aclrtMemcpyBatchV2";
-  return aclhost::GuardedCall(api, [&] {
+  return aclhost::GuardedCall("aclrtMemcpyBatchV2", [&](const char *api) {
     const aclhost::BatchArgs args{dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs, nullptr};
     return aclhost::MemcpyBatchSyncImpl(api, args, false);
   });
@@ -432,8 +424,7 @@ extern "C" aclError aclrtMemcpyBatchV2(void **dsts, size_t *destMaxs, void **src
 extern "C" aclError aclrtMemcpyBatchAsyncV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
                                             size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes,
                                             size_t numAttrs, aclrtStream stream) {
-  constexpr const char *api = "aclrtMemcpyBatchAsyncV2";
-  return aclhost::GuardedCall(api, [&] {
+  return aclhost::GuardedCall("aclrtMemcpyBatchAsyncV2", [&](const char *api) {
     const aclhost::BatchArgs args{dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs, nullptr};
     return aclhost::MemcpyBatchAsyncImpl(api, args, false, stream);
   });

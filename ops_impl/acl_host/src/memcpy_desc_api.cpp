@@ -75,12 +75,7 @@ aclError CheckInnerKind(const char *api, int64_t kind) {
 
 // The SoC gate of the three descriptor calls; *soc receives the profile.
 aclError CheckDescFeature(const char *api, const SocProfile **soc) {
-  ACLHOST_RETURN_IF_ERROR(RequireSoc(api, soc));
-  if (!(*soc)->memcpy_desc) {
-    return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "memory-copy descriptors are not supported on SoC %s",
-                (*soc)->name);
-  }
-  return ACL_SUCCESS;
+  return RequireSocFeature(api, &SocProfile::memcpy_desc, "memory-copy descriptors are not supported", soc);
 }
 
 // Bytes the runtime reads or writes at desc: the profile's descriptor size, at least the layout.
@@ -198,9 +193,7 @@ AccessPart DescribedAccess(void *desc_bytes) {
 }
 
 aclError GetMemcpyDescSize(const char *api, int64_t kind, size_t *descSize) {
-  if (descSize == nullptr) {
-    return Fail(ACL_ERROR_INVALID_PARAM, api, "descSize is NULL; expected a pointer to a size_t");
-  }
+  ACLHOST_RETURN_IF_NULL(api, descSize, "expected a pointer to a size_t");
   ACLHOST_RETURN_IF_ERROR(CheckKindRange(api, kind));
   const SocProfile *soc = nullptr;
   ACLHOST_RETURN_IF_ERROR(CheckDescFeature(api, &soc));
@@ -211,9 +204,7 @@ aclError GetMemcpyDescSize(const char *api, int64_t kind, size_t *descSize) {
 
 aclError SetMemcpyDesc(const char *api, void *desc, int64_t kind, void *srcAddr, void *dstAddr, size_t count,
                        const void *config) {
-  if (desc == nullptr) {
-    return Fail(ACL_ERROR_INVALID_PARAM, api, "desc is NULL; expected device memory of the descriptor size");
-  }
+  ACLHOST_RETURN_IF_NULL(api, desc, "expected device memory of the descriptor size");
   ACLHOST_RETURN_IF_ERROR(CheckKindRange(api, kind));
   if (srcAddr == nullptr || dstAddr == nullptr) {
     return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected device memory",
@@ -271,9 +262,7 @@ aclError SetMemcpyDesc(const char *api, void *desc, int64_t kind, void *srcAddr,
 }
 
 aclError MemcpyAsyncWithDesc(const char *api, void *desc, int64_t kind, aclrtStream handle) {
-  if (desc == nullptr) {
-    return Fail(ACL_ERROR_INVALID_PARAM, api, "desc is NULL; expected a descriptor set by aclrtSetMemcpyDesc");
-  }
+  ACLHOST_RETURN_IF_NULL(api, desc, "expected a descriptor set by aclrtSetMemcpyDesc");
   ACLHOST_RETURN_IF_ERROR(CheckKindRange(api, kind));
   if (handle == nullptr) {
     return Fail(ACL_ERROR_INVALID_PARAM, api,
@@ -305,15 +294,14 @@ aclError MemcpyAsyncWithDesc(const char *api, void *desc, int64_t kind, aclrtStr
 }  // namespace aclhost
 
 extern "C" aclError aclrtGetMemcpyDescSize(aclrtMemcpyKind kind, size_t *descSize) {
-  constexpr const char *api = "aclrtGetMemcpyDescSize";
-  return aclhost::GuardedCall(api,
-                              [&] { return aclhost::GetMemcpyDescSize(api, aclhost::RawEnumValue(kind), descSize); });
+  return aclhost::GuardedCall("aclrtGetMemcpyDescSize", [&](const char *api) {
+    return aclhost::GetMemcpyDescSize(api, aclhost::RawEnumValue(kind), descSize);
+  });
 }
 
 extern "C" aclError aclrtSetMemcpyDesc(void *desc, aclrtMemcpyKind kind, void *srcAddr, void *dstAddr, size_t count,
                                        void *config) {
-  constexpr const char *api = "aclrtSetMemcpyDesc";
-  return aclhost::GuardedCall(api, [&] {
+  return aclhost::GuardedCall("aclrtSetMemcpyDesc", [&](const char *api) {
     return aclhost::SetMemcpyDesc(api, desc, aclhost::RawEnumValue(kind), srcAddr, dstAddr, count, config);
   });
 }

@@ -60,6 +60,18 @@ bool IsHuge1gPolicy(int64_t policy) {
   return policy == ACL_MEM_MALLOC_HUGE1G_ONLY || policy == ACL_MEM_MALLOC_HUGE1G_ONLY_P2P;
 }
 
+// The size checks of aclrtMalloc and aclrtMallocHost: a positive count that the registry can append.
+aclError CheckAllocationSize(const char *api, size_t size) {
+  if (size == 0) {
+    return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
+  }
+  aclError ret = ACL_SUCCESS;
+  if (AppendOverflows(api, size, &ret)) {
+    return ret;
+  }
+  return ACL_SUCCESS;
+}
+
 aclError FreeAllocation(const char *api, const char *param, MemKind kind, void *ptr) {
   if (ptr == nullptr) {
     return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected an address returned by %s", param,
@@ -71,18 +83,9 @@ aclError FreeAllocation(const char *api, const char *param, MemKind kind, void *
 }  // namespace
 
 extern "C" aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
-  constexpr const char *api = "aclrtMalloc";
-  return GuardedCall(api, [&]() -> aclError {
-    if (devPtr == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "devPtr is NULL; expected a pointer to receive the address");
-    }
-    if (size == 0) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
-    }
-    aclError ret = ACL_SUCCESS;
-    if (AppendOverflows(api, size, &ret)) {
-      return ret;
-    }
+  return GuardedCall("aclrtMalloc", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, devPtr, "expected a pointer to receive the address");
+    ACLHOST_RETURN_IF_ERROR(CheckAllocationSize(api, size));
     const aclhost::SocProfile *soc = nullptr;
     ACLHOST_RETURN_IF_ERROR(aclhost::RequireSoc(api, &soc));
     const size_t extra = IsHuge1gPolicy(aclhost::RawEnumValue(policy)) ? 0 : soc->malloc_extra_bytes;
@@ -99,18 +102,9 @@ extern "C" aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy
 }
 
 extern "C" aclError aclrtMallocHost(void **hostPtr, size_t size) {
-  constexpr const char *api = "aclrtMallocHost";
-  return GuardedCall(api, [&]() -> aclError {
-    if (hostPtr == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "hostPtr is NULL; expected a pointer to receive the address");
-    }
-    if (size == 0) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
-    }
-    aclError ret = ACL_SUCCESS;
-    if (AppendOverflows(api, size, &ret)) {
-      return ret;
-    }
+  return GuardedCall("aclrtMallocHost", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, hostPtr, "expected a pointer to receive the address");
+    ACLHOST_RETURN_IF_ERROR(CheckAllocationSize(api, size));
     int32_t device = -1;
     ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
     ACLHOST_RETURN_IF_ERROR(MemoryRegistry::Instance().Allocate(api, MemKind::kPinnedHost, -1, size, hostPtr));
@@ -122,21 +116,18 @@ extern "C" aclError aclrtMallocHost(void **hostPtr, size_t size) {
 }
 
 extern "C" aclError aclrtFree(void *devPtr) {
-  constexpr const char *api = "aclrtFree";
-  return GuardedCall(api, [&] { return FreeAllocation(api, "devPtr", MemKind::kDevice, devPtr); });
+  return GuardedCall("aclrtFree",
+                     [&](const char *api) { return FreeAllocation(api, "devPtr", MemKind::kDevice, devPtr); });
 }
 
 extern "C" aclError aclrtFreeHost(void *hostPtr) {
-  constexpr const char *api = "aclrtFreeHost";
-  return GuardedCall(api, [&] { return FreeAllocation(api, "hostPtr", MemKind::kPinnedHost, hostPtr); });
+  return GuardedCall("aclrtFreeHost",
+                     [&](const char *api) { return FreeAllocation(api, "hostPtr", MemKind::kPinnedHost, hostPtr); });
 }
 
 extern "C" aclError aclhostRegisterDeviceMemory(void *ptr, size_t size) {
-  constexpr const char *api = "aclhostRegisterDeviceMemory";
-  return GuardedCall(api, [&]() -> aclError {
-    if (ptr == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "ptr is NULL; expected the start of the memory to register");
-    }
+  return GuardedCall("aclhostRegisterDeviceMemory", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, ptr, "expected the start of the memory to register");
     if (size == 0) {
       return Fail(ACL_ERROR_INVALID_PARAM, api, "size is 0; expected a positive byte count");
     }
@@ -147,18 +138,14 @@ extern "C" aclError aclhostRegisterDeviceMemory(void *ptr, size_t size) {
 }
 
 extern "C" aclError aclhostUnregisterDeviceMemory(void *ptr) {
-  constexpr const char *api = "aclhostUnregisterDeviceMemory";
-  return GuardedCall(api, [&]() -> aclError {
-    if (ptr == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "ptr is NULL; expected a registered address");
-    }
+  return GuardedCall("aclhostUnregisterDeviceMemory", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, ptr, "expected a registered address");
     return MemoryRegistry::Instance().Unregister(api, ptr);
   });
 }
 
 extern "C" aclError aclhostRegisterDeviceMemoryBatch(void *const *ptrs, const size_t *sizes, size_t count) {
-  constexpr const char *api = "aclhostRegisterDeviceMemoryBatch";
-  return GuardedCall(api, [&]() -> aclError {
+  return GuardedCall("aclhostRegisterDeviceMemoryBatch", [&](const char *api) -> aclError {
     if (count == 0) {
       return ACL_SUCCESS;
     }
@@ -179,8 +166,7 @@ extern "C" aclError aclhostRegisterDeviceMemoryBatch(void *const *ptrs, const si
 }
 
 extern "C" aclError aclhostUnregisterDeviceMemoryBatch(void *const *ptrs, size_t count) {
-  constexpr const char *api = "aclhostUnregisterDeviceMemoryBatch";
-  return GuardedCall(api, [&]() -> aclError {
+  return GuardedCall("aclhostUnregisterDeviceMemoryBatch", [&](const char *api) -> aclError {
     if (count == 0) {
       return ACL_SUCCESS;
     }
@@ -198,11 +184,8 @@ extern "C" aclError aclhostUnregisterDeviceMemoryBatch(void *const *ptrs, size_t
 
 extern "C" aclError aclhostGetMemLocation(const void *ptr, int32_t *type, int32_t *deviceId, void **base,
                                           size_t *size) {
-  constexpr const char *api = "aclhostGetMemLocation";
-  return GuardedCall(api, [&]() -> aclError {
-    if (ptr == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "ptr is NULL; expected an address to look up");
-    }
+  return GuardedCall("aclhostGetMemLocation", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, ptr, "expected an address to look up");
     if (type == nullptr || deviceId == nullptr) {
       return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected a pointer to an int32_t",
                   type == nullptr ? "type" : "deviceId");
@@ -221,8 +204,7 @@ extern "C" aclError aclhostGetMemLocation(const void *ptr, int32_t *type, int32_
 }
 
 extern "C" aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total) {
-  constexpr const char *api = "aclrtGetMemInfo";
-  return GuardedCall(api, [&]() -> aclError {
+  return GuardedCall("aclrtGetMemInfo", [&](const char *api) -> aclError {
     if (free == nullptr || total == nullptr) {
       return Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected a pointer to a size_t",
                   free == nullptr ? "free" : "total");

@@ -54,9 +54,7 @@ aclError MemsetSync(const char *api, void *devPtr, size_t maxCount, int32_t valu
   if (count == 0) {
     return ACL_SUCCESS;
   }
-  if (devPtr == nullptr) {
-    return Fail(ACL_ERROR_INVALID_PARAM, api, "devPtr is NULL; expected the memory to set");
-  }
+  ACLHOST_RETURN_IF_NULL(api, devPtr, "expected the memory to set");
   int32_t device = -1;
   ACLHOST_RETURN_IF_ERROR(DeviceManager::Instance().CurrentDevice(api, &device));
   ACLHOST_RETURN_IF_ERROR(CheckCount(api, maxCount, count));
@@ -72,9 +70,7 @@ aclError MemsetAsync(const char *api, void *devPtr, size_t maxCount, int32_t val
   if (count == 0) {
     return ACL_SUCCESS;
   }
-  if (devPtr == nullptr) {
-    return Fail(ACL_ERROR_INVALID_PARAM, api, "devPtr is NULL; expected the memory to set");
-  }
+  ACLHOST_RETURN_IF_NULL(api, devPtr, "expected the memory to set");
   std::shared_ptr<Stream> stream;
   ACLHOST_RETURN_IF_ERROR(LookupStreamHandle(api, handle, &stream));
   ACLHOST_RETURN_IF_ERROR(CheckCount(api, maxCount, count));
@@ -101,11 +97,12 @@ aclError MemsetAsync(const char *api, void *devPtr, size_t maxCount, int32_t val
 }  // namespace aclhost
 
 extern "C" aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count) {
-  constexpr const char *api = "aclrtMemset";
-  return aclhost::GuardedCall(api, [&] { return aclhost::MemsetSync(api, devPtr, maxCount, value, count); });
+  return aclhost::GuardedCall(
+      "aclrtMemset", [&](const char *api) { return aclhost::MemsetSync(api, devPtr, maxCount, value, count); });
 }
 
 extern "C" aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream stream) {
-  constexpr const char *api = "aclrtMemsetAsync";
-  return aclhost::GuardedCall(api, [&] { return aclhost::MemsetAsync(api, devPtr, maxCount, value, count, stream); });
+  return aclhost::GuardedCall("aclrtMemsetAsync", [&](const char *api) {
+    return aclhost::MemsetAsync(api, devPtr, maxCount, value, count, stream);
+  });
 }

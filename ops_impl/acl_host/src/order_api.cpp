@@ -7,8 +7,7 @@
 #include "order_check.h"
 
 extern "C" aclError aclhostGetOrderCheckCounts(uint64_t *queuedAccesses, uint64_t *races) {
-  constexpr const char *api = "aclhostGetOrderCheckCounts";
-  return aclhost::GuardedCall(api, [&]() -> aclError {
+  return aclhost::GuardedCall("aclhostGetOrderCheckCounts", [&](const char *api) -> aclError {
     if (queuedAccesses == nullptr || races == nullptr) {
       return aclhost::Fail(ACL_ERROR_INVALID_PARAM, api, "%s is NULL; expected where to store the count",
                            queuedAccesses == nullptr ? "queuedAccesses" : "races");
@@ -19,14 +18,11 @@ extern "C" aclError aclhostGetOrderCheckCounts(uint64_t *queuedAccesses, uint64_
 }
 
 extern "C" aclError aclhostCheckHostAccess(const void *ptr, size_t size, int32_t write) {
-  constexpr const char *api = "aclhostCheckHostAccess";
-  return aclhost::GuardedCall(api, [&]() -> aclError {
+  return aclhost::GuardedCall("aclhostCheckHostAccess", [&](const char *api) -> aclError {
     if (size == 0) {
       return ACL_SUCCESS;
     }
-    if (ptr == nullptr) {
-      return aclhost::Fail(ACL_ERROR_INVALID_PARAM, api, "ptr is NULL; expected the memory the host accesses");
-    }
+    ACLHOST_RETURN_IF_NULL(api, ptr, "expected the memory the host accesses");
     const aclhost::ByteRegion bytes = aclhost::Bytes(ptr, size);
     const aclhost::AccessPart part = write != 0 ? aclhost::AccessPart{aclhost::ByteRegion{}, bytes}
                                                 : aclhost::AccessPart{bytes, aclhost::ByteRegion{}};

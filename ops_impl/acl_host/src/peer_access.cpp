@@ -72,4 +72,13 @@ std::unique_ptr<StreamTask> CopyBetween(std::unique_ptr<StreamTask> copy, int32_
   return std::make_unique<PeerGuardedTask>(std::move(copy), src_device, dst_device);
 }
 
+void EnqueueCopy(Stream &stream, std::unique_ptr<StreamTask> copy, OrderTicket ticket, int64_t resolved,
+                 const MemInfo &src_info, const MemInfo &dst_info) {
+  if (CrossesDevices(resolved, src_info, dst_info)) {
+    copy = CopyBetween(std::move(copy), src_info.device, dst_info.device);
+  }
+  copy->order_ticket = std::move(ticket);
+  stream.Enqueue(std::move(copy));
+}
+
 }  // namespace aclhost

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "acl/acl_base.h"
+#include "memcpy_common.h"
 #include "stream.h"
 
 namespace aclhost {
@@ -55,6 +56,11 @@ class PeerGuardedTask final : public StreamTask {
 // The task that puts `copy` on a stream: `copy` itself when src and dst are on one device, else `copy`
 // guarded by the peer-access check.
 std::unique_ptr<StreamTask> CopyBetween(std::unique_ptr<StreamTask> copy, int32_t src_device, int32_t dst_device);
+
+// Queues `copy`, of the resolved kind between src_info and dst_info, on `stream` with its order ticket:
+// through CopyBetween when it CrossesDevices.
+void EnqueueCopy(Stream &stream, std::unique_ptr<StreamTask> copy, OrderTicket ticket, int64_t resolved,
+                 const MemInfo &src_info, const MemInfo &dst_info);
 
 }  // namespace aclhost
 

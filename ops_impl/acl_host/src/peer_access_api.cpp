@@ -59,13 +59,7 @@ aclError CheckIsDevice(const char *api, const char *param, int32_t id) {
 }
 
 aclError CheckPeerFeature(const char *api) {
-  const SocProfile *soc = nullptr;
-  ACLHOST_RETURN_IF_ERROR(RequireSoc(api, &soc));
-  if (!soc->peer_access) {
-    return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "peer access between devices is not supported on SoC %s",
-                soc->name);
-  }
-  return ACL_SUCCESS;
+  return RequireSocFeature(api, &SocProfile::peer_access, "peer access between devices is not supported");
 }
 
 aclError CanAccessPeer(const char *api, int32_t *can_access, int32_t device, int32_t peer) {
@@ -85,9 +79,7 @@ aclError CanAccessPeer(const char *api, int32_t *can_access, int32_t device, int
 }
 
 aclError PeerAccessStatus(const char *api, int32_t device, int32_t peer, int32_t *status) {
-  if (status == nullptr) {
-    return Fail(ACL_ERROR_INVALID_PARAM, api, "status is NULL; expected a pointer to an int32_t");
-  }
+  ACLHOST_RETURN_IF_NULL(api, status, "expected a pointer to an int32_t");
   for (const auto &id : {std::make_pair("deviceId", device), std::make_pair("peerDeviceId", peer)}) {
     if (id.second < 0 || id.second >= kMaxRuntimeDevices) {
       return Fail(ACL_ERROR_RT_PARAM_INVALID, api, "%s %d is out of range; expected [0, %lld)", id.first,
@@ -110,13 +102,13 @@ aclError PeerOfCurrentDevice(const char *api, int32_t peer, int32_t *device) {
 }  // namespace aclhost
 
 extern "C" aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int32_t peerDeviceId) {
-  constexpr const char *api = "aclrtDeviceCanAccessPeer";
-  return aclhost::GuardedCall(api, [&] { return aclhost::CanAccessPeer(api, canAccessPeer, deviceId, peerDeviceId); });
+  return aclhost::GuardedCall("aclrtDeviceCanAccessPeer", [&](const char *api) {
+    return aclhost::CanAccessPeer(api, canAccessPeer, deviceId, peerDeviceId);
+  });
 }
 
 extern "C" aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags) {
-  constexpr const char *api = "aclrtDeviceEnablePeerAccess";
-  return aclhost::GuardedCall(api, [&]() -> aclError {
+  return aclhost::GuardedCall("aclrtDeviceEnablePeerAccess", [&](const char *api) -> aclError {
     if (flags != 0) {
       return aclhost::Fail(ACL_ERROR_FEATURE_UNSUPPORTED, api,
                            "flags is a reserved parameter and must be 0, current value=%u",
@@ -130,8 +122,7 @@ extern "C" aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t f
 }
 
 extern "C" aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId) {
-  constexpr const char *api = "aclrtDeviceDisablePeerAccess";
-  return aclhost::GuardedCall(api, [&]() -> aclError {
+  return aclhost::GuardedCall("aclrtDeviceDisablePeerAccess", [&](const char *api) -> aclError {
     int32_t device = -1;
     ACLHOST_RETURN_IF_ERROR(aclhost::PeerOfCurrentDevice(api, peerDeviceId, &device));
     aclhost::PeerAccessTable::Instance().Disable(device, peerDeviceId);
@@ -140,6 +131,7 @@ extern "C" aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId) {
 }
 
 extern "C" aclError aclrtDevicePeerAccessStatus(int32_t deviceId, int32_t peerDeviceId, int32_t *status) {
-  constexpr const char *api = "aclrtDevicePeerAccessStatus";
-  return aclhost::GuardedCall(api, [&] { return aclhost::PeerAccessStatus(api, deviceId, peerDeviceId, status); });
+  return aclhost::GuardedCall("aclrtDevicePeerAccessStatus", [&](const char *api) {
+    return aclhost::PeerAccessStatus(api, deviceId, peerDeviceId, status);
+  });
 }

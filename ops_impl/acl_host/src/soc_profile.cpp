@@ -82,6 +82,19 @@ aclError RequireSoc(const char *api, const SocProfile **soc) {
               rejected.c_str(), names.c_str());
 }
 
+aclError RequireSocFeature(const char *api, bool SocProfile::*feature, const char *unsupported,
+                           const SocProfile **soc) {
+  const SocProfile *profile = nullptr;
+  ACLHOST_RETURN_IF_ERROR(RequireSoc(api, &profile));
+  if (soc != nullptr) {
+    *soc = profile;
+  }
+  if (!(profile->*feature)) {
+    return Fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, api, "%s on SoC %s", unsupported, profile->name);
+  }
+  return ACL_SUCCESS;
+}
+
 const SocProfile *SocOrNull() { return Resolve(nullptr); }
 
 }  // namespace aclhost

@@ -26,6 +26,11 @@ struct SocProfile {
 // and returns ACL_ERROR_INVALID_PARAM; a later call tries again.
 aclError RequireSoc(const char *api, const SocProfile **soc = nullptr);
 
+// RequireSoc, then ACL_ERROR_RT_FEATURE_NOT_SUPPORT with "<unsupported> on SoC <name>" (unsupported: e.g.
+// "batch memory copies are not supported") unless the profile has `feature`.
+aclError RequireSocFeature(const char *api, bool SocProfile::*feature, const char *unsupported,
+                           const SocProfile **soc = nullptr);
+
 // Same resolution without touching the error message; NULL when MS_MEMCOPY_SOC is invalid.
 const SocProfile *SocOrNull();
 

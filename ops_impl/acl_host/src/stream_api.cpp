@@ -40,11 +40,8 @@ using aclhost::Stream;
 using aclhost::StreamTable;
 
 extern "C" aclError aclrtCreateStream(aclrtStream *stream) {
-  constexpr const char *api = "aclrtCreateStream";
-  return GuardedCall(api, [&]() -> aclError {
-    if (stream == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a pointer to receive the handle");
-    }
+  return GuardedCall("aclrtCreateStream", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, stream, "expected a pointer to receive the handle");
     aclhost::CurrentContextInfo context;
     ACLHOST_RETURN_IF_ERROR(aclhost::DeviceManager::Instance().Current(api, &context));
     const aclhost::SocProfile *soc = nullptr;
@@ -62,11 +59,8 @@ extern "C" aclError aclrtCreateStream(aclrtStream *stream) {
 }
 
 extern "C" aclError aclrtDestroyStream(aclrtStream stream) {
-  constexpr const char *api = "aclrtDestroyStream";
-  return GuardedCall(api, [&]() -> aclError {
-    if (stream == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a handle from aclrtCreateStream");
-    }
+  return GuardedCall("aclrtDestroyStream", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, stream, "expected a handle from aclrtCreateStream");
     std::shared_ptr<Stream> target;
     ACLHOST_RETURN_IF_ERROR(aclhost::LookupStreamHandle(api, stream, &target));
     aclhost::CurrentContextInfo context;
@@ -89,8 +83,7 @@ extern "C" aclError aclrtDestroyStream(aclrtStream stream) {
 }
 
 extern "C" aclError aclrtSynchronizeStream(aclrtStream stream) {
-  constexpr const char *api = "aclrtSynchronizeStream";
-  return GuardedCall(api, [&]() -> aclError {
+  return GuardedCall("aclrtSynchronizeStream", [&](const char *api) -> aclError {
     std::shared_ptr<Stream> target;
     ACLHOST_RETURN_IF_ERROR(aclhost::LookupStreamHandle(api, stream, &target));
     ACLHOST_RETURN_IF_ERROR(aclhost::UseCurrentContext(api, &target));
@@ -99,8 +92,7 @@ extern "C" aclError aclrtSynchronizeStream(aclrtStream stream) {
 }
 
 extern "C" aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout) {
-  constexpr const char *api = "aclrtSynchronizeStreamWithTimeout";
-  return GuardedCall(api, [&]() -> aclError {
+  return GuardedCall("aclrtSynchronizeStreamWithTimeout", [&](const char *api) -> aclError {
     const auto invalid_timeout = [&] {
       return Fail(ACL_ERROR_RT_PARAM_INVALID, api,
                   "timeout %d is invalid; expected -1 (wait forever) or a positive number of ms",
@@ -120,11 +112,8 @@ extern "C" aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_
 }
 
 extern "C" aclError aclhostSetStreamDeferred(aclrtStream stream, int32_t deferred) {
-  constexpr const char *api = "aclhostSetStreamDeferred";
-  return GuardedCall(api, [&]() -> aclError {
-    if (stream == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a stream from aclrtCreateStream");
-    }
+  return GuardedCall("aclhostSetStreamDeferred", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, stream, "expected a stream from aclrtCreateStream");
     std::shared_ptr<Stream> target;
     ACLHOST_RETURN_IF_ERROR(aclhost::ResolveStream(api, stream, &target));
     target->SetDeferred(deferred != 0);
@@ -133,11 +122,8 @@ extern "C" aclError aclhostSetStreamDeferred(aclrtStream stream, int32_t deferre
 }
 
 extern "C" aclError aclhostCompleteStream(aclrtStream stream) {
-  constexpr const char *api = "aclhostCompleteStream";
-  return GuardedCall(api, [&]() -> aclError {
-    if (stream == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL; expected a stream from aclrtCreateStream");
-    }
+  return GuardedCall("aclhostCompleteStream", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, stream, "expected a stream from aclrtCreateStream");
     std::shared_ptr<Stream> target;
     ACLHOST_RETURN_IF_ERROR(aclhost::LookupStreamHandle(api, stream, &target));
     return aclhost::CompleteStream(api, *target);
@@ -145,22 +131,16 @@ extern "C" aclError aclhostCompleteStream(aclrtStream stream) {
 }
 
 extern "C" aclError aclhostGetHostWaitCount(uint64_t *count) {
-  constexpr const char *api = "aclhostGetHostWaitCount";
-  return GuardedCall(api, [&]() -> aclError {
-    if (count == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "count is NULL; expected where to store the count");
-    }
+  return GuardedCall("aclhostGetHostWaitCount", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, count, "expected where to store the count");
     *count = aclhost::HostWaitCount();
     return ACL_SUCCESS;
   });
 }
 
 extern "C" aclError aclhostLaunchHostFunc(aclrtStream stream, aclhostHostFunc fn, void *userData) {
-  constexpr const char *api = "aclhostLaunchHostFunc";
-  return GuardedCall(api, [&]() -> aclError {
-    if (fn == nullptr) {
-      return Fail(ACL_ERROR_INVALID_PARAM, api, "fn is NULL; expected a function to run on the stream");
-    }
+  return GuardedCall("aclhostLaunchHostFunc", [&](const char *api) -> aclError {
+    ACLHOST_RETURN_IF_NULL(api, fn, "expected a function to run on the stream");
     std::shared_ptr<Stream> target;
     ACLHOST_RETURN_IF_ERROR(aclhost::ResolveStream(api, stream, &target));
     target->Enqueue(std::make_unique<aclhost::HostFuncTask>(fn, userData));
