@@ -462,3 +462,48 @@ def test_close_releases_the_kernels_events():
     finally:
         pool.close()
     assert _kernels_lib.owned_resources().events == before
+
+
+# Drops a transfer primitive while its last transfer waits behind a Python host function, then lets the
+# host function go from another thread once the drop has begun. The drop waits for that transfer (its
+# kernel state's ring and pinned slots); the host function needs the GIL to return, so a drop that
+# waited with the GIL held would never end. The main thread keeps the GIL until it blocks (a switch
+# interval longer than the run), so the drop begins before the releasing thread runs; a watchdog ends
+# the process (exit 1, with the threads' tracebacks) should the drop not return.
+_DROP_BEHIND_HOST_FUNCTION = """
+import faulthandler, gc, sys, threading
+import numpy as np
+import mindspore as ms
+from ms_memcopy import _kernels_lib, runtime
+from ms_memcopy._framework import sync_launches
+from ms_memcopy.ops import CopyBlocksAsync, transfer
+
+ms.set_context(mode=ms.PYNATIVE_MODE)
+cache = ms.Tensor(np.arange(8, dtype=np.float32).reshape(2, 4))
+mapping = ms.Tensor(np.array([[0, 1]], np.int64))
+before = _kernels_lib.owned_resources().events
+copy = CopyBlocksAsync(num_caches=1)
+copy(cache, mapping)
+sync_launches()
+runtime.set_device(0)
+gate, dropping = threading.Event(), threading.Event()
+runtime.launch_host_func(transfer._library().msmc_transfer_lane_stream(0, 2), gate.wait)
+copy(cache, mapping)  # its copies wait behind the host function, on the lane of copies within the device
+sync_launches()       # the launch was made: the kernel state's ring holds that transfer
+held = _kernels_lib.owned_resources().events
+threading.Thread(target=lambda: (dropping.wait(), gate.set()), daemon=True).start()
+faulthandler.dump_traceback_later(120, exit=True)
+sys.setswitchinterval(1e6)
+dropping.set()
+del copy
+gc.collect()
+faulthandler.cancel_dump_traceback_later()
+print("events", before, held, _kernels_lib.owned_resources().events)
+"""
+
+
+def test_dropping_a_primitive_does_not_wait_for_python_host_functions_with_the_gil(run_python):
+    result = run_python(_DROP_BEHIND_HOST_FUNCTION, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    before, held, after = (int(n) for n in result.stdout.split("events")[-1].split())
+    assert held > before and after == before  # the drop released the kernel state, events and all
