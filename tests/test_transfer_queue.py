@@ -46,13 +46,11 @@ class Hold:
     """Blocks the transfer streams (a host function on each waits) until released; everything queued
     after waits too.
 
-    The host function is Python, so it needs the GIL: while it holds the stream, nothing may wait for
-    all streams with the GIL held, as releasing a primitive's pinned slots does (aclrtFreeHost drains
-    every stream). Garbage collection is off until the release, and the tests keep their primitives."""
+    The host function is Python, so it needs the GIL to return: a primitive dropped meanwhile (whose
+    kernel state waits for its transfers and drains every stream) waits with the GIL released
+    (test_dropping_a_primitive_does_not_wait_for_python_host_functions_with_the_gil)."""
 
     def __init__(self):
-        gc.collect()
-        gc.disable()
         self.gate = threading.Event()
         self.ran = threading.Event()
         for stream in transfer_streams():
@@ -63,16 +61,10 @@ class Hold:
         self.ran.set()
 
     def release(self, after=0.0):
-        gc.enable()
         if after:
             threading.Timer(after, self.gate.set).start()
         else:
             self.gate.set()
-            # Until its host functions have returned (they need the GIL), dropping a primitive (which
-            # drains every stream with the GIL held) would deadlock: wait for them here, GIL released
-            # (ctypes calls release it).
-            for stream in transfer_streams():
-                runtime.synchronize_stream(stream)
 
 
 def host_blocks(pool, blocks):
@@ -100,7 +92,7 @@ def test_a_swap_in_is_not_readable_before_it_finished(ms_mode):
         # the model goes on meanwhile: a write on another block is not held up by the transfer stream
         other = pool.allocate(1)[0]
         row = np.full((1, BLOCK[1]), 5.0, np.float32)
-        write = Memcpy2D("write")  # kept until the hold is released (see Hold)
+        write = Memcpy2D("write")
         write(pool.caches[0], ms.Tensor(row), int64(other * BLOCK[0]), int64(0))
         np.testing.assert_array_equal(pool.caches[0].asnumpy()[other, 0], row[0])
         assert queue.finished() == [] and not hold.ran.is_set()
