@@ -5,6 +5,7 @@ particular to the module: the definitions it is generated from and their validat
 op_def and C++ table, MindSpore's generator accepting them, PYNATIVE ordering against built-in ops,
 the eager KernelInstance, the Ascend compile check and the refusal of jit_level O2.
 """
+import json
 import os
 import re
 import subprocess
@@ -229,17 +230,25 @@ def test_a_host_runtime_build_refuses_the_ascend_backend():
 
 
 def test_the_install_built_the_module_and_the_first_call_compiles_nothing(run_python):
-    """The install (setup.py) builds the module; a fresh process's first primitive call loads it."""
+    """The install (setup.py) builds the module; a fresh process's first primitive call loads it from
+    the installation's build: it calls no build, starts no process that builds (ninja, a compiler) and
+    leaves every file of the build directory as it was."""
     assert (op_def_route.packaged_build_dir("CPU") / op_def_route.FINGERPRINT_FILE).exists()
     result = run_python(f"""
-import sys, time
+import json, subprocess, sys
 sys.path.insert(0, {str(ROOT)!r})
-start = time.perf_counter()
 import numpy as np
 import mindspore as ms
 from ms_memcopy import route_build
 from ms_memcopy.ops import MemcpyWithDesc
-built = []
+
+def files(directory):
+    return {{str(p.relative_to(directory)): [p.stat().st_size, p.stat().st_mtime_ns]
+            for p in directory.rglob("*") if p.is_file()}}
+
+directory = route_build.default_build_dir("CPU")
+before = files(directory)
+built, started = [], []
 original = route_build.builder
 def watched(*args, **kwargs):
     b = original(*args, **kwargs)
@@ -250,12 +259,28 @@ def watched(*args, **kwargs):
     b.build = build
     return b
 route_build.builder = watched
+popen_init = subprocess.Popen.__init__
+def recorded_init(self, args, *rest, **kwargs):
+    started.append(args if isinstance(args, str) else " ".join(map(str, args)))
+    popen_init(self, args, *rest, **kwargs)
+subprocess.Popen.__init__ = recorded_init
 y = MemcpyWithDesc()(ms.Tensor(np.arange(4, dtype=np.float32)))
-print("values", y.asnumpy().tolist(), "compiled", len(built), "seconds", round(time.perf_counter() - start, 1))
+after = files(directory)
+changed = sorted(name for name in set(before) | set(after) if before.get(name) != after.get(name))
+print(json.dumps({{"values": y.asnumpy().tolist(), "directory": str(directory), "built": len(built),
+                  "started": started, "changed": changed}}))
 """, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "values [0.0, 1.0, 2.0, 3.0] compiled 0" in result.stdout, result.stdout
-    assert float(result.stdout.split("seconds")[1]) < 10, result.stdout
+    run = json.loads(result.stdout.splitlines()[-1])
+    assert run["values"] == [0.0, 1.0, 2.0, 3.0]
+    assert run["directory"] == str(op_def_route.packaged_build_dir("CPU"))
+    assert run["built"] == 0, run
+    assert [cmd for cmd in run["started"] if BUILDING_PROCESS.search(cmd)] == [], run
+    assert run["changed"] == [], run  # no object file, module or stamp written
+
+
+# A process that builds: ninja (but its version query) or a C/C++ compiler or linker.
+BUILDING_PROCESS = re.compile(r"(^|[/ ])(ninja(?! --version$)|c\+\+|g\+\+|gcc|cc|clang(\+\+)?|ld)( |$)")
 
 
 def test_newer_acl_calls_are_weak_so_an_older_cann_loads_the_kernels():

@@ -57,13 +57,11 @@ class Hold:
     """Blocks the transfer streams (a host function on each waits) until released; everything queued
     after waits too.
 
-    The host function is Python, so it needs the GIL: while it holds the stream, nothing may wait for
-    all streams with the GIL held, as releasing a primitive's pinned slots does (aclrtFreeHost drains
-    every stream). Garbage collection is off until the release, and the tests keep their primitives."""
+    The host function is Python, so it needs the GIL to return: a primitive dropped meanwhile (whose
+    kernel state waits for its transfers and drains every stream) waits with the GIL released
+    (test_dropping_a_primitive_does_not_wait_for_python_host_functions_with_the_gil)."""
 
     def __init__(self):
-        gc.collect()
-        gc.disable()
         self.gate = threading.Event()
         self.ran = threading.Event()
         for stream in transfer_streams():
@@ -74,16 +72,10 @@ class Hold:
         self.ran.set()
 
     def release(self, after=0.0):
-        gc.enable()
         if after:
             threading.Timer(after, self.gate.set).start()
         else:
             self.gate.set()
-            # Until its host functions have returned (they need the GIL), dropping a primitive (which
-            # drains every stream with the GIL held) would deadlock: wait for them here, GIL released
-            # (ctypes calls release it).
-            for stream in transfer_streams():
-                runtime.synchronize_stream(stream)
 
 
 def host_blocks(pool, blocks):
@@ -110,7 +102,7 @@ def test_a_swap_in_is_not_readable_before_it_finished(ms_mode):
         # the model goes on meanwhile: a write on another block is not held up by the transfer stream
         other = pool.allocate(1)[0]
         row = np.full((1, BLOCK[1]), 5.0, np.float32)
-        write = Memcpy2D("write")  # kept until the hold is released (see Hold)
+        write = Memcpy2D("write")
         write(pool.caches[0], ms.Tensor(row), int64(other * BLOCK[0]), int64(0))
         np.testing.assert_array_equal(pool.caches[0].asnumpy()[other, 0], row[0])
         assert queue.finished() == [] and not hold.ran.is_set()
@@ -443,3 +435,48 @@ def test_close_releases_the_kernels_events():
         gc.collect()
         assert _kernels_lib.owned_resources().events <= before + 2
     assert _kernels_lib.owned_resources().events == before
+
+
+# Drops a transfer primitive while its last transfer waits behind a Python host function, then lets the
+# host function go from another thread once the drop has begun. The drop waits for that transfer (its
+# kernel state's ring and pinned slots); the host function needs the GIL to return, so a drop that
+# waited with the GIL held would never end. The main thread keeps the GIL until it blocks (a switch
+# interval longer than the run), so the drop begins before the releasing thread runs; a watchdog ends
+# the process (exit 1, with the threads' tracebacks) should the drop not return.
+_DROP_BEHIND_HOST_FUNCTION = """
+import faulthandler, gc, sys, threading
+import numpy as np
+import mindspore as ms
+from ms_memcopy import _kernels_lib, runtime
+from ms_memcopy._framework import sync_launches
+from ms_memcopy.ops import CopyBlocksAsync, transfer
+
+ms.set_context(mode=ms.PYNATIVE_MODE)
+cache = ms.Tensor(np.arange(8, dtype=np.float32).reshape(2, 4))
+mapping = ms.Tensor(np.array([[0, 1]], np.int64))
+before = _kernels_lib.owned_resources().events
+copy = CopyBlocksAsync(num_caches=1)
+copy(cache, mapping)
+sync_launches()
+runtime.set_device(0)
+gate, dropping = threading.Event(), threading.Event()
+runtime.launch_host_func(transfer._library().msmc_transfer_lane_stream(0, 2), gate.wait)
+copy(cache, mapping)  # its copies wait behind the host function, on the lane of copies within the device
+sync_launches()       # the launch was made: the kernel state's ring holds that transfer
+held = _kernels_lib.owned_resources().events
+threading.Thread(target=lambda: (dropping.wait(), gate.set()), daemon=True).start()
+faulthandler.dump_traceback_later(120, exit=True)
+sys.setswitchinterval(1e6)
+dropping.set()
+del copy
+gc.collect()
+faulthandler.cancel_dump_traceback_later()
+print("events", before, held, _kernels_lib.owned_resources().events)
+"""
+
+
+def test_dropping_a_primitive_does_not_wait_for_python_host_functions_with_the_gil(run_python):
+    result = run_python(_DROP_BEHIND_HOST_FUNCTION, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    before, held, after = (int(n) for n in result.stdout.split("events")[-1].split())
+    assert held > before and after == before  # the drop released the kernel state, events and all
