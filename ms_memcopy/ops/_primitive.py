@@ -82,8 +82,8 @@ class CopyPrimitive(ops.Custom):
             self._check_call(args)
             if recording_gradients():
                 return self._recorded_call(args)
-            outputs = self._kernel_instance()(*[x if host else _dense(x) for host, x in zip(self._host_value_inputs,
-                                                                                             args)])
+            kernel = self._kernel_instance()
+            outputs = kernel(*[x if host else _dense(x) for host, x in zip(self._host_value_inputs, args)])
             return tuple(outputs) if self._variadic_output else outputs[0]
         except (ValueError, TypeError) as error:
             raise relabelled(error, self._label) from None
