@@ -23,10 +23,11 @@ Validation has one place per kind of mistake, each error raised before anything 
   given on the host), and in the kernel at launch (where it also sees the values a graph holds in its
   inputs, and an eager call's int64 Tensors);
 - the op's infer function: dtypes (TypeError), in-place inputs that are not Parameters (TypeError),
-  jit_level O2;
-- Python, in an eager call, for what the kernel cannot see: argument types before conversion (and
-  dtypes, before the int64 values are converted), a block mapping given as numpy or a list, an
-  in-place target that is a slice or view, a closed HostBuffer, the number of inputs.
+  jit_level O2; in an eager call the module's KernelInstance checks an int64 input's dtype (the same
+  TypeError) before the body's check;
+- Python, in an eager call, for what the kernel cannot see: argument types before conversion, the
+  dtypes of the other tensors, a block mapping given as numpy or a list (converted), an in-place
+  target that is a slice or view, a closed HostBuffer, the number of inputs.
 
 Every error of these checks reads "ms_memcopy <primitive>(<mode>): <argument> ...", the prefix the
 kernels give theirs (the op's label, :func:`._errors.labelled_errors`).
@@ -35,7 +36,7 @@ The modules, one job each: one per family, with the stem of configs/ops/<family>
 those files: each exports its public classes in ``__all__`` and its sample calls in ``SAMPLES``), and
 what they share: ``_errors`` (the error
 prefix, jit_level O2), ``_dtypes`` (dtype names, sizes, the supported ones), ``_args`` (argument
-checks), ``_host_values`` (an eager call's int64 values, read once), ``_primitive`` (CopyPrimitive,
+checks), ``_primitive`` (CopyPrimitive,
 GradientOp), ``_variadic`` (OpCell, the base of the Cells), ``_bprop`` (bprop registration) and ``_samples``
 (Sample, the sample calls' helpers).
 """

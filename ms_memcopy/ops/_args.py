@@ -1,7 +1,7 @@
 """The primitives' argument checks: ints, shapes, HostBuffers, eager tensors and their dtypes, the dtype
 group of an op and in-place targets, each raising TypeError or ValueError naming the argument (what the
 kernel cannot see; the kernel checks values, shapes and regions itself, see :mod:`ms_memcopy.ops`)."""
-from typing import Any, List, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 import numbers
 
 import numpy as np
@@ -9,7 +9,6 @@ import mindspore as ms
 
 from ..host_buffer import HostBuffer
 from ._dtypes import check_supported, dtype_name
-from ._host_values import host_values
 
 
 def num_elements(shape: Sequence[int]) -> int:
@@ -70,14 +69,12 @@ def check_host_buffer(host_buffer: Any, argument: str = "host_buffer", chunks: b
 
 
 def eager_int64(value: Any, argument: str) -> Any:
-    """An int64 tensor given to an eager call, flattened: its values (numpy) when the call was given
-    them on the host, else the Tensor itself (never read here: the launch reads it)."""
+    """An int64 Tensor given to an eager call, flattened (never read here: the launch reads it)."""
     if not isinstance(value, ms.Tensor):
         raise TypeError(f"{argument} must be an int64 Tensor, not {type(value).__name__}")
     if value.dtype != ms.int64:
         raise TypeError(f"{argument} must be an int64 tensor, got {dtype_name(value.dtype)}")
-    values = host_values(value)
-    return value.reshape(-1) if values is None else values.reshape(-1)
+    return value.reshape(-1)
 
 
 def flat_input_names(definition: Any, count: int) -> List[str]:
@@ -87,33 +84,34 @@ def flat_input_names(definition: Any, count: int) -> List[str]:
             for t in definition.inputs for i in range(variadic if t.variadic else 1)]
 
 
-def check_tensors(definition: Any, inputs: Sequence[Any]) -> None:
+def check_tensors(definition: Any, inputs: Sequence[Any], count: Optional[int] = None) -> None:
     """TypeError naming the first input of an eager call that is not a Tensor (a list or a numpy
-    array would reach the kernel as something else, or not at all)."""
-    for name, value in zip(flat_input_names(definition, len(inputs)), inputs):
+    array would reach the kernel as something else, or not at all). count: the call's number of
+    inputs, when inputs are its first ones only (the block ops' caches)."""
+    for name, value in zip(flat_input_names(definition, len(inputs) if count is None else count), inputs):
         if not isinstance(value, ms.Tensor):
             in_place = name.split("[")[0] == definition.rw_write
             what = "a Tensor or Parameter (written in place)" if in_place else "a Tensor"
             raise TypeError(f"{name} must be {what}, not {type(value).__name__}")
 
 
-def check_dtypes(definition: Any, inputs: Sequence[Any]) -> None:
-    """TypeError naming the first tensor of an eager call of a dtype its op does not take: an int64 input
-    (offsets, row, block_mapping: its values reach the kernel converted to int64) of another dtype, any
-    other of a dtype configs/dtypes.yaml does not support. A graph's infer function checks the same."""
+def check_dtypes(definition: Any, inputs: Sequence[Any], count: Optional[int] = None) -> None:
+    """TypeError naming the first tensor of an eager call of a dtype configs/dtypes.yaml does not support
+    (count as for :func:`check_tensors`). A graph's infer function checks the same. The int64 inputs
+    (offsets, row, block_mapping) are the kernel's to check, as their shapes and values are: the
+    module's KernelInstance raises the same TypeError before anything is queued."""
     by_name = {t.name: t for t in definition.inputs}
-    for name, tensor in zip(flat_input_names(definition, len(inputs)), inputs):
-        if by_name[name.split("[")[0]].host_values:
-            if dtype_name(tensor.dtype) != "int64":
-                raise TypeError(f"{name} must be an int64 tensor, got {dtype_name(tensor.dtype)}")
-        else:
+    for name, tensor in zip(flat_input_names(definition, len(inputs) if count is None else count), inputs):
+        if not by_name[name.split("[")[0]].host_values:
             check_supported({"dtype": tensor.dtype}, name)
 
 
-def check_same_dtype(definition: Any, args: Sequence[Any]) -> None:
+def check_same_dtype(definition: Any, args: Sequence[Any], count: Optional[int] = None) -> None:
     """TypeError when the tensors of the op's ``dtype_group`` inputs (configs/ops/*.yaml) differ in dtype;
-    args are the abstract arguments of the op's inputs, a variadic input's one by one."""
-    tensors = [(name, dtype_name(arg["dtype"])) for name, arg in zip(flat_input_names(definition, len(args)), args)
+    args are the abstract arguments of the op's inputs, a variadic input's one by one (count as for
+    :func:`check_tensors`)."""
+    names = flat_input_names(definition, len(args) if count is None else count)
+    tensors = [(name, dtype_name(arg["dtype"])) for name, arg in zip(names, args)
                if name.split("[")[0] in definition.dtype_group]
     for name, dtype in tensors[1:]:
         if dtype != tensors[0][1]:

@@ -16,10 +16,7 @@ def labelled_errors(label: str) -> Iterator[None]:
     try:
         yield
     except (ValueError, TypeError) as error:
-        relabelled = labelled(error, label)
-        if relabelled is error:
-            raise
-        raise relabelled.with_traceback(error.__traceback__) from None
+        raise relabelled(error, label) from None
 
 
 def labelled(error: Exception, label: str) -> Exception:
@@ -28,6 +25,13 @@ def labelled(error: Exception, label: str) -> Exception:
     if type(error) not in (ValueError, TypeError) or str(error).startswith(ERROR_PREFIX):
         return error
     return type(error)(f"{ERROR_PREFIX}{label}: {error}")
+
+
+def relabelled(error: Exception, label: str) -> Exception:
+    """:func:`labelled` keeping error's traceback: what an eager call raises (``from None``) for an error
+    it caught."""
+    new = labelled(error, label)
+    return new if new is error else new.with_traceback(error.__traceback__)
 
 
 def labelled_init(cls: Type[Any], init: Callable[..., None]) -> Callable[..., None]:

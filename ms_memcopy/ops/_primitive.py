@@ -1,7 +1,6 @@
 """CopyPrimitive, the ``Custom_ms_memcopy_<op>`` primitive of an op of configs/ops/*.yaml that every copy
 primitive of ms_memcopy.ops is or holds (how it is run and checked: :mod:`ms_memcopy.ops`)."""
 from typing import Any, Dict, Set, Tuple
-import numpy as np
 from mindspore import Tensor, nn, ops
 from mindspore.ops.primitive import _run_op
 
@@ -10,8 +9,7 @@ from .._framework import record_custom_bprop, recording_gradients
 from ..op_defs import op_def
 from ._args import check_dtypes, check_same_dtype, check_tensors
 from ._bprop import register_op_def_bprop
-from ._errors import check_jit_level, labelled, labelled_errors, labelled_init
-from ._host_values import host_values, reading_host_values_once
+from ._errors import check_jit_level, labelled_errors, labelled_init, relabelled
 
 
 class CopyPrimitive(ops.Custom):
@@ -78,51 +76,56 @@ class CopyPrimitive(ops.Custom):
             self.add_prim_attr("side_effect_mem", True)
 
     def __call__(self, *args: Any) -> Any:
-        # (labelled_errors' relabelling, inlined: this runs at every eager call)
+        # An eager call, from the caller to the module's KernelInstance in this one frame (labelled_errors'
+        # relabelling and the launch inlined: this runs at every eager call).
         try:
-            return self._checked_call(args)
+            self._check_call(args)
+            if recording_gradients():
+                return self._recorded_call(args)
+            kernel = self._kernel_instance()
+            outputs = kernel(*[x if host else _dense(x) for host, x in zip(self._host_value_inputs, args)])
+            return tuple(outputs) if self._variadic_output else outputs[0]
         except (ValueError, TypeError) as error:
-            relabelled = labelled(error, self._label)
-            if relabelled is error:
-                raise
-            raise relabelled.with_traceback(error.__traceback__) from None
+            raise relabelled(error, self._label) from None
 
     def _submit_transfer(self, *args):
         """An eager call of an asynchronous form (configs/ops/transfer.yaml) with the Python checks of a
         call, returning (outputs, TransferTicket): the ticket follows the launch's transfer (done() polls,
         wait() waits for it alone) without calling into MindSpore (ms_memcopy.nn.TransferQueue)."""
-        with labelled_errors(self._label), reading_host_values_once():
+        with labelled_errors(self._label):
             self._check_call(args)
             return self._launch_eagerly(args, submit=True)
 
     def _check_call(self, args):
         self._check_arity(args)
         # (OpCell passes a variadic input's tensors as one tuple)
-        flat = [t for group in args for t in (group if isinstance(group, tuple) else (group,))]
-        self._check_inputs(flat)
+        self._check_tensors([t for group in args for t in (group if isinstance(group, tuple) else (group,))])
+
+    def _check_tensors(self, flat, count=None):
+        """The Python checks of an eager call's inputs flat (the first ones of its count inputs, all of
+        them by default): their types and dtypes, the jit level, and what the kernel cannot see."""
+        self._check_inputs(flat, len(flat) if count is None else count)
         check_jit_level(self._label)
         self._check_eager(flat)
 
-    def _checked_call(self, args):
-        self._check_call(args)
-        if recording_gradients():
-            if self._gradient is not None:
-                # the same launch, recorded with the primitive's bprop (no single-op graph per value)
-                return record_custom_bprop(self._gradient, lambda: self._launch_eagerly(args), args)
-            # No bprop (a copy to or from the host): MindSpore's own record raises "bprop not defined"
-            # where a gradient flows through the op, as a graph does, and not where none does.
-            return _run_op(self, self.name, (*args, *self._init_values))
-        return self._launch_eagerly(args)
+    def _recorded_call(self, args):
+        """An eager call made while MindSpore records a gradient (its inputs checked)."""
+        if self._gradient is not None:
+            # the same launch, recorded with the primitive's bprop (no single-op graph per value)
+            return record_custom_bprop(self._gradient, lambda: self._launch_eagerly(args), args)
+        # No bprop (a copy to or from the host): MindSpore's own record raises "bprop not defined"
+        # where a gradient flows through the op, as a graph does, and not where none does.
+        return _run_op(self, self.name, (*args, *self._init_values))
 
-    def _check_inputs(self, flat):
+    def _check_inputs(self, flat, count):
         """Wrong types and dtypes are TypeErrors before any value check; the dtypes of a call that
         passed are remembered, so a call with the same ones is not checked again."""
         key = tuple([t.dtype if isinstance(t, Tensor) else None for t in flat])
         if key in self._checked_dtypes:
             return
-        check_tensors(self._op_def, flat)
-        check_dtypes(self._op_def, flat)
-        check_same_dtype(self._op_def, [{"dtype": t.dtype} for t in flat])
+        check_tensors(self._op_def, flat, count)
+        check_dtypes(self._op_def, flat, count)
+        check_same_dtype(self._op_def, [{"dtype": t.dtype} for t in flat], count)
         if len(self._checked_dtypes) >= _CHECKED_DTYPES_KEPT:
             self._checked_dtypes.clear()
         self._checked_dtypes.add(key)
@@ -136,14 +139,19 @@ class CopyPrimitive(ops.Custom):
         missing = ", ".join(names[len(args):])
         raise TypeError(f"missing input {missing}: call it as op({', '.join(names)}), got {len(args)} input(s)")
 
-    def _launch_eagerly(self, args, submit=False):
+    def _kernel_instance(self):
+        """The module's KernelInstance of this primitive, created at the first eager call."""
         if self._kernel is None:
             self._kernel = op_def_route.load().KernelInstance(self._op_def.name, *self._init_values)
-        values = [_int64_values(x) if host else _dense(x) for host, x in zip(self._host_value_inputs, args)]
+        return self._kernel
+
+    def _launch_eagerly(self, args, submit=False):
+        """The launch of a checked eager call (``__call__`` inlines it); submit: _submit_transfer's."""
+        values = [x if host else _dense(x) for host, x in zip(self._host_value_inputs, args)]
         if submit:
-            outputs, ticket = self._kernel.submit_transfer(*values)
+            outputs, ticket = self._kernel_instance().submit_transfer(*values)
             return outputs[0], ticket
-        outputs = self._kernel(*values)
+        outputs = self._kernel_instance()(*values)
         return tuple(outputs) if self._variadic_output else outputs[0]
 
     def _check_eager(self, inputs):
@@ -164,13 +172,6 @@ class _EagerGradient(nn.Cell):
 
     def bprop(self, *args):
         return self._bprop(*args)
-
-
-def _int64_values(tensor):
-    """An int64 input as the kernel takes it: the host values the call was given (checked now), or the
-    Tensor itself, read by the launch in MindSpore's order (its errors surface at the next sync)."""
-    values = host_values(tensor)
-    return tensor if values is None else np.ascontiguousarray(values, dtype=np.int64)
 
 
 def _dense(tensors):

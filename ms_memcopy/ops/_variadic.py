@@ -32,7 +32,8 @@ class OpCell(nn.Cell):
             cls.__init__ = labelled_init(cls, cls.__dict__["__init__"])  # type: ignore[method-assign]
 
     def __call__(self, *args: Any) -> Any:
-        return self.construct(*args)
+        # (construct's packing, inlined: the call goes to the primitive without another frame)
+        return self.primitive(args[:-1], args[-1])
 
     def construct(self, *args: Any) -> Any:
         """op(t0, ..., tk, offsets) as primitive((t0, ..., tk), offsets): the variadic input is the

@@ -136,8 +136,8 @@ class MemcpyBatch(OpCell):
         """An eager call (a graph compiles construct instead). A split read checks the offsets once (their
         values too when the call has them on the host), then runs one launch per part over its slice of
         them; a Tensor's values are read and checked by each part's launch (ms_memcopy.ops)."""
-        if not self._bounds:
-            return self.construct(*args)
+        if not self._bounds:  # (construct's call of the primitive, inlined)
+            return self.primitive(args[:-1], args[-1]) if self.direction == "d2h" else self.primitive(*args)
         with labelled_errors(self.primitive._label):
             check_host_buffer(self.host_buffer)
             if len(args) != 1:

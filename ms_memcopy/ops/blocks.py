@@ -16,10 +16,8 @@ from .._framework import recording_gradients
 from ..host_buffer import HostBuffer
 from ..host_chunks import HostChunks
 from ._args import check_host_buffer, check_in_place_target, check_int
-from ._dtypes import dtype_name
-from ._errors import labelled_errors
-from ._host_values import reading_host_values_once, remember_host_values
-from ._primitive import CopyPrimitive
+from ._errors import labelled_errors, relabelled
+from ._primitive import CopyPrimitive, _dense
 from ._samples import Sample, parameter
 from ._variadic import OpCell
 
@@ -28,45 +26,25 @@ _DIRECTIONS = ("d2h", "h2d")
 HOST_LAYOUTS = ("cache_major", "block_major")
 
 
-def _mapping_values(mapping):
-    """The pairs of an eager block_mapping given as a numpy array or a list of pairs, as numpy int64
-    [n, 2]; None for an int64 Tensor [n, 2] (its values are the launch's to read and check)."""
-    if isinstance(mapping, ms.Tensor):
-        if mapping.dtype != ms.int64:
-            raise TypeError(f"block_mapping must be an int64 tensor, got {dtype_name(mapping.dtype)}")
-        if len(mapping.shape) != 2 or mapping.shape[1] != 2:
-            raise ValueError(f"block_mapping must have shape [n, 2], got {list(mapping.shape)}")
-        return None  # its values are read by the launch (never waiting for MindSpore's queues)
-    elif isinstance(mapping, np.ndarray):
+def _host_mapping(mapping):
+    """A block_mapping given on the host (a numpy array or a list of pairs) as a numpy int64 array, which
+    the kernel takes as host values; its shape and values are the kernel's to check."""
+    if isinstance(mapping, np.ndarray):
         if mapping.dtype.kind not in "iu":
             raise TypeError(f"block_mapping must hold integers, got a numpy array of {mapping.dtype}")
-        values = mapping
-    elif isinstance(mapping, (list, tuple)):
-        if any(isinstance(v, bool) or not isinstance(v, numbers.Integral)
-               for pair in mapping for v in (pair if isinstance(pair, (list, tuple)) else (pair,))):
-            raise TypeError("block_mapping must be a list of (source block, destination block) pairs of ints")
-        try:
-            values = np.array(mapping, dtype=np.int64).reshape(-1, 2) if len(mapping) == 0 else \
-                np.array(mapping, dtype=np.int64)
-        except (OverflowError, ValueError) as e:
-            raise ValueError(f"block_mapping: {e}") from None
-    else:
+        return mapping.astype(np.int64, copy=False)
+    if not isinstance(mapping, (list, tuple)):
         raise TypeError(f"block_mapping must be an int64 Tensor, a numpy array or a list of pairs, "
                         f"not {type(mapping).__name__}")
-    if values.ndim != 2 or values.shape[1] != 2:
-        raise ValueError(f"block_mapping must have shape [n, 2], got {list(values.shape)}")
-    return values.astype(np.int64, copy=False)
+    if any(isinstance(v, bool) or not isinstance(v, numbers.Integral)
+           for pair in mapping for v in (pair if isinstance(pair, (list, tuple)) else (pair,))):
+        raise TypeError("block_mapping must be a list of (source block, destination block) pairs of ints")
+    try:
+        return np.array(mapping, dtype=np.int64).reshape(-1, 2) if len(mapping) == 0 else \
+            np.array(mapping, dtype=np.int64)
+    except (OverflowError, ValueError) as e:
+        raise ValueError(f"block_mapping: {e}") from None
 
-
-def _mapping_stand_in():
-    """The int64 Tensor [0, 2] that stands in for a block mapping given on the host (one per process)."""
-    global _STAND_IN
-    if _STAND_IN is None:
-        _STAND_IN = ms.Tensor(np.zeros((0, 2), np.int64))
-    return _STAND_IN
-
-
-_STAND_IN = None
 
 __all__ = ["SwapBlocks", "CopyBlocks"]
 
@@ -79,34 +57,34 @@ class _BlockPrimitive(CopyPrimitive):
         super().__init__(op_name, attrs={**attrs, "num_caches": self.num_caches})
 
     def __call__(self, caches, block_mapping):
-        return self._with_mapping(super().__call__, caches, block_mapping)
+        # An eager call, from the caller to the kernel in this one frame (as CopyPrimitive.__call__): the
+        # Python checks are what the kernel cannot see (the caches' objects, a numpy or list mapping's
+        # conversion); the mapping's dtype, shape and values are the kernel's (its KernelInstance).
+        try:
+            self._check_count(len(caches))
+            mapping = block_mapping if isinstance(block_mapping, ms.Tensor) else _host_mapping(block_mapping)
+            self._check_tensors(caches, len(caches) + 1)
+            if recording_gradients():  # MindSpore's record reads a Tensor
+                return self._recorded_call((caches, mapping if isinstance(mapping, ms.Tensor) else ms.Tensor(mapping)))
+            return self._kernel_instance()(_dense(caches), mapping)[0]
+        except (ValueError, TypeError) as error:
+            raise relabelled(error, self._label) from None
 
     def _submit_transfer(self, caches, block_mapping):
-        return self._with_mapping(super()._submit_transfer, caches, block_mapping)
+        with labelled_errors(self._label):
+            self._check_count(len(caches))
+            mapping = block_mapping if isinstance(block_mapping, ms.Tensor) else _host_mapping(block_mapping)
+            self._check_tensors(caches, len(caches) + 1)
+            outputs, ticket = self._kernel_instance().submit_transfer(_dense(caches), mapping)
+            return outputs[0], ticket
 
-    def _with_mapping(self, call, caches, block_mapping):
-        """call(caches, mapping) with a numpy or list block_mapping as a Tensor launched from its values."""
-        # The caches arrive as one tuple (the OpCell packs them).
-        flat = (*caches, block_mapping)
-        with reading_host_values_once():
-            with labelled_errors(self._label):
-                self._check_count(len(flat))
-                values = _mapping_values(flat[-1])
-            mapping = flat[-1]
-            if values is not None:
-                # launched from these values; a Tensor of them only for MindSpore's gradient record,
-                # which reads it (else an int64 Tensor stands in for them in the checks)
-                mapping = ms.Tensor(values) if recording_gradients() else _mapping_stand_in()
-                remember_host_values(mapping, values)
-            return call(caches, mapping)
-
-    def _check_count(self, count):
-        if count != self.num_caches + 1:
+    def _check_count(self, caches):
+        if caches != self.num_caches:
             raise TypeError(f"built for num_caches={self.num_caches} and takes "
-                            f"{self.num_caches} caches plus block_mapping, got {count} arguments")
+                            f"{self.num_caches} caches plus block_mapping, got {caches + 1} arguments")
 
     def _check_eager(self, inputs):
-        for l, cache in enumerate(inputs[:-1]):
+        for l, cache in enumerate(inputs):  # (the caches: _check_tensors)
             if self._op_def.rw_write:
                 check_in_place_target(cache, f"caches[{l}]")
             elif not isinstance(cache, ms.Tensor):

@@ -289,8 +289,17 @@ std::vector<size_t> HostCapacities(const std::vector<int64_t> &chunks) {
   return capacities;
 }
 
-void SwapBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
-                const TensorArg &out, bool to_host, aclrtStream stream) {
+// The bodies (OpBody's check and run): args are the caches, block_mapping and the output, in op order.
+template <bool kToHost>
+void CheckSwapBlocks(KernelState &s, const TensorArg *args, size_t count) {
+  const std::vector<size_t> capacities = HostCapacities(HostBufferChunks(s.Attr("buffer_id"), "host_buffer"));
+  CheckBlocks(s, args, count - 2, args[count - 2], &capacities, kToHost, &s.Family<BlocksState>().host);
+}
+
+// SwapBlocks: block m[i][0] of caches[l] -> host slot m[i][1] of host cache l (d2h), or back (h2d).
+template <bool kToHost>
+void SwapBlocks(KernelState &s, const TensorArg *args, size_t count, aclrtStream stream) {
+  const size_t num_caches = count - 2;
   const std::vector<int64_t> chunks = HostBufferChunks(s.Attr("buffer_id"), "host_buffer");
   std::vector<std::unique_ptr<HostBufferLease>> leases;  // every chunk, held for the launch
   std::vector<size_t> capacities;
@@ -302,48 +311,36 @@ void SwapBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, cons
   BlocksState &b = s.Family<BlocksState>();
   HostSide &host = b.host;
   const BlockPlan p =
-      CheckBlocks(s, caches, num_caches, ValuesOnHost(block_mapping, &values), &capacities, to_host, &host);
+      CheckBlocks(s, args, num_caches, ValuesOnHost(args[num_caches], &values), &capacities, kToHost, &host);
   for (size_t k = 0; k < leases.size(); ++k) {
     host.chunks[k].data = leases[k]->data();
   }
-  PlanBlocks(b, caches, num_caches, p.mapping, &host, to_host);
-  b.batch.Run(b.items.data(), b.items.size(), to_host ? ACL_MEMCPY_DEVICE_TO_HOST : ACL_MEMCPY_HOST_TO_DEVICE, s.device,
+  PlanBlocks(b, args, num_caches, p.mapping, &host, kToHost);
+  b.batch.Run(b.items.data(), b.items.size(), kToHost ? ACL_MEMCPY_DEVICE_TO_HOST : ACL_MEMCPY_HOST_TO_DEVICE, s.device,
               nullptr, stream);
-  FinishBlocks(s, p.mapping.n, p.caches.total_block_bytes, out, stream);
+  FinishBlocks(s, p.mapping.n, p.caches.total_block_bytes, args[count - 1], stream);
 }
 
-void CheckSwapBlocks(KernelState &s, const TensorArg *a, size_t n, bool to_host) {
-  const std::vector<size_t> capacities = HostCapacities(HostBufferChunks(s.Attr("buffer_id"), "host_buffer"));
-  CheckBlocks(s, a, n - 2, a[n - 2], &capacities, to_host, &s.Family<BlocksState>().host);
+void CheckCopyBlocks(KernelState &s, const TensorArg *args, size_t count) {
+  CheckBlocks(s, args, count - 2, args[count - 2], nullptr, false, nullptr);
 }
 
 // CopyBlocks: block m[i][0] of caches[l] -> block m[i][1] of caches[l], in place.
-void CopyBlocks(KernelState &s, const TensorArg *caches, size_t num_caches, const TensorArg &block_mapping,
-                const TensorArg &out, aclrtStream stream) {
+void CopyBlocks(KernelState &s, const TensorArg *args, size_t count, aclrtStream stream) {
+  const size_t num_caches = count - 2;
   std::vector<int64_t> values;
-  const BlockPlan p = CheckBlocks(s, caches, num_caches, ValuesOnHost(block_mapping, &values), nullptr, false, nullptr);
+  const BlockPlan p =
+      CheckBlocks(s, args, num_caches, ValuesOnHost(args[num_caches], &values), nullptr, false, nullptr);
   BlocksState &b = s.Family<BlocksState>();
-  PlanBlocks(b, caches, num_caches, p.mapping, nullptr, false);
+  PlanBlocks(b, args, num_caches, p.mapping, nullptr, false);
   b.desc.CopyItems(b.items.data(), b.items.size(), stream);
-  FinishBlocks(s, p.mapping.n, p.caches.total_block_bytes, out, stream);
+  FinishBlocks(s, p.mapping.n, p.caches.total_block_bytes, args[count - 1], stream);
 }
 
 const OpBody kBodies[] = {
-    {"swap_blocks_d2h", "SwapBlocks(d2h)",
-     [](KernelState &s, const TensorArg *a, size_t n) { CheckSwapBlocks(s, a, n, true); },
-     [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) {
-       SwapBlocks(s, a, n - 2, a[n - 2], a[n - 1], true, st);
-     }},
-    {"swap_blocks_h2d", "SwapBlocks(h2d)",
-     [](KernelState &s, const TensorArg *a, size_t n) { CheckSwapBlocks(s, a, n, false); },
-     [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) {
-       SwapBlocks(s, a, n - 2, a[n - 2], a[n - 1], false, st);
-     }},
-    {"copy_blocks", "CopyBlocks",
-     [](KernelState &s, const TensorArg *a, size_t n) { CheckBlocks(s, a, n - 2, a[n - 2], nullptr, false, nullptr); },
-     [](KernelState &s, const TensorArg *a, size_t n, aclrtStream st) {
-       CopyBlocks(s, a, n - 2, a[n - 2], a[n - 1], st);
-     }},
+    {"swap_blocks_d2h", "SwapBlocks(d2h)", CheckSwapBlocks<true>, SwapBlocks<true>},
+    {"swap_blocks_h2d", "SwapBlocks(h2d)", CheckSwapBlocks<false>, SwapBlocks<false>},
+    {"copy_blocks", "CopyBlocks", CheckCopyBlocks, CopyBlocks},
 };
 
 MSMC_REGISTER_OP_BODIES(kBodies);

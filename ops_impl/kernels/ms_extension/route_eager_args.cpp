@@ -1,6 +1,8 @@
 // Converting an eager call's Python arguments onto the op_def arguments (route_eager_args.h).
 #include "route_eager_args.h"
 
+#include <algorithm>
+#include <cctype>
 #include <string>
 
 #include "pybind11/numpy.h"
@@ -55,6 +57,13 @@ void AddTensor(const py::handle &obj, ArgValue *v) {
   v->dtypes.push_back(dtype.value_or(mindspore::kTypeUnknown));
 }
 
+// The dtype of a Python tensor as the primitives name it ("int32": MindSpore's name, lower case).
+std::string DtypeText(const py::handle &obj) {
+  std::string name = py::str(obj.attr("dtype")).cast<std::string>();
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  return name;
+}
+
 }  // namespace
 
 bool IsInput(ArgKind kind) {
@@ -84,7 +93,8 @@ void Convert(const RouteOp &op, const py::args &args, int first, std::vector<Arg
           if (py::isinstance<ms::Tensor>(obj) || py::hasattr(obj, "asnumpy")) {
             AddTensor(obj, &v);  // read at the launch (HostValues)
             if (v.dtypes.back() != mindspore::kNumberTypeInt64) {
-              throw py::type_error(std::string(arg.name) + " must be an int64 tensor");
+              // An eager call's one dtype check of an int64 input (in graphs: the infer function's).
+              throw py::type_error(std::string(arg.name) + " must be an int64 tensor, got " + DtypeText(obj));
             }
             v.host.shape = v.shapes.back();
             v.host.deferred = true;

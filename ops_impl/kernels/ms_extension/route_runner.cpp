@@ -122,32 +122,19 @@ class RouteRunner : public ms::pynative::PyboostRunner {
   std::exception_ptr read_error_;
 };
 
-// Runs in MindSpore's frontend task, where the inputs' shapes are known.
-Tensors Run(const RouteOp &op, const OpBody &body, const std::shared_ptr<KernelState> &state,
-            const std::vector<ArgValue> &values, const TicketPtr &ticket) {
-  try {
-    Tensors inputs;
-    for (int a = 0; a < InputCount(op); ++a) {
-      for (const ms::Tensor &t : values[static_cast<size_t>(a)].tensors) {
-        inputs.push_back(t);
-      }
-    }
-    const OutputSpec spec = EvalOutputs(op, ReaderOf(values));
-    Tensors outputs;
-    outputs.reserve(spec.shapes.size());
-    for (size_t i = 0; i < spec.shapes.size(); ++i) {
-      outputs.emplace_back(spec.dtypes[i], spec.shapes[i]);
-    }
-    std::make_shared<RouteRunner>(op, body, state, values, ticket)->Run(inputs, outputs);
-    return outputs;
-  } catch (...) {
-    Rethrow(body.label);
-  }
-}
-
 void MarkFailed(const TicketPtr &ticket, const std::string &what) {
   if (ticket != nullptr) {
     ticket->Fail(what);
+  }
+}
+
+// The error of a frontend task, labelled (Rethrow), marking an asynchronous form's ticket failed.
+[[noreturn]] void RethrowFailed(const char *label, const TicketPtr &ticket) {
+  try {
+    Rethrow(label);
+  } catch (const std::exception &e) {
+    MarkFailed(ticket, e.what());
+    throw;
   }
 }
 
@@ -159,17 +146,25 @@ py::object Dispatch(const RouteOp &op, const OpBody &body, const std::shared_ptr
   auto promises = mindspore::tensor::TransformVectorPromise(py_output);
   mindspore::pynative::DispatchOp(std::make_shared<mindspore::pynative::PassthroughFrontendTask>(
       [&op, &body, state, values = std::move(values), promises, ticket]() {
-        for (const ArgValue &v : values) {
-          for (const ms::Tensor &t : v.tensors) {
-            t.ConvertStubNodeToTensor();
-          }
-        }
+        // MindSpore's frontend task, where the inputs' shapes are known: the outputs, and the runner
+        // whose launch runs the body.
         Tensors outputs;
         try {
-          outputs = Run(op, body, state, values, ticket);
-        } catch (const std::exception &e) {
-          MarkFailed(ticket, e.what());
-          throw;
+          Tensors inputs;  // (only the op's inputs hold tensors)
+          for (const ArgValue &v : values) {
+            for (const ms::Tensor &t : v.tensors) {
+              t.ConvertStubNodeToTensor();
+              inputs.push_back(t);
+            }
+          }
+          const OutputSpec spec = EvalOutputs(op, ReaderOf(values));
+          outputs.reserve(spec.shapes.size());
+          for (size_t i = 0; i < spec.shapes.size(); ++i) {
+            outputs.emplace_back(spec.dtypes[i], spec.shapes[i]);
+          }
+          std::make_shared<RouteRunner>(op, body, state, values, ticket)->Run(inputs, outputs);
+        } catch (...) {
+          RethrowFailed(body.label, ticket);
         }
         std::vector<mindspore::tensor::TensorPtr> results;
         results.reserve(outputs.size());
