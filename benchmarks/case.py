@@ -17,6 +17,7 @@ class Case:
     # build(stack) -> {impl name: (role, loop)}; allocations are registered on the ExitStack.
     build: Callable = None
     samples_scale: int = 1  # more samples for cases whose ratios are close calls (per-call overheads)
+    pieces: int = 1  # slices of each sample, taken in turns with the other implementations' (close calls)
 
 
 def impl(role, loop) -> Tuple[str, Callable]:

@@ -64,7 +64,8 @@ def overhead_case():
         impls["ms Identity"] = (BASELINE, g.graph_loop(g.PickCell(msops.Identity(), [x]), *inputs))
         impls["empty graph"] = (REFERENCE, g.graph_loop(g.EmptyCell(), *inputs))
         return impls
-    return Case("ops.overhead", f"one call on {SMALL} float32", SMALL * 4, build=build, samples_scale=3)
+    return Case("ops.overhead", f"one call on {SMALL} float32", SMALL * 4, build=build, samples_scale=3,
+                pieces=10)
 
 
 def batch_case(size, count, max_builtin):
@@ -247,7 +248,7 @@ def eager_case():
                 OURS, behind_queued_work(lambda i: copy(*caches, tensor_mappings[i]))),
             "behind queued work: ms Identity": (BASELINE, behind_queued_work(lambda i: identity(x))),
         }
-    return Case("ops.eager", f"eager call on {SMALL} float32", SMALL * 4, build=build, samples_scale=3,
+    return Case("ops.eager", f"eager call on {SMALL} float32", SMALL * 4, build=build, samples_scale=3, pieces=5,
                 params={"queued_matmul": QUEUED_MATMUL})
 
 

@@ -135,7 +135,7 @@ def run(cases, settings, quiet):
                 if not impls:
                     continue
                 stats = measure({name: loop for name, (_, loop) in impls.items()}, settings.sample_s,
-                                settings.samples * case.samples_scale)
+                                settings.samples * case.samples_scale, case.pieces)
                 measured = {name: (impls[name][0], stats[name]) for name in impls}
         except Exception as e:  # noqa: BLE001  (one broken case must not lose a long run)
             errors.append({"group": case.group, "label": case.label, "nbytes": case.nbytes,

@@ -132,8 +132,9 @@ def markdown_document(meta, results, targets):
           if meta.get("copy_strategy") else []),
         f"- timing: each implementation of a case is calibrated to samples of at least "
         f"{meta['timing']['sample_s']} s, then sampled {', '.join(map(str, samples))} times in rounds (one sample "
-        "of every implementation per round); `us` is the median time per call; `x name` is our time / that "
-        "baseline's time (below 1: faster), the median over the rounds with its range in brackets",
+        "of every implementation per round; in the cases of close calls, each sample in slices taken in turns); "
+        "`us` is the median time per call; `x name` is our time / that baseline's time (below 1: faster), the "
+        "median over the rounds with its range in brackets",
         "",
         "**Goals** (verdict: met when the goal holds in every round of samples, missed when in none, unsure "
         "otherwise; in brackets the rounds it held in; the numbers are medians)",

@@ -4,8 +4,9 @@ A *loop* is a callable ``loop(iters) -> seconds`` that runs one operation ``iter
 returns the elapsed time: the C loops of libms_memcopy_bench.so time themselves (no Python in the
 measured span), Python callables are wrapped by :func:`python_loop`. Each loop is calibrated so
 that one sample lasts at least ``sample_s``; then the samples of all the implementations of a
-case are taken round-robin, so that a burst of load from elsewhere on the machine hits all of them
-alike. The reported time per call is the median over the samples; the minimum is kept too.
+case are taken round-robin (for cases of close calls, each sample in slices taken in turns), so that a
+burst of load from elsewhere on the machine hits all of them alike. The reported time per call is the
+median over the samples; the minimum is kept too.
 """
 import statistics
 import time
@@ -44,20 +45,32 @@ def _quartiles(values):
     return q[0], q[2]
 
 
-def measure(loops, sample_s, samples):
+def _slice(iters, pieces, p):
+    """Iterations of slice p (0-based) of `pieces` slices of iters, the slices summing to iters."""
+    return iters * (p + 1) // pieces - iters * p // pieces
+
+
+def measure(loops, sample_s, samples, pieces=1):
     """{name: {"us": median us per call, "us_min": ..., "us_q1": ..., "us_q3": ..., "iters": ..., "samples": n,
     "us_samples": [us per call of each sample]}} for a dict of loops. Sample k of every implementation is
     taken in the same round, so the ratios of round k are the repetitions the goals are judged over
-    (targets.evaluate) and the spreads of the reported ratios (report)."""
-    plans = {}
-    for name, loop in loops.items():
-        iters, first = calibrate(loop, sample_s)
-        plans[name] = (iters, [first])
-    for _ in range(max(0, samples - 1)):
-        for name, loop in loops.items():
-            iters, per_call = plans[name]
-            per_call.append(loop(iters) / iters)
-    return {name: {"us": statistics.median(per_call) * 1e6, "us_min": min(per_call) * 1e6,
-                   "us_q1": _quartiles(per_call)[0] * 1e6, "us_q3": _quartiles(per_call)[1] * 1e6, "iters": iters,
-                   "samples": len(per_call), "us_samples": [t * 1e6 for t in per_call]}
-            for name, (iters, per_call) in plans.items()}
+    (targets.evaluate) and the spreads of the reported ratios (report). Within a round, each sample is
+    taken in `pieces` slices in turns with the other implementations' slices (A's first slice, B's first,
+    ..., A's second, ...), so that a burst of load from elsewhere on the machine falls on all of them alike
+    rather than on the one sampled at that moment. The calibration runs are not samples: every sample is
+    taken in a round."""
+    plans = {name: calibrate(loop, sample_s)[0] for name, loop in loops.items()}
+    per_call = {name: [] for name in loops}
+    for _ in range(max(1, samples)):
+        spent = dict.fromkeys(loops, 0.0)
+        for p in range(pieces):
+            for name, loop in loops.items():
+                iters = _slice(plans[name], pieces, p)
+                if iters:
+                    spent[name] += loop(iters)
+        for name, elapsed in spent.items():
+            per_call[name].append(elapsed / plans[name])
+    return {name: {"us": statistics.median(times) * 1e6, "us_min": min(times) * 1e6,
+                   "us_q1": _quartiles(times)[0] * 1e6, "us_q3": _quartiles(times)[1] * 1e6, "iters": plans[name],
+                   "samples": len(times), "us_samples": [t * 1e6 for t in times]}
+            for name, times in per_call.items()}

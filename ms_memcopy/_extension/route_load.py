@@ -81,7 +81,9 @@ def register_tuple_pass(backend: str, module_path: Union[str, Path]) -> None:
     would run a pass registered twice twice); :func:`load` does.
 
     The pass gives the kernels of the ops with a variadic input their tensors one by one: without it,
-    an Ascend graph folds them into one temporary copy (RealMakeTuple), which the kernels refuse.
+    an Ascend graph folds them into one temporary copy (RealMakeTuple), which the kernels refuse. It
+    also unfolds the constant tuple[int] arguments into constants, which MindSpore would otherwise
+    turn into one RealTupleGetItem kernel per element, run at every step.
     MindSpore applies it to the graphs compiled after the registration. Raises RuntimeError when
     MindSpore refuses it."""
     from mindspore.graph import register_custom_pass

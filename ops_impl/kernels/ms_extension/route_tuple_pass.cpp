@@ -9,6 +9,10 @@
 // before kernel selection, with MindSpore's own ConvertMakeTupleInputToPlantInputs, so that their
 // kernels get the tensors themselves.
 //
+// It also unfolds the constant tuple[int] arguments of the route's ops (listInt attributes, the given
+// output shapes, ranks and dtypes of the h2d forms) into scalar constants: MindSpore would unfold each
+// after kernel selection into one RealTupleGetItem kernel per element, run at every graph step.
+//
 // ms_memcopy.op_def_route.load() registers it with mindspore.graph.register_custom_pass, naming this
 // module as the plugin; MindSpore runs it on the graphs compiled after that (default ms_backend).
 #include <cstddef>
@@ -31,6 +35,71 @@ using mindspore::CNode;
 using mindspore::CNodePtr;
 using mindspore::FuncGraphPtr;
 using mindspore::PrimitivePtr;
+
+// Whether op has a tuple[int] argument (a listInt attribute, given output shapes, ranks or dtypes).
+bool HasIntsArg(const RouteOp &op) {
+  for (int a = 0; a < op.nargs; ++a) {
+    const ArgKind kind = op.args[a].kind;
+    if (kind == ArgKind::kInts || kind == ArgKind::kGivenShape || kind == ArgKind::kGivenShapes ||
+        kind == ArgKind::kGivenRanks || kind == ArgKind::kGivenDtypes) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Custom_<op> of every op of the table with a tuple[int] argument.
+const std::set<std::string> &PrimitivesWithIntsInput() {
+  static const std::set<std::string> names = [] {
+    std::set<std::string> found;
+#define MSMC_ADD_IF_INTS(NAME, OP_DEF)  \
+  if (HasIntsArg(FindRouteOp(#NAME))) { \
+    found.insert("Custom_" #OP_DEF);    \
+  }
+    MSMC_ROUTE_OPS(MSMC_ADD_IF_INTS)
+#undef MSMC_ADD_IF_INTS
+    return found;
+  }();
+  return names;
+}
+
+// A copy of cnode whose constant tuple inputs are replaced by their elements, one scalar value node
+// each (dyn_input_sizes records the grouping), or nullptr when it has none. Left to MindSpore, a
+// constant tuple[int] is unfolded after kernel selection into one RealTupleGetItem kernel per
+// element, launched at every step; the kernel gets the same flattened inputs either way.
+AnfNodePtr UnfoldConstantTuples(const FuncGraphPtr &graph, const CNodePtr &cnode) {
+  std::vector<AnfNodePtr> inputs{cnode->input(0)};
+  std::vector<int64_t> dyn_input_sizes;
+  bool unfolded = false;
+  for (size_t i = 1; i < cnode->size(); ++i) {
+    const AnfNodePtr &input = cnode->input(i);
+    if (mindspore::IsMonad(input)) {
+      inputs.push_back(input);
+      continue;
+    }
+    const auto tuple = mindspore::GetValueNode<mindspore::ValueTuplePtr>(input);
+    if (tuple == nullptr) {
+      inputs.push_back(input);
+      dyn_input_sizes.push_back(-1);
+      continue;
+    }
+    for (const mindspore::ValuePtr &element : tuple->value()) {
+      inputs.push_back(mindspore::opt::CreateValueNodeWithKernelInfo(graph, element));
+    }
+    dyn_input_sizes.push_back(static_cast<int64_t>(tuple->size()));
+    unfolded = true;
+  }
+  if (!unfolded) {
+    return nullptr;
+  }
+  const CNodePtr node = mindspore::opt::NewCNode(inputs, graph, {cnode});
+  node->set_abstract(cnode->abstract());
+  node->set_scope(cnode->scope());
+  node->set_attrs(cnode->attrs());
+  node->set_primal_attrs(cnode->primal_attrs());
+  mindspore::common::AnfAlgo::SetNodeAttr("dyn_input_sizes", mindspore::MakeValue(dyn_input_sizes), node);
+  return node;
+}
 
 // Custom_<op> of every op of the table with a variadic input.
 const std::set<std::string> &PrimitivesWithTupleInput() {
@@ -58,7 +127,13 @@ class UnfoldTupleInputsPass : public mindspore::opt::NodePass {
     }
     const CNodePtr cnode = node->cast<CNodePtr>();
     const PrimitivePtr primitive = mindspore::common::AnfAlgo::GetCNodePrimitive(cnode);
-    if (primitive == nullptr || PrimitivesWithTupleInput().count(primitive->name()) == 0) {
+    if (primitive == nullptr) {
+      return nullptr;
+    }
+    if (PrimitivesWithIntsInput().count(primitive->name()) != 0) {
+      return UnfoldConstantTuples(graph, cnode);
+    }
+    if (PrimitivesWithTupleInput().count(primitive->name()) == 0) {
       return nullptr;
     }
     return mindspore::opt::ConvertMakeTupleInputToPlantInputs(graph, cnode);
