@@ -1,6 +1,6 @@
 """ctypes binding of the kernels library's HostBuffer table (ops_impl/kernels/host_buffers.h), of
-the names its messages use (ops_impl/kernels/python_names.cpp) and of its counters of launches and
-owned resources (ops_impl/kernels/kernel_counters.h).
+the names its messages use (ops_impl/kernels/python_names.cpp) and of its counters of launches, of
+value-dependent inputs by source and of owned resources (ops_impl/kernels/kernel_counters.h).
 
 The kernels lease HostBuffers from this table by id; Python registers each
 HostBuffer here, closes it here, and waits here for its in-flight copies.
@@ -24,6 +24,8 @@ _PROTOTYPES = {
     "msmc_acl_error_name": (c_char_p, [c_int32]),
     "msmc_graph_launch_count": (c_uint64, []),
     "msmc_eager_launch_count": (c_uint64, []),
+    "msmc_graph_held_value_reads": (c_uint64, []),
+    "msmc_graph_memory_value_reads": (c_uint64, []),
     "msmc_live_kernel_events": (c_int64, []),
     "msmc_live_kernel_pinned_bytes": (c_int64, []),
     "msmc_live_kernel_descriptor_bytes": (c_int64, []),
@@ -63,6 +65,12 @@ LaunchCounts = namedtuple("LaunchCounts", ["graph", "eager"])
 LaunchCounts.__doc__ = """Kernel launches so far in this process: through the graph kernels (the ``Custom_<op>``
 KernelMods MindSpore selected) and through the eager entries (the module's PyboostRunner)."""
 
+ValueReads = namedtuple("ValueReads", ["held", "memory"])
+ValueReads.__doc__ = """How the graph kernels obtained their value-dependent (int64) inputs so far in this process:
+from a value MindSpore held on the host for the KernelTensor (a constant), or from the tensor's memory
+(``KernelTensor::GetValue`` copies it to the host: on Ascend a device-to-host copy and a stream
+synchronization; on the CPU target the memory is host memory, read in place)."""
+
 OwnedResources = namedtuple("OwnedResources", ["events", "pinned_bytes", "descriptor_bytes"])
 OwnedResources.__doc__ = """The ACL resources the kernels hold now: events (result and descriptor slots,
 HostBuffer fences), pinned host bytes of the result slots, device bytes of the memory-copy descriptors."""
@@ -72,6 +80,12 @@ def launch_counts() -> LaunchCounts:
     """The kernels' launch counters (:class:`LaunchCounts`)."""
     lib = library()
     return LaunchCounts(lib.msmc_graph_launch_count(), lib.msmc_eager_launch_count())
+
+
+def value_reads() -> ValueReads:
+    """The graph kernels' counters of value-dependent inputs by source (:class:`ValueReads`)."""
+    lib = library()
+    return ValueReads(lib.msmc_graph_held_value_reads(), lib.msmc_graph_memory_value_reads())
 
 
 def owned_resources() -> OwnedResources:

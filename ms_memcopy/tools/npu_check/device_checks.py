@@ -77,22 +77,24 @@ def check_device_offsets(name: str, mode: str) -> str:
     """DISTINCT_CALLS calls with offsets produced on the device against as many with host-created
     ones: the same bytes copied; the per-call time of each and the host runtime's host waits."""
     from ... import HostBuffer
+    from ..._extension import _kernels_lib
     from ..._framework import sync_launches
 
     _set_mode(mode)
     nbytes = 64 * DISTINCT_CALLS
     with HostBuffer(nbytes) as device_buf, HostBuffer(nbytes) as host_buf:
-        results, per_call, waits = {}, {}, {}
+        results, per_call, waits, reads = {}, {}, {}, {}
         for origin, buf in (("device", device_buf), ("host", host_buf)):
             buf.numpy(np.uint8)[:] = 0
             call, inputs = _offset_calls(name, mode, buf, origin)
             _as_numpy(call(*inputs[0]))  # compiles a graph
             _wait_for_device()
-            waits_before = _host_wait_count()
+            waits_before, reads_before = _host_wait_count(), _kernels_lib.value_reads()
             start = time.perf_counter()
             outputs = [call(*args) for args in inputs]
             sync_launches()
-            waits_after = _host_wait_count()
+            waits_after, reads_after = _host_wait_count(), _kernels_lib.value_reads()
+            reads[origin] = [(after - before) / len(inputs) for before, after in zip(reads_before, reads_after)]
             buf.wait()
             _as_numpy(outputs[-1])
             per_call[origin] = (time.perf_counter() - start) / len(inputs)
@@ -108,6 +110,10 @@ def check_device_offsets(name: str, mode: str) -> str:
         np.testing.assert_array_equal(host_bytes.view(np.float32), expected)
     text = (f"same bytes; device-produced {per_call['device'] * 1e6:.0f} us/call, host-created "
             f"{per_call['host'] * 1e6:.0f} us/call")
+    if mode != "pynative":  # what the graph kernel got per call: values held on the host / read from memory
+        text += "; graph value reads per call, held/memory: " + ", ".join(
+            f"{label} {reads[origin][0]:.0f}/{reads[origin][1]:.0f}"
+            for origin, label in (("device", "device-produced"), ("host", "host-created")))
     if waits["device"] is None:
         return text + "; host waits not countable on CANN"
     text += f"; host waits per call: device-produced {waits['device']:.2f}, host-created {waits['host']:.2f}"

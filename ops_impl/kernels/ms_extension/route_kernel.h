@@ -84,6 +84,7 @@ class KernelCore {
         } else if (kind == ArgKind::kHostValues) {
           // MindSpore hands value-dependent inputs over on the host, in stream order.
           KernelTensor &t = *inputs[first_[a]];
+          CountValueRead(SourceOfValue(t));
           std::vector<int64_t> &values = host_values_[static_cast<size_t>(a)];
           values = t.GetValueWithCheck<std::vector<int64_t>>();
           TensorArg arg = ToArg(t);
@@ -99,6 +100,23 @@ class KernelCore {
       Rethrow(body_.label);
     }
     LaunchBody(body_, state_, args_, stream);
+  }
+
+  // Where KernelTensor::GetValue will take t's value from, in the order MindSpore's
+  // KernelTensor::SetKernelTensorValue (kernel_tensor.cc) tries them: a constant's value, a host value
+  // kept in the tensor's user data, else the tensor's memory (SyncDataFromDeviceToHost: on Ascend a
+  // device-to-host copy and a stream synchronization). Counted so that tests see which one each
+  // input took.
+  static ValueSource SourceOfValue(const KernelTensor &t) {
+    if (t.IsConstValue()) {
+      return ValueSource::kHeldOnHost;
+    }
+    const mindspore::UserDataPtr &user_data = t.user_data();
+    if (user_data != nullptr &&
+        (user_data->has("variable_host_value") || user_data->has("get_value_by_user_data_handler"))) {
+      return ValueSource::kHeldOnHost;
+    }
+    return ValueSource::kTensorMemory;
   }
 
   // The first kernel input and the input count of every op_def argument. A variadic input arrives
