@@ -14,6 +14,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _main_job(*args: str, **env: str) -> str:
+    """The main job's stdout with these arguments (and environment additions), after it exited 0."""
+    cmd = [sys.executable, str(ROOT / "examples" / "paged_kv_cache.py"), *args]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, **env})
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    return result.stdout
+
+
 def test_kv_cache_offload_example_passes():
     cmd = [sys.executable, str(ROOT / "examples" / "kv_cache_offload.py"), "--layers", "2", "--steps", "20",
            "--swap-at", "9", "--repeats", "1"]
@@ -43,11 +51,8 @@ def test_readme_python_example_runs(tmp_path):
 def test_paged_kv_cache_example_passes():
     """The README's main job at a small size: preemption by swap, a fork, and outputs identical to each
     sequence decoded alone."""
-    cmd = [sys.executable, str(ROOT / "examples" / "paged_kv_cache.py"), "--cache-mib", "16", "--layers", "2",
-           "--decode", "20", "--fork-decode", "8", "--repeats", "1", "--per-block-swaps", "1"]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    out = result.stdout
+    out = _main_job("--cache-mib", "16", "--layers", "2", "--decode", "20", "--fork-decode", "8", "--repeats", "1",
+                    "--per-block-swaps", "1")
     assert "K/V caches: 4 Parameters x 32 blocks of 16 tokens (128 KiB) = 16 MiB" in out
     assert "demand 42 blocks for a pool of 32" in out
     assert re.search(r"preemptions: [1-9]\d*; swaps: [1-9]", out), out
@@ -60,12 +65,8 @@ def test_paged_kv_cache_example_passes():
 def test_paged_kv_cache_example_with_mla_caches_on_a_registered_pool_passes():
     """--model mla: a latent (float16) and a rope (float32) cache per layer in one pool, swapped with one
     SwapBlocks call each way over a host pool of two registered chunks; outputs as each sequence alone."""
-    cmd = [sys.executable, str(ROOT / "examples" / "paged_kv_cache.py"), "--model", "mla", "--cache-mib", "1",
-           "--layers", "1", "--heads", "4", "--sequences", "4", "--decode", "12", "--fork-decode", "4",
-           "--repeats", "1", "--per-block-swaps", "1"]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    out = result.stdout
+    out = _main_job("--model", "mla", "--cache-mib", "1", "--layers", "1", "--heads", "4", "--sequences", "4",
+                    "--decode", "12", "--fork-decode", "4", "--repeats", "1", "--per-block-swaps", "1")
     assert ("MLA-like latent (float16 x 512) + rope (float32 x 64) caches: 2 Parameters x 51 blocks of 16 tokens "
             "= 1 MiB; host pool: 2 chunks of registered memory (HostBuffer.wrap)") in out
     assert re.search(r"preemptions: [1-9]\d*; swaps: [1-9]\d*, each one SwapBlocks call over all 2 caches", out), out
@@ -81,13 +82,9 @@ def test_paged_kv_cache_example_overlapped_schedulers_pass():
     runs' and each sequence decoded alone, under the host runtime's strict ordering checks (a copy
     racing with an unfinished one of another stream fails). One run for both, to keep the suite short:
     --overlap alone differs in its last line only (test_overlap_report_lines)."""
-    cmd = [sys.executable, str(ROOT / "examples" / "paged_kv_cache.py"), "--cache-mib", "8", "--layers", "1",
-           "--decode", "16", "--fork-decode", "4", "--repeats", "1", "--per-block-swaps", "1", "--overlap", "graph",
-           "--step-rounds", "2", "--graph-part-mib", "1"]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "MS_MEMCOPY_STRICT_ORDER": "1"})
-    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    out = result.stdout
+    out = _main_job("--cache-mib", "8", "--layers", "1", "--decode", "16", "--fork-decode", "4", "--repeats", "1",
+                    "--per-block-swaps", "1", "--overlap", "graph", "--step-rounds", "2", "--graph-part-mib", "1",
+                    MS_MEMCOPY_STRICT_ORDER="1")
     # the synchronous run, as the main job makes it (test_paged_kv_cache_example_passes, a long test)
     assert "K/V caches: 2 Parameters x 32 blocks of 16 tokens (128 KiB) = 8 MiB" in out
     assert "demand 42 blocks for a pool of 32" in out
