@@ -10,7 +10,9 @@
 #include <string>
 #include <utility>
 
+#if !MSMC_ASCEND
 #include "include/runtime/pipeline/pipeline.h"
+#endif
 #include "kernel_counters.h"
 #include "route_raise.h"
 
@@ -177,11 +179,19 @@ py::object Dispatch(const RouteOp &op, const OpBody &body, const std::shared_ptr
   // the caller's costs a time slice per call on two cores (about 1 ms a call-then-sync here, against
   // 50 us for ops.Identity, whose frontend part runs in the caller). An empty queue (nothing queued or
   // running: the worker dequeues a task after running it) leaves nothing to order after.
+  // CPU target only: the libraries an Ascend build links do not export Pipeline::Get (the Ascend link
+  // check), so there the part is always queued.
+#if !MSMC_ASCEND
   const auto &stage = mindspore::runtime::Pipeline::Get().frontend_stage();
   if (stage != nullptr && stage->Empty()) {
-    py::gil_scoped_release release;
-    frontend();
-  } else {
+    {
+      py::gil_scoped_release release;
+      frontend();
+    }
+    return py::reinterpret_steal<py::object>(mindspore::tensor::TransformVectorOutput(py_output));
+  }
+#endif
+  {
     mindspore::pynative::DispatchOp(
         std::make_shared<mindspore::pynative::PassthroughFrontendTask>(std::move(frontend), [promises, ticket]() {
           MarkFailed(ticket, "MindSpore's queue failed before the launch was made");
