@@ -141,6 +141,21 @@ void MarkFailed(const TicketPtr &ticket, const std::string &what) {
   }
 }
 
+// True when MindSpore's frontend queue holds no task, queued or running (its worker dequeues a task
+// after running it): an eager call's frontend part then has nothing to order after and runs in the
+// caller, as the built-in ops' does. Queued instead, it wakes the frontend worker, whose spin beside
+// the backend worker's and the caller's costs a time slice per call on two cores (about 1 ms a call
+// then sync, against 50 us for ops.Identity). CPU target only: the libraries an Ascend build links do
+// not export Pipeline::Get (the Ascend link check).
+bool FrontendQueueIdle() {
+#if MSMC_ASCEND
+  return false;
+#else
+  const auto &stage = mindspore::runtime::Pipeline::Get().frontend_stage();
+  return stage != nullptr && stage->Empty();
+#endif
+}
+
 }  // namespace
 
 py::object Dispatch(const RouteOp &op, const OpBody &body, const std::shared_ptr<KernelState> &state,
@@ -175,23 +190,10 @@ py::object Dispatch(const RouteOp &op, const OpBody &body, const std::shared_ptr
     }
     mindspore::tensor::SetPromise(promises, results);
   };
-  // A frontend task would wake MindSpore's frontend worker, and its spin beside the backend worker's and
-  // the caller's costs a time slice per call on two cores (about 1 ms a call-then-sync here, against
-  // 50 us for ops.Identity, whose frontend part runs in the caller). An empty queue (nothing queued or
-  // running: the worker dequeues a task after running it) leaves nothing to order after.
-  // CPU target only: the libraries an Ascend build links do not export Pipeline::Get (the Ascend link
-  // check), so there the part is always queued.
-#if !MSMC_ASCEND
-  const auto &stage = mindspore::runtime::Pipeline::Get().frontend_stage();
-  if (stage != nullptr && stage->Empty()) {
-    {
-      py::gil_scoped_release release;
-      frontend();
-    }
-    return py::reinterpret_steal<py::object>(mindspore::tensor::TransformVectorOutput(py_output));
-  }
-#endif
-  {
+  if (FrontendQueueIdle()) {
+    py::gil_scoped_release release;
+    frontend();
+  } else {
     mindspore::pynative::DispatchOp(
         std::make_shared<mindspore::pynative::PassthroughFrontendTask>(std::move(frontend), [promises, ticket]() {
           MarkFailed(ticket, "MindSpore's queue failed before the launch was made");
