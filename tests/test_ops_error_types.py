@@ -175,6 +175,8 @@ NOT_TENSORS = [
     ("cond-h2d-int", "MemcpyWithCondition(h2d)",
      lambda b: (MemcpyWithCondition("h2d", host_buffer=b, shape=(2,), dtype=ms.float32), (0,)),
      "offset must be a Tensor, not int"),
+    ("cond-d2h-tuple", "MemcpyWithCondition(d2h)",
+     lambda b: (MemcpyWithCondition("d2h", host_buffer=b), ((f32(2),), int64(0))), "x must be a Tensor, not tuple"),
     ("copy-list", "CopyBlocks", lambda b: (CopyBlocks(num_caches=1), ([[1.0, 2.0]], [[0, 1]])),
      "caches[0] must be a Tensor or Parameter (written in place), not list"),
 ]

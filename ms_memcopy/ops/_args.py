@@ -62,10 +62,16 @@ def check_host_buffer(host_buffer: Any, argument: str = "host_buffer", chunks: b
     if not isinstance(host_buffer, HostBuffer) and not (chunks and isinstance(host_buffer, HostChunks)):
         kinds = "an ms_memcopy.HostBuffer or HostChunks" if chunks else "an ms_memcopy.HostBuffer"
         raise TypeError(f"{argument} must be {kinds}, not {type(host_buffer).__name__}")
-    if host_buffer.closed:
-        raise ValueError(f"{argument}: the {type(host_buffer).__name__} is closed")
+    check_open(host_buffer, argument)
     host_buffer._attach_primitive()
     return host_buffer
+
+
+def check_open(host_buffer: Any, argument: str = "host_buffer") -> None:
+    """ValueError naming argument when the HostBuffer or HostChunks a primitive was built on is closed:
+    the check of each eager call (its type was checked when the primitive was built)."""
+    if host_buffer.closed:
+        raise ValueError(f"{argument}: the {type(host_buffer).__name__} is closed")
 
 
 def eager_int64(value: Any, argument: str) -> Any:

@@ -66,6 +66,7 @@ class CopyPrimitive(ops.Custom):
         self._init_values = tuple(values)
         self._kernel: Any = None  # the eager calls' KernelInstance
         self._has_variadic = any(t.variadic for t in definition.inputs)
+        self._input_names = definition.input_names
         self._host_value_inputs = tuple(t.host_values for t in definition.inputs)
         self._variadic_output = definition.outputs[0].variadic
         # the input dtypes (a tuple per call) that passed the dtype checks
@@ -97,9 +98,13 @@ class CopyPrimitive(ops.Custom):
             return self._launch_eagerly(args, submit=True)
 
     def _check_call(self, args):
-        self._check_arity(args)
-        # (OpCell passes a variadic input's tensors as one tuple)
-        self._check_tensors([t for group in args for t in (group if isinstance(group, tuple) else (group,))])
+        if self._has_variadic:
+            # (OpCell passes a variadic input's tensors as one tuple)
+            self._check_tensors([t for group in args for t in (group if isinstance(group, tuple) else (group,))])
+            return
+        if len(args) < len(self._input_names):
+            self._check_arity(args)
+        self._check_tensors(args)
 
     def _check_tensors(self, flat, count=None):
         """The Python checks of an eager call's inputs flat (the first ones of its count inputs, all of
@@ -133,7 +138,7 @@ class CopyPrimitive(ops.Custom):
     def _check_arity(self, args):
         """TypeError naming the missing inputs of an op without a variadic input (extra inputs are
         each form's own count check, a ValueError)."""
-        names = self._op_def.input_names
+        names = self._input_names
         if self._has_variadic or len(args) >= len(names):
             return
         missing = ", ".join(names[len(args):])

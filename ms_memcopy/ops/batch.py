@@ -7,7 +7,7 @@ import mindspore as ms
 
 from ..host_buffer import HostBuffer
 from .._extension import op_def_route
-from ._args import check_host_buffer, check_int, check_shape, eager_int64
+from ._args import check_host_buffer, check_int, check_open, check_shape, eager_int64
 from ._dtypes import DtypeLike, ms_dtype
 from ._errors import labelled_errors
 from ._primitive import CopyPrimitive
@@ -139,7 +139,7 @@ class MemcpyBatch(OpCell):
         if not self._bounds:  # (construct's call of the primitive, inlined)
             return self.primitive(args[:-1], args[-1]) if self.direction == "d2h" else self.primitive(*args)
         with labelled_errors(self.primitive._label):
-            check_host_buffer(self.host_buffer)
+            check_open(self.host_buffer)
             if len(args) != 1:
                 raise ValueError(f"takes one input (offsets), got {len(args)}")
             offsets = eager_int64(args[0], "offsets")
@@ -191,7 +191,7 @@ class _BatchPrimitive(CopyPrimitive):
             raise ValueError(f"takes one input (offsets), got {count}")
 
     def _check_eager(self, inputs):
-        check_host_buffer(self.host_buffer)
+        check_open(self.host_buffer)
         self._check_input_count(len(inputs))
 
 

@@ -15,7 +15,7 @@ import mindspore as ms
 from .._framework import recording_gradients
 from ..host_buffer import HostBuffer
 from ..host_chunks import HostChunks
-from ._args import check_host_buffer, check_in_place_target, check_int
+from ._args import check_host_buffer, check_in_place_target, check_int, check_open
 from ._errors import labelled_errors, relabelled
 from ._primitive import CopyPrimitive, _dense
 from ._samples import Sample, parameter
@@ -66,7 +66,8 @@ class _BlockPrimitive(CopyPrimitive):
             self._check_tensors(caches, len(caches) + 1)
             if recording_gradients():  # MindSpore's record reads a Tensor
                 return self._recorded_call((caches, mapping if isinstance(mapping, ms.Tensor) else ms.Tensor(mapping)))
-            return self._kernel_instance()(_dense(caches), mapping)[0]
+            # (caches written in place were checked whole, hence dense: _check_eager)
+            return self._kernel_instance()(caches if self._op_def.rw_write else _dense(caches), mapping)[0]
         except (ValueError, TypeError) as error:
             raise relabelled(error, self._label) from None
 
@@ -224,7 +225,7 @@ class _SwapBlocksPrimitive(_BlockPrimitive):
         return self.host_buffer.nbytes // host_block_bytes
 
     def _check_eager(self, inputs):
-        check_host_buffer(self.host_buffer, chunks=True)
+        check_open(self.host_buffer)
         super()._check_eager(inputs)
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import mindspore as ms
 
 from ..host_buffer import HostBuffer
-from ._args import check_host_buffer, check_shape
+from ._args import check_host_buffer, check_open, check_shape
 from ._dtypes import DtypeLike, ms_dtype
 from ._primitive import CopyPrimitive, GradientOp
 from ._samples import Sample, int64, matrix
@@ -96,7 +96,7 @@ class MemcpyWithCondition(CopyPrimitive):
 
     def _check_eager(self, inputs):
         if self.direction != "d2d":
-            check_host_buffer(self.host_buffer)
+            check_open(self.host_buffer)
 
 
 # ---- the sample calls of this family (ms_memcopy.samples gathers them; numpy expectations) ----

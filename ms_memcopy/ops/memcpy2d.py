@@ -10,7 +10,7 @@ import mindspore as ms
 from mindspore import ops
 
 from ..host_buffer import HostBuffer
-from ._args import check_host_buffer, check_in_place_target, check_int, check_shape, matrix_view
+from ._args import check_host_buffer, check_in_place_target, check_int, check_open, check_shape, matrix_view
 from ._dtypes import DtypeLike, itemsize, ms_dtype
 from ._primitive import CopyPrimitive, GradientOp
 from ._samples import Sample, int64, matrix, parameter
@@ -163,7 +163,7 @@ class Memcpy2D(CopyPrimitive):
         if self.mode == "write":
             check_in_place_target(inputs[0], "dst")
         elif self.mode in ("d2h", "h2d"):
-            check_host_buffer(self.host_buffer)
+            check_open(self.host_buffer)
 
 
 # ---- the sample calls of this family (ms_memcopy.samples gathers them; numpy expectations) ----

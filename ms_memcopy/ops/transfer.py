@@ -28,7 +28,7 @@ import mindspore as ms
 from .. import _kernels_lib
 from ..errors import AclError
 from ..host_buffer import HostBuffer
-from ._args import check_host_buffer, check_in_place_target, check_int
+from ._args import check_host_buffer, check_in_place_target, check_int, check_open
 from ._primitive import CopyPrimitive
 from ._samples import Sample, int64, parameter
 from ._variadic import OpCell
@@ -304,7 +304,7 @@ class _BatchAsyncPrimitive(CopyPrimitive):
                          attrs={"buffer_id": host_buffer.buffer_id, "num_tensors": self.num_tensors})
 
     def _check_eager(self, inputs):
-        check_host_buffer(self.host_buffer)
+        check_open(self.host_buffer)
         if self.direction == "h2d":
             for i, tensor in enumerate(inputs[:-1]):
                 check_in_place_target(tensor, f"tensors[{i}]")

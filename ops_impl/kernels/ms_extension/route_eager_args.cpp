@@ -48,12 +48,35 @@ HostValues ToHostValues(const py::handle &obj, const char *argument) {
   return h;
 }
 
+// The TypeId of a Python dtype object (nullopt: a dtype the kernels have no name for). MindSpore's
+// dtypes are singletons (a tensor's dtype is mindspore.float32 itself), so each is named once (a string
+// conversion that cost more than the rest of a tensor's conversion) and then found by its object,
+// which is kept referenced so that its address never names another. Called with the GIL held.
+std::optional<TypeId> DtypeOf(const py::handle &dtype) {
+  struct Named {
+    PyObject *object;
+    std::optional<TypeId> id;
+  };
+  constexpr size_t kMaxNamed = 64;                      // (more dtype objects than MindSpore has: not singletons)
+  static auto *const named = new std::vector<Named>();  // never freed: it may be read until the process ends
+  for (const Named &n : *named) {
+    if (n.object == dtype.ptr()) {
+      return n.id;
+    }
+  }
+  std::optional<TypeId> id = DtypeOfTypeName(py::str(dtype).cast<std::string>());
+  if (named->size() < kMaxNamed) {
+    named->push_back(Named{dtype.inc_ref().ptr(), id});
+  }
+  return id;
+}
+
 // A tensor argument with its shape and dtype. A PYNATIVE result may still be a stub whose C++ tensor
 // has no dtype yet; its Python object knows both.
 void AddTensor(const py::handle &obj, ArgValue *v) {
   v->tensors.push_back(py::cast<ms::Tensor>(obj));
   v->shapes.push_back(py::cast<Shape>(obj.attr("shape")));
-  const std::optional<TypeId> dtype = DtypeOfTypeName(py::str(obj.attr("dtype")).cast<std::string>());
+  const std::optional<TypeId> dtype = DtypeOf(obj.attr("dtype"));
   v->dtypes.push_back(dtype.value_or(mindspore::kTypeUnknown));
 }
 
