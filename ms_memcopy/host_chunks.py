@@ -85,6 +85,7 @@ class HostChunks(ClosesOnExit):
             self._id_lease = None
             raise RuntimeError(f"the kernels library refused to register the HostChunks as id {self._id}")
         self._closed = False
+        self._chunk_closing = False  # set once a chunk's close (or the group's) has begun
         # A close() of a chunk runs the copies held back for the group first, as the group's own close does.
         self._chunk_hook = weakref.WeakMethod(self._launch_held_back)
         for chunk in chunks:
@@ -108,7 +109,9 @@ class HostChunks(ClosesOnExit):
     @property
     def closed(self) -> bool:
         """True once the group, or one of its chunks, is closed."""
-        return self._closed or any(c.closed for c in self._chunks)
+        # (a chunk's close runs _launch_held_back first: until one has, no chunk can be closed, and an
+        # eager call's check of the group stays one test however many chunks it has)
+        return self._closed or (self._chunk_closing and any(c.closed for c in self._chunks))
 
     @property
     def buffer_id(self) -> int:
@@ -139,6 +142,7 @@ class HostChunks(ClosesOnExit):
 
     def _launch_held_back(self):
         """Runs the hooks of the group's TransferQueues; returns the first error, or None."""
+        self._chunk_closing = True
         error = None
         for hook in list(self._before_close):
             launch_held_back = hook()

@@ -131,6 +131,26 @@ def test_swap_blocks_over_host_chunks_refuses_with_nothing_written(ms_mode):
         chunks.close()
 
 
+def test_a_closed_chunk_closes_the_group_for_eager_calls(route):
+    """Closing one chunk ends the group: closed reads True, and an eager SwapBlocks call refuses it with
+    the group named, before anything is copied; the other chunk is untouched and stays open."""
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    cache = ms.Parameter(ms.Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)), name="cache")
+    first, second = HostBuffer(16), HostBuffer(16)
+    second.numpy(np.uint8)[:] = 7
+    chunks = HostChunks([first, second])
+    op = SwapBlocks("d2h", chunks, num_caches=1)
+    np.testing.assert_array_equal(op(cache, [[0, 0]]).asnumpy(), [8])
+    assert not chunks.closed
+    first.close()
+    assert chunks.closed and not second.closed
+    with raises_exactly(ValueError, "ms_memcopy SwapBlocks(d2h): host_buffer: the HostChunks is closed"):
+        op(cache, [[1, 2]])
+    assert (second.numpy(np.uint8) == 7).all()
+    chunks.close()
+    second.close()
+
+
 def test_pool_arguments_refused(route):
     ms.set_context(mode=ms.PYNATIVE_MODE)
     shapes = [s for _, s in MLA]
