@@ -124,6 +124,13 @@ def check_same_dtype(definition: Any, args: Sequence[Any], count: Optional[int] 
             raise TypeError(f"{name} has dtype {dtype} but {tensors[0][0]} has {tensors[0][1]}")
 
 
+def is_whole_tensor(tensor: Any) -> bool:
+    """True for a Tensor (or Parameter) that is its own whole storage, laid out densely: what an in-place
+    write can target (:func:`check_in_place_target` raises the error for the others)."""
+    return (isinstance(tensor, ms.Tensor) and tensor.is_contiguous() and tensor.storage_offset() == 0
+            and tensor.untyped_storage().nbytes() == tensor.nbytes)
+
+
 def check_in_place_target(tensor: Any, argument: str) -> None:
     """An eager in-place target: a whole Tensor or Parameter, whose own storage the kernel writes.
 
@@ -132,8 +139,7 @@ def check_in_place_target(tensor: Any, argument: str) -> None:
     """
     if not isinstance(tensor, ms.Tensor):
         raise TypeError(f"{argument} must be a Tensor or Parameter (written in place), not {type(tensor).__name__}")
-    if (not tensor.is_contiguous() or tensor.storage_offset() != 0
-            or tensor.untyped_storage().nbytes() != tensor.nbytes):
+    if not is_whole_tensor(tensor):
         raise TypeError(f"{argument} is a slice or view of a larger tensor: an in-place write would land in a "
                         f"temporary copy of it and be lost; pass the whole tensor and select the region with "
                         f"the op's own arguments")

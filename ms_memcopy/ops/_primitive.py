@@ -1,7 +1,8 @@
 """CopyPrimitive, the ``Custom_ms_memcopy_<op>`` primitive of an op of configs/ops/*.yaml that every copy
 primitive of ms_memcopy.ops is or holds (how it is run and checked: :mod:`ms_memcopy.ops`)."""
+import operator
 from typing import Any, Dict, Set, Tuple
-from mindspore import Tensor, nn, ops
+from mindspore import nn, ops
 from mindspore.ops.primitive import _run_op
 
 from .._extension import _kernels_lib, op_def_route, route_codegen
@@ -71,6 +72,7 @@ class CopyPrimitive(ops.Custom):
         self._variadic_output = definition.outputs[0].variadic
         # the input dtypes (a tuple per call) that passed the dtype checks
         self._checked_dtypes: Set[Tuple[Any, ...]] = set()
+        self._last_checked: Any = ()  # the key of the last call that passed (a tuple pair, never ())
         self.bprop = None if bprop is None else register_op_def_bprop(definition, bprop)
         self._gradient = None if bprop is None else _EagerGradient(bprop)
         if definition.side_effect_mem:
@@ -123,17 +125,26 @@ class CopyPrimitive(ops.Custom):
         return _run_op(self, self.name, (*args, *self._init_values))
 
     def _check_inputs(self, flat, count):
-        """Wrong types and dtypes are TypeErrors before any value check; the dtypes of a call that
-        passed are remembered, so a call with the same ones is not checked again."""
-        key = tuple([t.dtype if isinstance(t, Tensor) else None for t in flat])
-        if key in self._checked_dtypes:
+        """Wrong types and dtypes are TypeErrors before any value check; the types and dtypes of a call
+        that passed are remembered, so a call with the same ones is not checked again."""
+        try:
+            key = (tuple(map(type, flat)), tuple(map(_dtype, flat)))
+        except AttributeError:  # an input without a dtype: not a Tensor, which the checks below refuse
+            key = None
+        # (the last call's key first: comparing finds its types and dtypes by identity, where the set's
+        # lookup hashes every dtype)
+        if key == self._last_checked or key in self._checked_dtypes:
+            self._last_checked = key
             return
         check_tensors(self._op_def, flat, count)
         check_dtypes(self._op_def, flat, count)
         check_same_dtype(self._op_def, [{"dtype": t.dtype} for t in flat], count)
+        if key is None:
+            return
         if len(self._checked_dtypes) >= _CHECKED_DTYPES_KEPT:
             self._checked_dtypes.clear()
         self._checked_dtypes.add(key)
+        self._last_checked = key
 
     def _check_arity(self, args):
         """TypeError naming the missing inputs of an op without a variadic input (extra inputs are
@@ -163,8 +174,10 @@ class CopyPrimitive(ops.Custom):
         """What the kernel cannot see, on the objects of an eager call (nothing by default)."""
 
 
-#: How many dtype combinations a primitive remembers as checked (a variadic input can make many).
+#: How many type and dtype combinations a primitive remembers as checked (a variadic input can make many).
 _CHECKED_DTYPES_KEPT = 64
+
+_dtype = operator.attrgetter("dtype")
 
 
 class _EagerGradient(nn.Cell):

@@ -71,13 +71,20 @@ std::optional<TypeId> DtypeOf(const py::handle &dtype) {
   return id;
 }
 
-// A tensor argument with its shape and dtype. A PYNATIVE result may still be a stub whose C++ tensor
-// has no dtype yet; its Python object knows both.
+// A tensor argument with its shape and dtype: a tensor that exists in C++ has both there; the result
+// of an op still queued (a stub, no C++ tensor yet) is read through its Python object, which knows
+// them. (The Python reads cost about twice the C++ ones.)
 void AddTensor(const py::handle &obj, ArgValue *v) {
-  v->tensors.push_back(py::cast<ms::Tensor>(obj));
-  v->shapes.push_back(py::cast<Shape>(obj.attr("shape")));
-  const std::optional<TypeId> dtype = DtypeOf(obj.attr("dtype"));
-  v->dtypes.push_back(dtype.value_or(mindspore::kTypeUnknown));
+  ms::Tensor t = py::cast<ms::Tensor>(obj);
+  if (t.is_defined() && t.tensor() != nullptr) {
+    v->shapes.push_back(t.shape());
+    const TypeId type = t.data_type();
+    v->dtypes.push_back(DtypeName(type) != nullptr ? type : mindspore::kTypeUnknown);
+  } else {
+    v->shapes.push_back(py::cast<Shape>(obj.attr("shape")));
+    v->dtypes.push_back(DtypeOf(obj.attr("dtype")).value_or(mindspore::kTypeUnknown));
+  }
+  v->tensors.push_back(std::move(t));
 }
 
 // The dtype of a Python tensor as the primitives name it ("int32": MindSpore's name, lower case).
