@@ -28,13 +28,27 @@ def _cache(array, name):
 
 
 def _synced(fn):
-    """A loop of eager calls, each waited for (MindSpore queues eager launches on its own thread)."""
+    """A loop of eager calls, each waited for (MindSpore queues eager launches on its own thread), made in
+    PYNATIVE_MODE as a user's eager calls are (the untimed mode switch around the loop). Made in the
+    GRAPH_MODE that the graph steps of the same case need, the process's first eager launch left
+    MindSpore running later PYNATIVE calls through its frontend queue: docs/performance.md, 13."""
+    import mindspore as ms
+
     from ms_memcopy._framework import sync_launches
 
     def step():
         fn()
         sync_launches()
-    return python_loop(step)
+    timed = python_loop(step)
+
+    def loop(iters):
+        previous = ms.get_context("mode")
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+        try:
+            return timed(iters)
+        finally:
+            ms.set_context(mode=previous)
+    return loop
 
 
 def _settled(loop, pause_s=0.05):
