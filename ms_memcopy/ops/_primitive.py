@@ -70,9 +70,9 @@ class CopyPrimitive(ops.Custom):
         self._input_names = definition.input_names
         self._host_value_inputs = tuple(t.host_values for t in definition.inputs)
         self._variadic_output = definition.outputs[0].variadic
-        # the input dtypes (a tuple per call) that passed the dtype checks
+        # the (types, dtypes) of the inputs of calls that passed the checks, and the last one of them
         self._checked_dtypes: Set[Tuple[Any, ...]] = set()
-        self._last_checked: Any = ()  # the key of the last call that passed (a tuple pair, never ())
+        self._last_checked: Any = ()  # (a key is a pair of tuples, never ())
         self.bprop = None if bprop is None else register_op_def_bprop(definition, bprop)
         self._gradient = None if bprop is None else _EagerGradient(bprop)
         if definition.side_effect_mem:
