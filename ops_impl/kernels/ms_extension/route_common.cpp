@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "launch_context.h"
+#include "pybind11/pybind11.h"
 
 #define MSMC_ROUTE_TABLE_DEFINITIONS
 #include "dtypes.inc"     // generated from configs/dtypes.yaml into the build directory
@@ -324,6 +325,15 @@ void CheckBody(const OpBody &body, KernelState &state, CheckArgs &args) {
     body.check(state, tensors.data(), tensors.size());
   } catch (...) {
     Rethrow(body.label);
+  }
+}
+
+void DeleteKernelState(KernelState *state) noexcept {
+  if (Py_IsInitialized() != 0 && PyGILState_Check() != 0) {
+    pybind11::gil_scoped_release release;
+    delete state;
+  } else {
+    delete state;
   }
 }
 

@@ -166,6 +166,13 @@ TensorArg ToTensorArg(void *data, const Shape &shape, TypeId type, std::vector<s
 // returning (MindSpore reuses the memory as soon as the kernel returns); on Ascend the body runs on
 // `device_stream` and the launch returns without waiting. Errors are rethrown through
 // Rethrow(body.label).
+// Deletes a kernel state, whichever owner lets go of it last (an eager KernelInstance, a TransferTicket,
+// a launch, a graph kernel). Its release waits for the transfers it queued and, freeing pinned and device
+// memory, drains every stream (host runtime); a transfer may wait behind a Python host function, which
+// needs the GIL to return, so a thread that holds the GIL (a primitive dropped from Python, a graph freed
+// from Python) lets go of it meanwhile.
+void DeleteKernelState(KernelState *state) noexcept;
+
 void LaunchBody(const OpBody &body, KernelState &state, const std::vector<TensorArg> &args, void *device_stream);
 
 // The tensors of one call of op as its body's check reads them (op_bodies.h): every tensor with data

@@ -8,6 +8,7 @@
 #define MS_MEMCOPY_KERNELS_MS_EXTENSION_ROUTE_KERNEL_H_
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -56,7 +57,7 @@ class KernelCore {
       for (int a = 0; a < op_.nargs; ++a) {
         const RouteArg &arg = op_.args[a];
         if (arg.kind == ArgKind::kInt) {
-          SetAttr(state_, arg.name, inputs[first_[a]]->GetValueWithCheck<int64_t>());
+          SetAttr(*state_, arg.name, inputs[first_[a]]->GetValueWithCheck<int64_t>());
         } else if (arg.kind == ArgKind::kInts || arg.kind == ArgKind::kStr) {
           throw std::logic_error(std::string("attribute ") + arg.name + ": only int attributes reach op bodies");
         }
@@ -99,7 +100,7 @@ class KernelCore {
     } catch (...) {
       Rethrow(body_.label);
     }
-    LaunchBody(body_, state_, args_, stream);
+    LaunchBody(body_, *state_, args_, stream);
   }
 
   // Where KernelTensor::GetValue will take t's value from, in the order MindSpore's
@@ -185,7 +186,8 @@ class KernelCore {
 
   const RouteOp &op_;
   const OpBody &body_;
-  KernelState state_;
+  // (freed without the GIL when MindSpore frees the kernel from a Python thread: DeleteKernelState)
+  std::unique_ptr<KernelState, void (*)(KernelState *)> state_{new KernelState(), DeleteKernelState};
   size_t mapped_inputs_ = SIZE_MAX;
   std::vector<size_t> first_;
   std::vector<size_t> count_;

@@ -37,24 +37,11 @@ namespace msmc {
 namespace route {
 namespace {
 
-// Deletes a kernel state, whichever owner lets go of it last (the instance, a TransferTicket, a launch).
-// Its release waits for the transfers it queued and, freeing pinned and device memory, drains every
-// stream (host runtime); a transfer may wait behind a Python host function, which needs the GIL to
-// return, so a thread that holds the GIL (a primitive dropped from Python) lets go of it meanwhile.
-void DeleteState(KernelState *state) noexcept {
-  if (Py_IsInitialized() != 0 && PyGILState_Check() != 0) {
-    py::gil_scoped_release release;
-    delete state;
-  } else {
-    delete state;
-  }
-}
-
 class KernelInstance {
  public:
   // init: the op_def arguments after the inputs (attributes, then given output shapes and dtypes).
   KernelInstance(const std::string &name, const py::args &init)
-      : op_(FindRouteOp(name.c_str())), body_(BodyOf(op_)), state_(new KernelState(), DeleteState) {
+      : op_(FindRouteOp(name.c_str())), body_(BodyOf(op_)), state_(new KernelState(), DeleteKernelState) {
     const int inputs = InputCount(op_);
     if (init.size() != static_cast<size_t>(op_.nargs - inputs)) {
       throw py::type_error(std::string(name) + " takes " + std::to_string(op_.nargs - inputs) +
