@@ -53,7 +53,10 @@ def _children_import_the_same_copy(imported):
 # ---------------------------------------------------------------------------------------------
 
 def pytest_collection_finish(session):
-    """Starts the background builds of the tests collected (tests/_background.py)."""
+    """Starts the background builds of the tests collected (tests/_background.py). A pytest-xdist worker
+    collects every test but runs only the files it is given: its builds start when a test asks for them."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     for item in session.items:
         if any(m.args and m.args[0] is True for m in item.iter_markers("skipif")):
             continue  # skipped whatever the build gives (a long test the default run leaves out)
