@@ -265,8 +265,24 @@ bool Stream::TakeFailure(aclError *code, std::string *message) {
   return true;
 }
 
+namespace {
+
+// A stream's worker stands for the device: a host thread that queues work must not lose its core to
+// it at every notify (a launch woke the worker, which preempted the launch on a busy core, a
+// thread switch each way per call). SCHED_BATCH keeps the worker's fair share and drops its wakeup
+// preemption; where the call fails the worker keeps the default policy.
+void RunAsDeviceWorker() {
+#ifdef SCHED_BATCH
+  const sched_param param{};
+  (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
+#endif
+}
+
+}  // namespace
+
 void Stream::WorkerLoop(const std::shared_ptr<State> &state) {
   State &st = *state;
+  RunAsDeviceWorker();
   SetOrderWorkerStream(st.serial);  // host functions run here, in the stream's order
   std::unique_lock<std::mutex> lock(st.mutex);
   for (;;) {
