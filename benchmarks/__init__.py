@@ -9,7 +9,8 @@ Modules, one job each:
   ACL calls timed without Python in the loop);
 - ``baselines``: the numpy and C++ baselines over given buffers;
 - ``ms_graphs``: GRAPH_MODE cells: our primitives, MindSpore built-ins, the empty graph;
-- ``cases_runtime`` / ``cases_primitives``: what is measured, as cases of "ours" and baselines;
+- ``cases_runtime``, ``cases_primitives``, ``cases_blocks``, ``cases_mixed``, ``cases_eager``: what is
+  measured, as cases of "ours" and baselines;
 - ``targets``: the project's speed goals evaluated on the results;
 - ``report``: the table and the JSON;  ``plot``: the PNG (needs matplotlib).
 """

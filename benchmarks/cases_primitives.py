@@ -5,8 +5,6 @@ tensor in one graph), numpy (np.copyto, per-item loops, slice assignment) and st
 (timed in C) over arrays of the same sizes. The empty graph over the same inputs is measured as a
 reference: what a graph step costs before any kernel runs.
 """
-import time
-
 import numpy as np
 
 from ms_memcopy import HostBuffer, acl_limits
@@ -16,7 +14,6 @@ from . import ms_graphs as g
 from .case import BASELINE, OURS, REFERENCE, Case
 
 SMALL = 16  # elements of the per-call overhead case
-QUEUED_MATMUL = 128  # the eager case's queued work: one MatMul of two QUEUED_MATMUL^2 float32 matrices
 
 
 def _ops():
@@ -164,101 +161,13 @@ def d2h_case(nbytes):
     return Case("ops.d2h", "tensor -> pinned HostBuffer", max(4, nbytes // 4 * 4), build=build)
 
 
-def eager_case():
-    """Eager (PYNATIVE) calls on a 16-element float32 tensor, against ops.Identity called eagerly on the
-    same tensor, three ways:
-
-    - one call at a time, each waiting for MindSpore's queues (as a caller reading the result does):
-      an offset or block mapping new at every call against one repeated;
-    - a loop of calls with a new int64 Tensor value each and one wait after the last (what a
-      scheduler's loop costs per call);
-    - one call behind queued eager work (a MatMul): the time the call takes to return, which is the
-      queued work's time if the call waits for MindSpore's queues.
-    """
-    def build(stack):
-        o = _ops()
-        import mindspore as ms
-        from mindspore import ops as msops
-
-        from ms_memcopy._framework import sync_launches
-
-        previous = ms.get_context("mode")
-        ms.set_context(mode=ms.PYNATIVE_MODE)
-        stack.callback(ms.set_context, mode=previous)
-        x = g.tensor(np.arange(SMALL, dtype=np.float32))
-        slots = 4096
-        buf = _host_buffer(stack, slots * SMALL * 4)
-        d2h = o.MemcpyWithCondition("d2h", host_buffer=buf)
-        offsets = [_int64(i * SMALL * 4) for i in range(slots)]
-        caches = [ms.Parameter(g.tensor(np.zeros((64, SMALL), np.float32)), name=f"bench_eager_cache{i}")
-                  for i in range(2)]
-        copy = o.CopyBlocks(num_caches=2)
-        mappings = [np.array([[i % 32, 32 + (i * 7) % 32]], np.int64) for i in range(slots)]
-        tensor_mappings = [g.tensor(m) for m in mappings]
-        identity = msops.Identity()
-        matmul, square = msops.MatMul(), g.tensor(np.ones((QUEUED_MATMUL, QUEUED_MATMUL), np.float32))
-
-        def calls(fn):
-            state = {"i": 0}
-
-            def step():
-                fn(state["i"] % slots)
-                state["i"] += 1
-                sync_launches()
-            step()
-            return g.python_loop(step)
-
-        def loop_of_calls(fn):
-            state = {"i": 0}
-
-            def loop(iters):
-                start = time.perf_counter()
-                for _ in range(iters):
-                    fn(state["i"] % slots)
-                    state["i"] += 1
-                sync_launches()
-                return time.perf_counter() - start
-            return loop
-
-        def behind_queued_work(fn):
-            def loop(iters):
-                spent = 0.0
-                for i in range(iters):
-                    matmul(square, square)
-                    start = time.perf_counter()
-                    fn(i % slots)
-                    spent += time.perf_counter() - start
-                    sync_launches()
-                return spent
-            return loop
-
-        return {
-            "MemcpyWithCondition d2h, new offset": (OURS, calls(lambda i: d2h(x, offsets[i]))),
-            "MemcpyWithCondition d2h, same offset": (OURS, calls(lambda i: d2h(x, offsets[0]))),
-            "CopyBlocks, new mapping": (OURS, calls(lambda i: copy(*caches, mappings[i]))),
-            "CopyBlocks, same mapping": (OURS, calls(lambda i: copy(*caches, mappings[0]))),
-            "ms Identity (eager)": (BASELINE, calls(lambda i: identity(x))),
-            "loop: MemcpyWithCondition d2h, new Tensor offset": (OURS, loop_of_calls(lambda i: d2h(x, offsets[i]))),
-            "loop: CopyBlocks, new Tensor mapping": (OURS, loop_of_calls(lambda i: copy(*caches,
-                                                                                        tensor_mappings[i]))),
-            "loop: ms Identity": (BASELINE, loop_of_calls(lambda i: identity(x))),
-            "behind queued work: MemcpyWithCondition d2h, Tensor offset": (
-                OURS, behind_queued_work(lambda i: d2h(x, offsets[i]))),
-            "behind queued work: CopyBlocks, Tensor mapping": (
-                OURS, behind_queued_work(lambda i: copy(*caches, tensor_mappings[i]))),
-            "behind queued work: ms Identity": (BASELINE, behind_queued_work(lambda i: identity(x))),
-        }
-    return Case("ops.eager", f"eager call on {SMALL} float32", SMALL * 4, build=build, samples_scale=3, pieces=5,
-                params={"queued_matmul": QUEUED_MATMUL})
-
-
 def _keep(loop, *arrays):
     loop.arrays = arrays  # the C loop holds raw addresses: keep the arrays alive with it
     return loop
 
 
 def cases(settings):
-    """The primitive cases but the eager one, which cli.collect runs last (see there)."""
+    """The primitive cases in GRAPH_MODE (the eager ones are cases_eager's, which cli.collect runs last)."""
     out = [overhead_case()]
     out += [batch_case(size, count, settings.prim_builtin_max_count) for size, count in settings.prim_batch]
     out += [extract_case(w, r) for r in settings.prim_region_sizes for w in settings.prim_row_widths

@@ -104,7 +104,7 @@ def collect(settings, only):
 
         cases += cases_runtime.cases(settings)
     if only in (None, "ops", "blocks"):
-        from . import cases_blocks, cases_primitives, ms_graphs
+        from . import cases_blocks, cases_eager, cases_primitives, ms_graphs
 
         ms_graphs.use_graph_mode()
         if only != "blocks":
@@ -119,7 +119,7 @@ def collect(settings, only):
             # Last: after thousands of eager calls in PYNATIVE_MODE, MindSpore's later eager calls on
             # 128 MiB Parameters took 15-30 ms more (CopyBlocks 46-50 ms against 18-31 ms, its graph
             # step unchanged), which would charge the block cases' eager forms for this case.
-            cases.append(cases_primitives.eager_case())
+            cases.append(cases_eager.eager_case())
     return cases
 
 
