@@ -68,7 +68,9 @@ class CopyPrimitive(ops.Custom):
         self._kernel: Any = None  # the eager calls' KernelInstance
         self._has_variadic = any(t.variadic for t in definition.inputs)
         self._input_names = definition.input_names
-        self._host_value_inputs = tuple(t.host_values for t in definition.inputs)
+        # the inputs an eager call passes on as given: host values, and the input written in place (which
+        # _check_eager has checked to be a whole tensor, hence dense); the others go through _dense
+        self._as_is_inputs = tuple(t.host_values or t.name == definition.rw_write for t in definition.inputs)
         self._variadic_output = definition.outputs[0].variadic
         # the (types, dtypes) of the inputs of calls that passed the checks, and the last one of them
         self._checked_dtypes: Set[Tuple[Any, ...]] = set()
@@ -86,7 +88,7 @@ class CopyPrimitive(ops.Custom):
             if recording_gradients():
                 return self._recorded_call(args)
             kernel = self._kernel_instance()
-            outputs = kernel(*[x if host else _dense(x) for host, x in zip(self._host_value_inputs, args)])
+            outputs = kernel(*[x if as_is else _dense(x) for as_is, x in zip(self._as_is_inputs, args)])
             return tuple(outputs) if self._variadic_output else outputs[0]
         except (ValueError, TypeError) as error:
             raise relabelled(error, self._label) from None
@@ -163,7 +165,7 @@ class CopyPrimitive(ops.Custom):
 
     def _launch_eagerly(self, args, submit=False):
         """The launch of a checked eager call (``__call__`` inlines it); submit: _submit_transfer's."""
-        values = [x if host else _dense(x) for host, x in zip(self._host_value_inputs, args)]
+        values = [x if as_is else _dense(x) for as_is, x in zip(self._as_is_inputs, args)]
         if submit:
             outputs, ticket = self._kernel_instance().submit_transfer(*values)
             return outputs[0], ticket

@@ -76,7 +76,8 @@ class _BlockPrimitive(CopyPrimitive):
             self._check_count(len(caches))
             mapping = block_mapping if isinstance(block_mapping, ms.Tensor) else _host_mapping(block_mapping)
             self._check_tensors(caches, len(caches) + 1)
-            outputs, ticket = self._kernel_instance().submit_transfer(_dense(caches), mapping)
+            caches = caches if self._op_def.rw_write else _dense(caches)
+            outputs, ticket = self._kernel_instance().submit_transfer(caches, mapping)
             return outputs[0], ticket
 
     def _check_count(self, caches):
