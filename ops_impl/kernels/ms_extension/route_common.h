@@ -161,11 +161,6 @@ TensorArg ToTensorArg(void *data, const Shape &shape, TypeId type, std::vector<s
 
 // ---- checks and launches -------------------------------------------------------------------------------------------
 
-// Runs body on one launch's tensors (inputs, then outputs) following the backend's protocol: on CPU
-// the tensors are declared device memory on the calling thread's stream, whose queued work runs before
-// returning (MindSpore reuses the memory as soon as the kernel returns); on Ascend the body runs on
-// `device_stream` and the launch returns without waiting. Errors are rethrown through
-// Rethrow(body.label).
 // Deletes a kernel state, whichever owner lets go of it last (an eager KernelInstance, a TransferTicket,
 // a launch, a graph kernel). Its release waits for the transfers it queued and, freeing pinned and device
 // memory, drains every stream (host runtime); a transfer may wait behind a Python host function, which
@@ -173,6 +168,11 @@ TensorArg ToTensorArg(void *data, const Shape &shape, TypeId type, std::vector<s
 // from Python) lets go of it meanwhile.
 void DeleteKernelState(KernelState *state) noexcept;
 
+// Runs body on one launch's tensors (inputs, then outputs) following the backend's protocol: on CPU
+// the tensors are declared device memory on the calling thread's stream, whose queued work runs before
+// returning (MindSpore reuses the memory as soon as the kernel returns); on Ascend the body runs on
+// `device_stream` and the launch returns without waiting. Errors are rethrown through
+// Rethrow(body.label).
 void LaunchBody(const OpBody &body, KernelState &state, const std::vector<TensorArg> &args, void *device_stream);
 
 // The tensors of one call of op as its body's check reads them (op_bodies.h): every tensor with data
