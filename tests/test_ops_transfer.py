@@ -7,6 +7,7 @@ over many graph steps."""
 import gc
 import re
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -161,6 +162,40 @@ def test_the_copies_run_on_the_lane_and_the_wait_orders_the_read():
     np.testing.assert_array_equal(k.asnumpy()[1], -np.ones(BLOCK, np.float32))
     assert transfer_stream_count() >= 2
     wait_transfers()
+    buf.close()
+
+
+class SwapOut(nn.Cell):
+    """A swap-out of (k, v) and nothing after it: no WaitTransfer, no read."""
+
+    def __init__(self, buf, params):
+        super().__init__()
+        self.params = ms.ParameterTuple(params)
+        self.swap_out = SwapBlocksAsync("d2h", buf, num_caches=2)
+
+    def construct(self, mapping):
+        return self.swap_out(self.params[0], self.params[1], mapping)
+
+
+def test_a_transfer_runs_with_nobody_waiting(mode):
+    """The launch holds the lane only while it runs: once the call has returned and MindSpore's queue has
+    drained, the copy runs on the lane's own thread while this thread only reads the HostBuffer's memory
+    (numpy, no ACL call, no MindSpore sync that would run or wake the lane)."""
+    src = caches()
+    buf = HostBuffer(2 * 4 * BLOCK_BYTES)
+    host = buf.numpy(np.float32, (2, 4, *BLOCK))
+    host[:] = -1
+    op = SwapOut(buf, parameters(src, f"unwaited_{mode}_"))
+    mapping = ms.Tensor([[3, 1], [0, 2]], ms.int64)
+    token = op(mapping) if mode == "graph" else op.construct(mapping)
+    sync_launches()
+    deadline = time.monotonic() + 20
+    while not (host[0, 1] == src[0][3]).all() or not (host[1, 2] == src[1][0]).all():
+        assert time.monotonic() < deadline, "the transfer did not run without a wait"
+        time.sleep(0.001)
+    assert token.asnumpy().tolist() == [4 * BLOCK_BYTES]
+    wait_transfers()
+    np.testing.assert_array_equal(host[:, [1, 2]], np.stack([np.stack([c[3], c[0]]) for c in src]))
     buf.close()
 
 

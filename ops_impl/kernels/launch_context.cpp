@@ -158,13 +158,51 @@ void RegisterTensors(const TensorArg *args, size_t count, DeviceMemoryScope *mem
   memory->Register();
 }
 
+// The streams HoldUntilLaunchCompletes held during the CPU-target launch running on this thread.
+thread_local std::vector<aclrtStream> *held_streams = nullptr;
+
+// Collects the held streams for one launch and releases them when it ends, completed or failed.
+class HeldStreams {
+ public:
+  HeldStreams() : outer_(held_streams) { held_streams = &streams_; }
+  ~HeldStreams() {
+    held_streams = outer_;
+    for (aclrtStream stream : streams_) {
+#ifdef MS_MEMCOPY_HOST_ACL
+      (void)aclhostSetStreamDeferred(stream, 0);
+#else
+      (void)stream;
+#endif
+    }
+  }
+  HeldStreams(const HeldStreams &) = delete;
+  HeldStreams &operator=(const HeldStreams &) = delete;
+
+ private:
+  std::vector<aclrtStream> *outer_;
+  std::vector<aclrtStream> streams_;
+};
+
 }  // namespace
+
+void HoldUntilLaunchCompletes(aclrtStream stream) {
+#ifdef MS_MEMCOPY_HOST_ACL
+  if (held_streams == nullptr || std::find(held_streams->begin(), held_streams->end(), stream) != held_streams->end()) {
+    return;
+  }
+  held_streams->push_back(stream);
+  CheckAcl(aclhostSetStreamDeferred(stream, 1), "aclhostSetStreamDeferred");
+#else
+  (void)stream;
+#endif
+}
 
 void RunOnHostTarget(const OpBody &body, KernelState &state, const TensorArg *args, size_t count) {
   state.device = HostTargetDevice();
   aclrtStream stream = ThreadStream();
   DeviceMemoryScope memory;
   RegisterTensors(args, count, &memory);
+  HeldStreams held;  // released when this returns or throws, after the launch's stream has completed
   try {
     body.run(state, args, count, stream);
   } catch (...) {

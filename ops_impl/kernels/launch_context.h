@@ -67,6 +67,12 @@ MSMC_KERNELS_API void SynchronizeEvent(aclrtEvent event);
 // what the body throws, or AclCallError.
 MSMC_KERNELS_API void RunOnHostTarget(const OpBody &body, KernelState &state, const TensorArg *args, size_t count);
 
+// Within a CPU-target launch (RunOnHostTarget) on the host runtime: holds the tasks queued on `stream`
+// (another stream than the launch's) until the launch has completed its own stream, so that the
+// stream's thread is woken once, with everything queued and its wait already satisfied. Elsewhere
+// (CANN, or outside such a launch) it does nothing.
+MSMC_KERNELS_API void HoldUntilLaunchCompletes(aclrtStream stream);
+
 }  // namespace msmc
 
 #endif  // MS_MEMCOPY_KERNELS_LAUNCH_CONTEXT_H_

@@ -14,6 +14,7 @@
 
 #include "body_helpers.h"
 #include "kernel_error.h"
+#include "launch_context.h"
 #include "op_bodies.h"
 #include "transfer_streams.h"
 
@@ -189,6 +190,7 @@ void RunAsync(const char *op, KernelState &s, const TensorArg *args, size_t coun
   const size_t body_count = BodyCount(form, count);
   body.check(t.body, body_args, body_count);  // every value known: a mistake stops here, before any event
   const aclrtStream lane = TransferStream(s.device, form.lane);
+  HoldUntilLaunchCompletes(lane);
   TransferRing::Slot &slot = t.ring.Acquire();
   slot.memory = DeclareTensors(args, count - 1);
   CheckAcl(aclrtRecordEvent(slot.start, stream), "aclrtRecordEvent");
