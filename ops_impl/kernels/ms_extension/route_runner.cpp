@@ -162,7 +162,8 @@ py::object Dispatch(const RouteOp &op, const OpBody &body, const std::shared_ptr
                     std::vector<ArgValue> values, TicketPtr ticket) {
   auto py_output = mindspore::tensor::MakeVector<false>(OutputCount(op, values));
   auto promises = mindspore::tensor::TransformVectorPromise(py_output);
-  auto frontend = [&op, &body, state, values = std::move(values), promises, ticket]() {
+  // (mutable: the one run of the task moves the values on to its runner instead of copying them)
+  auto frontend = [&op, &body, state, values = std::move(values), promises, ticket]() mutable {
     // MindSpore's frontend task, where the inputs' shapes are known: the outputs, and the runner
     // whose launch runs the body.
     Tensors outputs;
@@ -179,7 +180,7 @@ py::object Dispatch(const RouteOp &op, const OpBody &body, const std::shared_ptr
       for (size_t i = 0; i < spec.shapes.size(); ++i) {
         outputs.emplace_back(spec.dtypes[i], spec.shapes[i]);
       }
-      std::make_shared<RouteRunner>(op, body, state, values, ticket)->Run(inputs, outputs);
+      std::make_shared<RouteRunner>(op, body, state, std::move(values), ticket)->Run(inputs, outputs);
     } catch (...) {
       RethrowFailed(body.label, ticket);
     }
