@@ -5,6 +5,7 @@
 #include <cctype>
 #include <string>
 
+#include "include/utils/tensor_py.h"
 #include "pybind11/numpy.h"
 #include "route_raise.h"
 
@@ -71,11 +72,27 @@ std::optional<TypeId> DtypeOf(const py::handle &dtype) {
   return id;
 }
 
+const py::str &DispatchName() {
+  static const auto *name = new py::str("__ms_dispatch__");  // never freed: read until the process ends
+  return *name;
+}
+
 // A tensor argument with its shape and dtype: a tensor that exists in C++ has both there; the result
 // of an op still queued (a stub, no C++ tensor yet) is read through its Python object, which knows
 // them. (The Python reads cost about twice the C++ ones.)
+ms::Tensor ToTensor(const py::handle &obj) {
+  // A Parameter (a Tensor subclass) takes the cast's subclass path, which looks up __ms_dispatch__ on the
+  // object and clears the AttributeError it raises (formatted each time). A subclass that does not
+  // define it on its type converts exactly as that path then converts it.
+  if (!mindspore::tensor::IsPyObjectPythonTensorStrict(obj.ptr()) && mindspore::tensor::IsTensorPy(obj) &&
+      _PyType_Lookup(Py_TYPE(obj.ptr()), DispatchName().ptr()) == nullptr) {
+    return ms::Tensor(mindspore::tensor::ConvertToTensor(obj));
+  }
+  return py::cast<ms::Tensor>(obj);
+}
+
 void AddTensor(const py::handle &obj, ArgValue *v) {
-  ms::Tensor t = py::cast<ms::Tensor>(obj);
+  ms::Tensor t = ToTensor(obj);
   if (t.is_defined() && t.tensor() != nullptr) {
     v->shapes.push_back(t.shape());
     const TypeId type = t.data_type();
