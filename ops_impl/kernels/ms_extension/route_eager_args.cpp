@@ -77,13 +77,10 @@ const py::str &DispatchName() {
   return *name;
 }
 
-// A tensor argument with its shape and dtype: a tensor that exists in C++ has both there; the result
-// of an op still queued (a stub, no C++ tensor yet) is read through its Python object, which knows
-// them. (The Python reads cost about twice the C++ ones.)
+// The ms::Tensor of a Python tensor. A Parameter (a Tensor subclass) would take the cast's subclass
+// path, which looks up __ms_dispatch__ on the object and clears the AttributeError it raises (formatted
+// each time); a subclass that does not define it on its type converts exactly as that path then does.
 ms::Tensor ToTensor(const py::handle &obj) {
-  // A Parameter (a Tensor subclass) takes the cast's subclass path, which looks up __ms_dispatch__ on the
-  // object and clears the AttributeError it raises (formatted each time). A subclass that does not
-  // define it on its type converts exactly as that path then converts it.
   if (!mindspore::tensor::IsPyObjectPythonTensorStrict(obj.ptr()) && mindspore::tensor::IsTensorPy(obj) &&
       _PyType_Lookup(Py_TYPE(obj.ptr()), DispatchName().ptr()) == nullptr) {
     return ms::Tensor(mindspore::tensor::ConvertToTensor(obj));
@@ -91,6 +88,9 @@ ms::Tensor ToTensor(const py::handle &obj) {
   return py::cast<ms::Tensor>(obj);
 }
 
+// A tensor argument with its shape and dtype: a tensor that exists in C++ has both there; the result
+// of an op still queued (a stub, no C++ tensor yet) is read through its Python object, which knows
+// them. (The Python reads cost about twice the C++ ones.)
 void AddTensor(const py::handle &obj, ArgValue *v) {
   ms::Tensor t = ToTensor(obj);
   if (t.is_defined() && t.tensor() != nullptr) {
