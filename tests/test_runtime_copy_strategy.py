@@ -92,27 +92,44 @@ def parse_choice(text):
 def acceptable_choices(measured, cores, slack=0.03):
     """The (kind, threads) the documented rule picks from the printed speeds: per store kind a split only
     when 5% faster, of the two streaming kinds the faster, streaming only when 10% faster than memcpy.
-    The speeds are printed to 0.01 GB/s, so near a margin (within `slack`) either side is accepted."""
+    The speeds are printed to 0.01 GB/s, so near a margin (within `slack`) either side is accepted; each
+    comparison is made between the ways the earlier step may have picked, as the runtime makes it."""
     def near(a, b):
         return abs(a - b) <= slack * max(a, b)
 
     def best(kind):
         one, split = measured.get((kind, 1)), measured.get((kind, cores))
         if one is None:
-            return set()
-        if split is not None and near(split, one * 1.05):
-            return {(one, 1), (split, cores)}
-        return {(split, cores)} if split is not None and split > one * 1.05 else {(one, 1)}
+            return [(split, kind, cores)] if split is not None else []
+        if split is None:
+            return [(one, kind, 1)]
+        if near(split, one * 1.05):
+            return [(one, kind, 1), (split, kind, cores)]
+        return [(split, kind, cores)] if split > one * 1.05 else [(one, kind, 1)]
+
+    def faster_streaming(a, b):
+        if a is None or b is None:
+            return [a if b is None else b]
+        if near(a[0], b[0]):
+            return [a, b]
+        return [a if a[0] >= b[0] else b]
 
     choices = set()
-    for memcpy_speed, memcpy_threads in best("memcpy"):
-        streaming = [(speed, kind, t) for kind in ("streaming", "interleaved") for speed, t in best(kind)]
-        fastest = max((speed for speed, _, _ in streaming), default=0.0)
-        candidates = [(kind, t) for speed, kind, t in streaming if near(speed, fastest) or speed == fastest]
-        if not streaming or fastest < memcpy_speed * 1.10 or near(fastest, memcpy_speed * 1.10):
-            choices.add(("memcpy", memcpy_threads))
-        if streaming and (fastest > memcpy_speed * 1.10 or near(fastest, memcpy_speed * 1.10)):
-            choices.update(candidates)
+    for memcpy in best("memcpy") or [None]:
+        for plain in best("streaming") or [None]:
+            for interleaved in best("interleaved") or [None]:
+                for streaming in faster_streaming(plain, interleaved):
+                    if streaming is None:
+                        choices.add(memcpy[1:])
+                        continue
+                    if memcpy is None:
+                        choices.add(streaming[1:])
+                        continue
+                    margin = memcpy[0] * 1.10
+                    if streaming[0] < margin or near(streaming[0], margin):
+                        choices.add(memcpy[1:])
+                    if streaming[0] > margin or near(streaming[0], margin):
+                        choices.add(streaming[1:])
     return choices
 
 
