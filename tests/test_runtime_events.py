@@ -247,6 +247,30 @@ def test_complete_stream_runs_the_queued_copies_without_counting(acl_res):
     assert code_of(rt.complete_stream, 0x7fff0000) == 107017
 
 
+@pytest.mark.parametrize("wake", ["undeferred", "timed wait"])
+def test_a_deferred_streams_tasks_wait_for_a_waiter(acl_res, wake):
+    """aclhostSetStreamDeferred: the tasks queued run only when a thread waits for the stream (here a timed
+    synchronize, which hands them to its worker) or the stream is made background again, also when the
+    first of them starts the stream's worker. The host function after a copy tells when the worker ran."""
+    stream = acl_res.stream()  # new: its worker starts at the first task queued
+    rt.set_stream_deferred(stream, True)
+    src = np.arange(256, dtype=np.uint8)
+    host = acl_res.pinned(256)
+    acl_res.view(host, 256)[:] = src
+    dev = acl_res.device(256)
+    ran = threading.Event()
+    rt.memcpy_async(dev, 256, host, 256, ACL_MEMCPY_HOST_TO_DEVICE, stream)
+    rt.launch_host_func(stream, ran.set)
+    assert not ran.wait(0.2), "a deferred stream ran its tasks with nobody waiting"
+    if wake == "undeferred":
+        rt.set_stream_deferred(stream, False)
+    else:
+        rt.synchronize_stream_with_timeout(stream, 5000)
+    assert ran.wait(10)
+    rt.synchronize_stream(stream)
+    np.testing.assert_array_equal(acl_res.download(dev, 256), src)
+
+
 def test_live_resource_counts(acl_res):
     """aclhostGetLiveResourceCounts: the events created and not destroyed, the pinned allocations not freed."""
     import ctypes

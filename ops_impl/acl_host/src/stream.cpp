@@ -237,14 +237,14 @@ bool Stream::WaitIdle(int32_t timeout_ms) {
         continue;
       }
       if (st.deferred && !st.busy && !st.queue.empty()) {
-        st.work_ready.notify_one();  // a host function: the worker runs it
+        HandToWorker(st, target);  // a host function: the worker runs it
       }
       st.work_done.wait(lock);
     }
     return true;
   }
   if (st.deferred && !st.queue.empty()) {
-    st.work_ready.notify_one();  // a timed wait or a poll lets the worker run the deferred tasks
+    HandToWorker(st, target);  // a timed wait or a poll lets the worker run the deferred tasks
   }
   if (timeout_ms == 0) {
     return done();
@@ -286,7 +286,7 @@ void Stream::WorkerLoop(const std::shared_ptr<State> &state) {
   SetOrderWorkerStream(st.serial);  // host functions run here, in the stream's order
   std::unique_lock<std::mutex> lock(st.mutex);
   for (;;) {
-    st.work_ready.wait(lock, [&st] { return (!st.queue.empty() && !st.busy) || (st.stopping && st.queue.empty()); });
+    st.work_ready.wait(lock, [&st] { return WorkerMayRunFront(st) || (st.stopping && st.queue.empty()); });
     if (st.queue.empty()) {
       return;  // stopping, and every queued task has run
     }
@@ -304,6 +304,16 @@ void Stream::RunFront(State &st, std::unique_lock<std::mutex> &lock) {
   task.reset();  // staging buffers are released outside the lock
   lock.lock();
   Finish(st, code, &message, 1);
+}
+
+bool Stream::WorkerMayRunFront(const State &st) {
+  // (a deferred stream's worker, on its creation or a spurious wake-up, runs nothing it was not handed)
+  return !st.queue.empty() && !st.busy && (!st.deferred || st.stopping || st.completed < st.worker_may_run_until);
+}
+
+void Stream::HandToWorker(State &st, uint64_t until) {
+  st.worker_may_run_until = std::max(st.worker_may_run_until, until);
+  st.work_ready.notify_one();
 }
 
 void Stream::Finish(State &st, aclError code, std::string *message, uint64_t tasks) {

@@ -91,6 +91,9 @@ class Stream {
     bool stopping = false;
     bool busy = false;  // a task is running (on the worker or on a waiting thread)
     bool deferred = false;
+    // While deferred, the worker runs queued tasks only up to this count of submitted tasks: the ones
+    // a waiter handed it (a host function it reached, or a timed wait or poll).
+    uint64_t worker_may_run_until = 0;
     aclError failure_code = 0;
     std::string failure_message;
     std::thread::id worker_id;
@@ -98,6 +101,11 @@ class Stream {
   };
 
   static void WorkerLoop(const std::shared_ptr<State> &state);
+  // Whether the worker may run the front task now (lock held): one is queued, none is running, and the
+  // stream is not deferred, is stopping, or a waiter handed the worker the tasks up to the front one.
+  static bool WorkerMayRunFront(const State &state);
+  // Lets the worker of a deferred stream run the tasks submitted up to `until` (lock held), and wakes it.
+  static void HandToWorker(State &state, uint64_t until);
   // Runs the front task with the lock released; requires a non-empty queue and !busy.
   static void RunFront(State &state, std::unique_lock<std::mutex> &lock);
   // Runs every queued task at the front that a waiter may run (up to the first other one) with the
