@@ -159,3 +159,19 @@ def test_swap_blocks_through_a_wrapped_numpy_array(ms_mode):
         expected_k[2] = expected_v[2] = 7
         np.testing.assert_array_equal(cache_k.asnumpy(), expected_k)
         np.testing.assert_array_equal(cache_v.asnumpy(), expected_v)
+
+
+def test_small_arrays_wrap_beside_small_pinned_allocations(acl_res):
+    """aclrtMallocHost memory is whole pages of its own (as the driver's pinned memory): small arrays made
+    between small pinned allocations share no page with them, so wrapping each (registered from the start
+    of its page) succeeds, as it would with CANN. (With 64-byte heap blocks an array could share a page
+    with a pinned slot, and its registration failed as overlapping.)"""
+    pinned, arrays = [], []
+    for _ in range(64):
+        pinned.append(acl_res.pinned(8))
+        arrays.append(np.zeros(16, np.float32))
+    assert all(p % PAGE == 0 for p in pinned)
+    assert len({p // PAGE for p in pinned}) == len(pinned)
+    for a in arrays:  # one at a time: two wrapped arrays in one page would overlap each other
+        with HostBuffer.wrap(a) as buf:
+            assert buf.ptr == a.ctypes.data

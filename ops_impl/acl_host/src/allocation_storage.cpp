@@ -16,8 +16,6 @@
 namespace aclhost {
 namespace {
 
-constexpr std::align_val_t kHeapAlignment{64};
-
 bool ReadStrictDeviceEnv() {
   const char *value = std::getenv(ACLHOST_ENV_STRICT_DEVICE);
   return value != nullptr && std::strcmp(value, "1") == 0;
@@ -49,7 +47,8 @@ bool StrictDeviceMemory() {
 AllocationStorage::AllocationStorage(AllocationStorage &&other) noexcept
     : address_(std::exchange(other.address_, nullptr)),
       host_address_(std::exchange(other.host_address_, nullptr)),
-      mapped_bytes_(std::exchange(other.mapped_bytes_, 0)) {}
+      mapped_bytes_(std::exchange(other.mapped_bytes_, 0)),
+      alignment_(std::exchange(other.alignment_, kHeapAlignment)) {}
 
 AllocationStorage &AllocationStorage::operator=(AllocationStorage &&other) noexcept {
   if (this != &other) {
@@ -57,6 +56,7 @@ AllocationStorage &AllocationStorage::operator=(AllocationStorage &&other) noexc
     address_ = std::exchange(other.address_, nullptr);
     host_address_ = std::exchange(other.host_address_, nullptr);
     mapped_bytes_ = std::exchange(other.mapped_bytes_, 0);
+    alignment_ = std::exchange(other.alignment_, kHeapAlignment);
   }
   return *this;
 }
@@ -68,7 +68,7 @@ void AllocationStorage::Release() noexcept {
     return;
   }
   if (mapped_bytes_ == 0) {
-    ::operator delete(address_, kHeapAlignment);
+    ::operator delete(address_, alignment_);
   } else {
     (void)munmap(address_, mapped_bytes_);
     (void)munmap(host_address_, mapped_bytes_);
@@ -87,6 +87,19 @@ AllocationStorage AllocationStorage::Heap(size_t bytes) {
     return storage;
   }
   storage.address_ = ::operator new(bytes, kHeapAlignment, std::nothrow);
+  storage.host_address_ = storage.address_;
+  return storage;
+}
+
+AllocationStorage AllocationStorage::WholePages(size_t bytes) {
+  AllocationStorage storage;
+  const long page_size = sysconf(_SC_PAGESIZE);
+  size_t whole = 0;
+  if (page_size <= 0 || RoundUpOverflows(bytes, static_cast<size_t>(page_size), &whole)) {
+    return storage;
+  }
+  storage.alignment_ = std::align_val_t{static_cast<size_t>(page_size)};
+  storage.address_ = ::operator new(whole, storage.alignment_, std::nothrow);
   storage.host_address_ = storage.address_;
   return storage;
 }

@@ -6,7 +6,7 @@
 //   size is rounded up to a multiple of 32 and the SoC profile's malloc_extra_bytes are added (not for the
 //   HUGE1G policies, as CANN). CANN appends 32 bytes plus 32 of padding to every request: a size whose
 //   64-byte append (or rounding) overflows is ACL_ERROR_INVALID_PARAM, as in CANN's source.
-// - aclrtMallocHost returns 64-byte aligned memory recorded as pinned HOST memory, every page already
+// - aclrtMallocHost returns whole pages of its own recorded as pinned HOST memory, every page already
 //   resident (zero-filled; CANN leaves the contents unspecified). As CANN's ApiImpl::HostMalloc it needs a
 //   current context (107002), checked after the NULL and size-0 checks (100000, CANN's ACL layer). The
 //   same 64-byte append rule applies (host choice: CANN's host allocator path is not in its open source),

@@ -67,7 +67,8 @@ MemoryRegistry &MemoryRegistry::Instance() {
 }
 
 aclError MemoryRegistry::Allocate(const char *api, MemKind kind, int32_t device, size_t bytes, void **out) {
-  AllocationStorage storage = kind == MemKind::kDevice && StrictDeviceMemory()
+  AllocationStorage storage = kind == MemKind::kPinnedHost ? AllocationStorage::WholePages(bytes)
+                              : kind == MemKind::kDevice && StrictDeviceMemory()
                                   ? AllocationStorage::HostInaccessible(bytes)
                                   : AllocationStorage::Heap(bytes);
   if (!storage) {
