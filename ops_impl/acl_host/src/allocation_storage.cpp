@@ -21,6 +21,16 @@ bool ReadStrictDeviceEnv() {
   return value != nullptr && std::strcmp(value, "1") == 0;
 }
 
+// The page size and `bytes` rounded up to whole pages; false when either cannot be had.
+bool WholePageBytes(size_t bytes, size_t *page, size_t *whole) {
+  const long page_size = sysconf(_SC_PAGESIZE);
+  if (page_size <= 0) {
+    return false;
+  }
+  *page = static_cast<size_t>(page_size);
+  return !RoundUpOverflows(bytes, *page, whole);
+}
+
 class FileDescriptor {
  public:
   explicit FileDescriptor(int fd) : fd_(fd) {}
@@ -93,12 +103,12 @@ AllocationStorage AllocationStorage::Heap(size_t bytes) {
 
 AllocationStorage AllocationStorage::WholePages(size_t bytes) {
   AllocationStorage storage;
-  const long page_size = sysconf(_SC_PAGESIZE);
+  size_t page = 0;
   size_t whole = 0;
-  if (page_size <= 0 || RoundUpOverflows(bytes, static_cast<size_t>(page_size), &whole)) {
+  if (!WholePageBytes(bytes, &page, &whole)) {
     return storage;
   }
-  storage.alignment_ = std::align_val_t{static_cast<size_t>(page_size)};
+  storage.alignment_ = std::align_val_t{page};
   storage.address_ = ::operator new(whole, storage.alignment_, std::nothrow);
   storage.host_address_ = storage.address_;
   return storage;
@@ -106,10 +116,9 @@ AllocationStorage AllocationStorage::WholePages(size_t bytes) {
 
 AllocationStorage AllocationStorage::HostInaccessible(size_t bytes) {
   AllocationStorage storage;
-  const long page_size = sysconf(_SC_PAGESIZE);
+  size_t page = 0;
   size_t mapped = 0;
-  if (page_size <= 0 || RoundUpOverflows(bytes, static_cast<size_t>(page_size), &mapped) ||
-      mapped > static_cast<size_t>(std::numeric_limits<off_t>::max())) {
+  if (!WholePageBytes(bytes, &page, &mapped) || mapped > static_cast<size_t>(std::numeric_limits<off_t>::max())) {
     return storage;
   }
   const FileDescriptor file(memfd_create("ms_memcopy-device-memory", MFD_CLOEXEC));
