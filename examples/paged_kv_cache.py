@@ -197,14 +197,13 @@ def close_pool(pool):
         chunk.close()
 
 
-def host_caches_for_replay(args, pool, demand, num_caches):
-    """Host tensors of the pool's caches' shapes, the targets of the replayed swap_cache calls: the pool's
-    own host blocks (--model mha) or tensors of their own (--model mla: the pool is chunks of two dtypes)."""
-    if args.model == "mla":
-        return [ms.Tensor(np.zeros((demand, *shape), NUMPY_DTYPES[dtype]))
-                for shape, dtype in zip(pool.block_shapes, pool.dtypes)]
-    host_view = pool.host_buffer.numpy(np.float32).reshape(num_caches, demand, args.block_size, -1)
-    return [ms.Tensor.from_numpy(host_view[i]) for i in range(num_caches)]
+def host_caches_for_replay(pool, demand):
+    """Host tensors of the pool's caches' shapes, the targets of the replayed swap_cache calls, made as
+    its callers make them (ms.Tensor of a numpy array). Not views of the pool's page-aligned HostBuffer:
+    there swap_cache's copies may meet a 4 KiB aliasing cliff that callers' tensors do not
+    (docs/performance.md, finding 17)."""
+    return [ms.Tensor(np.zeros((demand, *shape), NUMPY_DTYPES[dtype]))
+            for shape, dtype in zip(pool.block_shapes, pool.dtypes)]
 
 
 def decode_alone(prefill, step, pool, finished, args, max_blocks):
@@ -246,7 +245,7 @@ def run(args, rank, ranks):
         outputs = np.concatenate([np.concatenate(seq.outputs) for seq in finished])
         overlap = run_overlapped(args, prefill, step, pool, max_blocks, finished, fork) if args.overlap else None
 
-        host_caches = host_caches_for_replay(args, pool, demand, num_caches)
+        host_caches = host_caches_for_replay(pool, demand)
         replayed = replay(engine.swaps, pool, host_caches, args.repeats, args.per_block_swaps)
         del host_caches
     finally:
