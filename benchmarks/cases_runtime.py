@@ -133,6 +133,37 @@ def batch_case(size, count, full):
                 params={"item_size": size, "stride": stride}, build=build)
 
 
+def aliasing_batch_case(size=64 * 1024, count=256, ahead=16):
+    """A batch whose destinations each start `ahead` bytes past their source modulo 4 KiB, where a
+    forward copy's loads wait on its own stores on some CPUs (4 KiB aliasing, docs/performance.md,
+    finding 18), against the C++ memcpy loop over the same items (which has that stall where the CPU
+    does) and over the same items placed clear of it. The whole (16 MiB) stays below the last-level
+    cache of most machines, so the copy takes ordinary stores whatever the copy strategy."""
+    page = 4096
+    stride = size + page
+
+    def build(stack):
+        stream = _stream()
+        total = stride * count + 2 * page
+        src, dst = _pinned(stack, total, 6), _device(stack, total)
+        shift = (ahead - (dst - src)) % page  # dst + shift is `ahead` past src modulo a page
+        srcs = [src + i * stride for i in range(count)]
+        dsts = [dst + shift + i * stride for i in range(count)]
+        clear = [d + page // 2 for d in dsts]  # half a page further: no load meets a recent store
+        sizes = [size] * count
+        attr = _acl_lib.aclrtMemcpyBatchAttr()
+        attr.dstLoc.id, attr.dstLoc.type = 0, ACL_MEM_LOCATION_TYPE_DEVICE
+        attr.srcLoc.id, attr.srcLoc.type = 0, ACL_MEM_LOCATION_TYPE_HOST
+        return {
+            "aclrtMemcpyBatch": (OURS, native.acl_batch(dsts, srcs, sizes, attr)),
+            "aclrtMemcpyBatchAsync+sync": (OURS, native.acl_batch_async(dsts, srcs, sizes, attr, stream)),
+            "memcpy loop (C++)": (BASELINE, bl.memcpy_loop(dsts, srcs, sizes)),
+            "memcpy loop (C++), clear of it": (BASELINE, bl.memcpy_loop(clear, srcs, sizes)),
+        }
+    return Case("runtime.aliasing", f"H2D {count} x {size // 1024} KiB, each {ahead} B past its source mod 4 KiB",
+                size * count, count=count, params={"item_size": size, "ahead": ahead}, build=build)
+
+
 def desc_case(nbytes):
     def build(stack):
         stream = _stream()
@@ -186,6 +217,7 @@ def cases(settings):
     out = [memcpy_case(n, full) for n in settings.copy_sizes]
     out += [registered_d2h_case(n) for n in settings.copy_sizes if n >= 64 * 1024]
     out += [batch_case(size, count, full) for size, count in settings.batch_items]
+    out.append(aliasing_batch_case())
     out += [memcpy2d_case(w, r, full) for r in settings.region_sizes for w in settings.row_widths
             if w <= r and r // w <= MAX_2D_HEIGHT]
     out += [desc_case(n) for n in settings.copy_sizes if n <= 4 * 1024 * 1024 or full]

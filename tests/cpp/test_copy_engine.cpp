@@ -4,7 +4,8 @@
 // streams (aclhostSetStreamDeferred), and copies belonging to a whole large enough for streaming
 // stores where the copy strategy uses them (copy_strategy.h), with unaligned ends; a synchronize that runs
 // queued copies together keeps the order wherever one copy depends on another (a copy of a copy, two copies to one
-// place, a copy that rewrites a queued copy's descriptor) and reports a failing copy in the middle.
+// place, a copy that rewrites a queued copy's descriptor) and reports a failing copy in the middle; copies
+// whose destination starts just past the source modulo 4 KiB (copied from the end).
 //
 // Build: g++ -std=c++17 -I<include dir> test_copy_engine.cpp -L<lib dir> -lascendcl -Wl,-rpath,<lib dir>
 // Prints "ALL PASSED" and exits 0, or lists the failed checks and exits 1.
@@ -316,6 +317,57 @@ void TestStreamingCopies(unsigned seed) {
   CHECK_OK(aclrtDestroyStream(stream));
 }
 
+// Copies whose destination starts 1 to 63 bytes past the source modulo 4 KiB, which the copy engine
+// runs from the end (4 KiB aliasing, streaming_copy.h), and copies just outside that window: the same
+// bytes as any copy, nothing outside the destination written. 1D copies host to host, so that the
+// addresses copied are the ones chosen whatever the device memory.
+void TestCopiesJustPastTheSource(unsigned seed) {
+  constexpr size_t kPage = 4096;
+  constexpr size_t kLargest = 65536 + 13;
+  constexpr size_t kBytes = kLargest + 3 * kPage;
+  std::vector<unsigned char> expected(kBytes);
+  void *src_mem = nullptr;
+  void *dst_mem = nullptr;
+  CHECK_OK(aclrtMallocHost(&src_mem, kBytes));
+  CHECK_OK(aclrtMallocHost(&dst_mem, kBytes));
+  auto *src = static_cast<unsigned char *>(src_mem);
+  auto *dst = static_cast<unsigned char *>(dst_mem);
+  Fill(src, kBytes, seed);
+  const size_t gap = (reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(src)) & (kPage - 1);
+  const size_t from = 100;
+  for (const size_t ahead : {size_t{1}, size_t{16}, size_t{31}, size_t{32}, size_t{63}, size_t{64}, kPage - 16}) {
+    const size_t to = (from + ahead + kPage - gap) & (kPage - 1);  // dst + to is `ahead` past src + from
+    for (const size_t n : {size_t{255}, size_t{256}, size_t{257}, size_t{4096 + 65}, kLargest}) {
+      std::memset(dst, 0xEE, kBytes);
+      CHECK_OK(aclrtMemcpy(dst + to, n, src + from, n, ACL_MEMCPY_HOST_TO_HOST));
+      std::memset(expected.data(), 0xEE, kBytes);
+      std::memcpy(expected.data() + to, src + from, n);
+      test::Expect(std::memcmp(dst, expected.data(), kBytes) == 0,
+                   "a copy " + std::to_string(ahead) + " bytes past its source, " + std::to_string(n) + " bytes");
+    }
+  }
+  // Rows wider than 512 bytes (one copy a row), each as far past its source row: host to device (2D
+  // copies have no host-to-host kind), so with strict device memory the rows land through another mapping.
+  constexpr size_t kWidth = 600;
+  constexpr size_t kHeight = 9;
+  Pair rows(kBytes);
+  std::memcpy(rows.host, src, kBytes);
+  const size_t dev_gap = (reinterpret_cast<uintptr_t>(rows.dev) - reinterpret_cast<uintptr_t>(rows.host)) & (kPage - 1);
+  for (const size_t ahead : {size_t{1}, size_t{16}, size_t{31}, size_t{63}, size_t{64}}) {
+    const size_t to = (from + ahead + kPage - dev_gap) & (kPage - 1);
+    rows.SetDevice(0xEE, kBytes);
+    CHECK_OK(aclrtMemcpy2d(rows.dev + to, kPage, rows.host + from, kPage, kWidth, kHeight, ACL_MEMCPY_HOST_TO_DEVICE));
+    std::memset(expected.data(), 0xEE, kBytes);
+    for (size_t row = 0; row < kHeight; ++row) {
+      std::memcpy(expected.data() + to + row * kPage, rows.host + from + row * kPage, kWidth);
+    }
+    test::Expect(std::memcmp(rows.Device(), expected.data(), kBytes) == 0,
+                 "rows of 600 bytes " + std::to_string(ahead) + " bytes past their source rows");
+  }
+  CHECK_OK(aclrtFreeHost(src_mem));
+  CHECK_OK(aclrtFreeHost(dst_mem));
+}
+
 // Copies queued on a deferred stream, past the split threshold (4 MiB) in all, which the synchronizing
 // thread runs together where they do not depend on each other and in order where they do.
 void TestQueuedCopiesKeepOrder() {
@@ -394,6 +446,7 @@ int main() {
   TestDeferredStream();
   TestLargeCopies(stream, 1);
   TestStreamingCopies(3);
+  TestCopiesJustPastTheSource(5);
   TestQueuedCopiesKeepOrder();
   // Several threads with their own streams split large copies at the same time.
   std::vector<std::thread> threads;

@@ -145,7 +145,7 @@ void RowsMemcpy(const Rows &r, size_t first, size_t count) {
   unsigned char *d = r.dst + first * r.dpitch;
   const unsigned char *s = r.src + first * r.spitch;
   for (size_t i = 0; i < count; ++i, d += r.dpitch, s += r.spitch) {
-    std::memcpy(d, s, r.width);
+    CopyPlain(d, s, r.width);
   }
 }
 

@@ -1,7 +1,8 @@
 // The copy engine: every byte the host runtime moves goes through these functions, so that they can be
 // optimized without touching callers.
 //
-// - Small copies are one std::memcpy (std::memmove when the ranges overlap).
+// - Small copies are one std::memcpy (std::memmove when the ranges overlap), copied from the end
+//   where the destination starts just past the source modulo 4 KiB (CopyPlain, streaming_copy.h).
 // - Large copies (kParallelMinBytes and more, ranges not overlapping) are split into one part per thread
 //   of the copy strategy (copy_strategy.h: calibrated at the first large copy, or fixed by
 //   MS_MEMCOPY_COPY_THREADS), which the copy pool's workers and the calling thread copy together.

@@ -11,6 +11,37 @@ namespace aclhost {
 namespace {
 
 #if defined(__SSE2__)
+constexpr size_t kLine = 64;
+constexpr size_t kPage = 4096;
+// How far past the source (modulo a page) a destination may start for a forward copy's loads to meet
+// its own recent stores: two 32-byte vectors, which also covers 64-byte ones.
+constexpr size_t kAliasingBytes = 64;
+// Below this, a copy is a few vector moves that std::memcpy loads before storing.
+constexpr size_t kAliasingMinBytes = 256;
+
+bool ForwardCopyAliases(const void *dst, const void *src) {
+  const uintptr_t ahead = (reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(src)) & (kPage - 1);
+  return ahead != 0 && ahead < kAliasingBytes;
+}
+
+// Line by line from the end: every load then reads below the stores still in flight, never a page's
+// width under them.
+void CopyLinesFromTheEnd(unsigned char *dst, const unsigned char *src, size_t n) {
+  size_t at = n;
+  while (at >= kLine) {
+    at -= kLine;
+    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + at + 48));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + at + 32));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + at + 16));
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + at));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + at + 48), d);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + at + 32), c);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + at + 16), b);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + at), a);
+  }
+  std::memcpy(dst, src, at);
+}
+
 // One 64-byte line with streaming stores; dst is 16-byte aligned.
 inline void StreamLine(unsigned char *dst, const unsigned char *src) {
   const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src));
@@ -45,16 +76,24 @@ bool HaveStreamingStores() {
 #endif
 }
 
+void CopyPlain(void *dst, const void *src, size_t n) {
+#if defined(__SSE2__)
+  if (n >= kAliasingMinBytes && ForwardCopyAliases(dst, src)) {
+    CopyLinesFromTheEnd(static_cast<unsigned char *>(dst), static_cast<const unsigned char *>(src), n);
+    return;
+  }
+#endif
+  std::memcpy(dst, src, n);
+}
+
 // Ordinary stores for the unaligned head and the tail.
 void CopyWithStores(void *dst, const void *src, size_t n, StoreKind kind) {
 #if defined(__SSE2__)
-  constexpr size_t kLine = 64;
-  constexpr size_t kPage = 4096;
   auto *d = static_cast<unsigned char *>(dst);
   const auto *s = static_cast<const unsigned char *>(src);
   const size_t head = (kLine - (reinterpret_cast<uintptr_t>(d) & (kLine - 1))) & (kLine - 1);
   if (kind == StoreKind::kMemcpy || n < head + kStreamingMinPieceBytes) {
-    std::memcpy(dst, src, n);
+    CopyPlain(dst, src, n);
     return;
   }
   std::memcpy(d, s, head);
@@ -78,7 +117,7 @@ void CopyWithStores(void *dst, const void *src, size_t n, StoreKind kind) {
   std::memcpy(d, s, n);
 #else
   (void)kind;
-  std::memcpy(dst, src, n);
+  CopyPlain(dst, src, n);
 #endif
 }
 
