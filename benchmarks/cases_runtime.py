@@ -43,6 +43,14 @@ def _pinned(stack, nbytes, fill=None):
     return ptr
 
 
+def _host_to_device_attr():
+    """The batch attributes of copies from host memory to device 0."""
+    attr = _acl_lib.aclrtMemcpyBatchAttr()
+    attr.dstLoc.id, attr.dstLoc.type = 0, ACL_MEM_LOCATION_TYPE_DEVICE
+    attr.srcLoc.id, attr.srcLoc.type = 0, ACL_MEM_LOCATION_TYPE_HOST
+    return attr
+
+
 def _split_threads(nbytes):
     cores = bl.usable_cores()
     return cores if cores > 1 and nbytes >= (1 << 20) else None
@@ -110,9 +118,7 @@ def batch_case(size, count, full):
         srcs = [src + i * stride for i in range(count)]
         dsts = [dst + i * stride for i in range(count)]
         sizes = [size] * count
-        attr = _acl_lib.aclrtMemcpyBatchAttr()
-        attr.dstLoc.id, attr.dstLoc.type = 0, ACL_MEM_LOCATION_TYPE_DEVICE
-        attr.srcLoc.id, attr.srcLoc.type = 0, ACL_MEM_LOCATION_TYPE_HOST
+        attr = _host_to_device_attr()
         src_view, dst_view = bl.view(src, total), bl.view(dst, total)
         impls = {
             "aclrtMemcpyBatch": (OURS, native.acl_batch(dsts, srcs, sizes, attr)),
@@ -151,9 +157,7 @@ def aliasing_batch_case(size=64 * 1024, count=256, ahead=16):
         dsts = [dst + shift + i * stride for i in range(count)]
         clear = [d + page // 2 for d in dsts]  # half a page further: no load meets a recent store
         sizes = [size] * count
-        attr = _acl_lib.aclrtMemcpyBatchAttr()
-        attr.dstLoc.id, attr.dstLoc.type = 0, ACL_MEM_LOCATION_TYPE_DEVICE
-        attr.srcLoc.id, attr.srcLoc.type = 0, ACL_MEM_LOCATION_TYPE_HOST
+        attr = _host_to_device_attr()
         return {
             "aclrtMemcpyBatch": (OURS, native.acl_batch(dsts, srcs, sizes, attr)),
             "aclrtMemcpyBatchAsync+sync": (OURS, native.acl_batch_async(dsts, srcs, sizes, attr, stream)),
