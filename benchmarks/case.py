@@ -17,7 +17,9 @@ class Case:
     # build(stack) -> {impl name: (role, loop)}; allocations are registered on the ExitStack.
     build: Callable = None
     samples_scale: int = 1  # more samples for cases whose ratios are close calls (per-call overheads)
-    pieces: int = 1  # slices of each sample, taken in turns with the other implementations' (close calls)
+    # slices of each sample, taken in turns with the other implementations' (close calls; timing.EVERY_CALL:
+    # one call each)
+    pieces: int = 1
 
 
 def impl(role, loop) -> Tuple[str, Callable]:

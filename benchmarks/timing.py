@@ -13,6 +13,10 @@ import time
 
 _MAX_ITERS = 1 << 24
 
+#: ``pieces`` of :func:`measure` that slices every sample into single calls, taken in turns with the
+#: other implementations' calls (for the closest calls: a drift or burst then falls on all of them alike)
+EVERY_CALL = 0
+
 
 def python_loop(fn):
     """A loop over a Python callable (its own call overhead is part of what is measured)."""
@@ -57,9 +61,12 @@ def measure(loops, sample_s, samples, pieces=1):
     (targets.evaluate) and the spreads of the reported ratios (report). Within a round, each sample is
     taken in `pieces` slices in turns with the other implementations' slices (A's first slice, B's first,
     ..., A's second, ...), so that a burst of load from elsewhere on the machine falls on all of them alike
-    rather than on the one sampled at that moment. The calibration runs are not samples: every sample is
-    taken in a round."""
+    rather than on the one sampled at that moment (EVERY_CALL: slices of one call each, the calls of all
+    the implementations spread evenly over the round). The calibration runs are not samples: every sample
+    is taken in a round."""
     plans = {name: calibrate(loop, sample_s)[0] for name, loop in loops.items()}
+    if pieces == EVERY_CALL:
+        pieces = max(plans.values())
     per_call = {name: [] for name in loops}
     for _ in range(max(1, samples)):
         spent = dict.fromkeys(loops, 0.0)

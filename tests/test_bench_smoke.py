@@ -192,6 +192,35 @@ def test_a_goal_is_judged_per_round_of_samples(ours, status, met):
     assert found["eager calls"]["status"] == "met"
 
 
+def test_every_call_slices_take_the_calls_of_all_implementations_in_turns():
+    """timing.EVERY_CALL: after the calibration, every sample is taken one call at a time, the calls of
+    each implementation spread over the round among the others', and each sample's time per call is the
+    loop's (here exact: a fake loop reporting a fixed time per call)."""
+    from ms_memcopy.benchmarks import timing
+
+    calls = []
+
+    def fake_loop(name, per_call):
+        def loop(iters):
+            calls.append((name, iters))
+            return per_call * iters
+        return loop
+
+    result = timing.measure({"fast": fake_loop("fast", 1e-3), "slow": fake_loop("slow", 3e-3)}, sample_s=0.03,
+                            samples=2, pieces=timing.EVERY_CALL)
+    plans = {name: r["iters"] for name, r in result.items()}
+    assert plans["fast"] > plans["slow"] > 1
+    rounds = calls[-2 * (plans["fast"] + plans["slow"]):]
+    assert all(iters == 1 for _, iters in rounds)
+    for k in range(2):
+        one = [name for name, _ in rounds[k * len(rounds) // 2:(k + 1) * len(rounds) // 2]]
+        assert one.count("fast") == plans["fast"] and one.count("slow") == plans["slow"]
+        slow_at = [i for i, name in enumerate(one) if name == "slow"]
+        assert slow_at[0] < len(one) // 2 < slow_at[-1]  # spread over the round, not bunched at an end
+    assert result["fast"]["us_samples"] == pytest.approx([1000, 1000])
+    assert result["slow"]["us_samples"] == pytest.approx([3000, 3000])
+
+
 @pytest.mark.skipif(os.environ.get("MS_MEMCOPY_LONG_TESTS") != "1",
                     reason="a quick run of the block cases; the smoke run checks the document's frame "
                            "(MS_MEMCOPY_LONG_TESTS=1 runs it, .ci/run does)")
