@@ -1,5 +1,6 @@
 """Data movement of every copy call against numpy references: round trips, 2D gaps, batches with several
 attribute groups, descriptor copies, partial batch effects, stream order, threads, pageable completion."""
+import ctypes
 import os
 import threading
 
@@ -14,7 +15,6 @@ from _acl_support import (ATTR_D2H, ATTR_H2D, D2D, D2H, DEFAULT, H2BUF2D, H2D, H
                           rand_bytes)
 
 FILL = 0xEE  # what destinations hold before a copy; bytes a copy must not touch keep it
-NPY_UBYTE = 2  # the NumPy type number acl.util.ptr_to_numpy takes for uint8
 
 
 def hold(stream):
@@ -392,12 +392,12 @@ def test_four_threads_with_own_streams(acl_device):
                 data = rng.integers(0, 256, n, dtype=np.uint8)
                 p_in, p_out, a, b = rt.malloc_host(n), rt.malloc_host(n), rt.malloc(n), rt.malloc(n)
                 allocs += [(rt.free_host, p_in), (rt.free_host, p_out), (rt.free, a), (rt.free, b)]
-                acl.util.ptr_to_numpy(p_in, (n,), NPY_UBYTE)[:] = data
+                ctypes.memmove(p_in, data.ctypes.data, n)
                 rt.memcpy_async(a, n, p_in, n, H2D, stream)
                 rt.memcpy_async(b, n, a, n, D2D, stream)
                 rt.memcpy_async(p_out, n, b, n, D2H, stream)
                 rt.synchronize_stream(stream)
-                got = acl.util.ptr_to_numpy(p_out, (n,), NPY_UBYTE)
+                got = np.frombuffer(acl.util.ptr_to_bytes(p_out, n), np.uint8)
                 if not (got == data).all():
                     errors.append(f"thread {index} round {round_}: data mismatch")
         except Exception as e:  # reported by the main thread
