@@ -14,7 +14,8 @@ import time
 _MAX_ITERS = 1 << 24
 
 #: ``pieces`` of :func:`measure` that slices every sample into single calls, taken in turns with the
-#: other implementations' calls (for the closest calls: a drift or burst then falls on all of them alike)
+#: other implementations' calls (for the closest calls: a drift or burst then falls on all of them alike;
+#: for calls of tens of microseconds or more, since each slice costs a call of its loop)
 EVERY_CALL = 0
 
 
