@@ -845,3 +845,27 @@ def test_in_place_ops_on_every_profile(run_python, route, profile):
     """The same results whichever calls the chip has (batch, descriptors, 2-D device-to-device copies): each
     profile whose features differ from the default one's, which the tests above run in-process."""
     check_on_profile(run_python, PROFILE_SCRIPT, profile)
+
+
+def test_an_eager_swap_out_of_strided_views_copies_their_values(route):
+    """Caches that are strided views (a column slice, a transpose) are read as their values, as numpy
+    sees them: the eager call makes each dense first, the others (whole, dense) pass as they are."""
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    base = np.arange(4 * 6, dtype=np.float32).reshape(4, 6)
+    square = np.arange(100, 116, dtype=np.float32).reshape(4, 4)
+    columns, transposed, whole = ms.Tensor(base)[:, ::2], ms.Tensor(square).T, ms.Tensor(base[:, :3].copy())
+    assert not columns.is_contiguous() and not transposed.is_contiguous()
+    buf = HostBuffer(3 * 4 * 64)
+    try:
+        nbytes = SwapBlocks("d2h", buf, num_caches=3)(columns, transposed, whole, [[2, 0], [0, 3]])
+        buf.wait()
+        host = buf.numpy()
+        host_blocks = buf.nbytes // (12 + 16 + 12)  # H; cache_major: cache l from byte H * (b_0 + ... + b_{l-1})
+        for l, (values, width) in enumerate(((base[:, ::2], 12), (square.T, 16), (base[:, :3], 12))):
+            first = host_blocks * sum((12, 16, 12)[:l])
+            got = host[first:first + 4 * width].view(np.float32).reshape(4, width // 4)
+            np.testing.assert_array_equal(got[0], values[2])
+            np.testing.assert_array_equal(got[3], values[0])
+        assert int(nbytes.asnumpy().sum()) == 2 * (12 + 16 + 12)
+    finally:
+        buf.close()

@@ -216,6 +216,17 @@ PREFIXED = [
     ("swap-mapping", "SwapBlocks(d2h)",
      lambda b: SwapBlocks("d2h", b, num_caches=1)(f32(4, 2), [[4, 0]]), ValueError,
      "block_mapping[0][0] = 4: device block out of range [0, 4); nothing was copied"),
+    ("swap-view-cache", "SwapBlocks(h2d)",
+     lambda b: SwapBlocks("h2d", b, num_caches=2)(f32(4, 2), f32(8, 2)[4:], [[0, 0]]), TypeError,
+     "caches[1] is a slice or view of a larger tensor: an in-place write would land in a temporary copy of it "
+     "and be lost; pass the whole tensor and select the region with the op's own arguments"),
+    ("copy-view-cache", "CopyBlocks",
+     lambda b: CopyBlocks(num_caches=2)(f32(4, 2)[:, :1], f32(4, 2), [[0, 1]]), TypeError,
+     "caches[0] is a slice or view of a larger tensor: an in-place write would land in a temporary copy of it "
+     "and be lost; pass the whole tensor and select the region with the op's own arguments"),
+    ("swap-numpy-cache", "SwapBlocks(d2h)",
+     lambda b: SwapBlocks("d2h", b, num_caches=2)(f32(4, 2), np.zeros((4, 2), np.float32), [[0, 0]]), TypeError,
+     "caches[1] must be a Tensor, not ndarray"),
     ("copy-mapping-type", "CopyBlocks",
      lambda b: CopyBlocks(num_caches=1)(f32(4, 2), "0,1"), TypeError,
      "block_mapping must be an int64 Tensor, a numpy array or a list of pairs, not str"),

@@ -127,7 +127,13 @@ def check_same_dtype(definition: Any, args: Sequence[Any], count: Optional[int] 
 def is_whole_tensor(tensor: Any) -> bool:
     """True for a Tensor (or Parameter) that is its own whole storage, laid out densely: what an in-place
     write can target (:func:`check_in_place_target` raises the error for the others)."""
-    return (isinstance(tensor, ms.Tensor) and tensor.is_contiguous() and tensor.storage_offset() == 0
+    return isinstance(tensor, ms.Tensor) and has_whole_storage(tensor)
+
+
+def has_whole_storage(tensor: ms.Tensor) -> bool:
+    """:func:`is_whole_tensor` for an object known to be a Tensor (its isinstance check, which a Parameter
+    makes slow, left out: an eager call's types are checked before its in-place targets)."""
+    return (tensor.is_contiguous() and tensor.storage_offset() == 0
             and tensor.untyped_storage().nbytes() == tensor.nbytes)
 
 

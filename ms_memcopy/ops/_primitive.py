@@ -199,8 +199,13 @@ def _dense(tensors):
     view (a transposed or column slice) is copied first. In-place targets were checked to be whole
     tensors already, so this copies only inputs that are read."""
     if isinstance(tensors, tuple):
+        if all(map(_is_contiguous, tensors)):  # (the common case, without a frame per tensor)
+            return tensors
         return tuple(_dense(t) for t in tensors)
     return tensors if tensors.is_contiguous() else tensors.contiguous()
+
+
+_is_contiguous = operator.methodcaller("is_contiguous")
 
 
 class GradientOp(CopyPrimitive):
