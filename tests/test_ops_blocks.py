@@ -860,12 +860,14 @@ def test_an_eager_swap_out_of_strided_views_copies_their_values(route):
         nbytes = SwapBlocks("d2h", buf, num_caches=3)(columns, transposed, whole, [[2, 0], [0, 3]])
         buf.wait()
         host = buf.numpy()
-        host_blocks = buf.nbytes // (12 + 16 + 12)  # H; cache_major: cache l from byte H * (b_0 + ... + b_{l-1})
-        for l, (values, width) in enumerate(((base[:, ::2], 12), (square.T, 16), (base[:, :3], 12))):
-            first = host_blocks * sum((12, 16, 12)[:l])
+        expected = (base[:, ::2], square.T, base[:, :3])
+        widths = [v.shape[1] * 4 for v in expected]  # b_l, the bytes of a block of cache l
+        host_blocks = buf.nbytes // sum(widths)  # H; cache_major: cache l from byte H * (b_0 + ... + b_{l-1})
+        for l, (values, width) in enumerate(zip(expected, widths)):
+            first = host_blocks * sum(widths[:l])
             got = host[first:first + 4 * width].view(np.float32).reshape(4, width // 4)
             np.testing.assert_array_equal(got[0], values[2])
             np.testing.assert_array_equal(got[3], values[0])
-        assert int(nbytes.asnumpy().sum()) == 2 * (12 + 16 + 12)
+        assert int(nbytes.asnumpy().sum()) == 2 * sum(widths)
     finally:
         buf.close()
