@@ -14,7 +14,8 @@ import pytest
 import mindspore as ms
 
 from ms_memcopy import HostBuffer, op_defs, samples
-from ms_memcopy.ops import CopyBlocks, Memcpy2D, MemcpyBatch, MemcpyWithCondition, MemcpyWithDesc, SwapBlocks
+from ms_memcopy.ops import (CopyBlocks, Memcpy2D, MemcpyBatch, MemcpyBatchAsync, MemcpyWithCondition, MemcpyWithDesc,
+                            SwapBlocks, WaitTransfer)
 from ms_memcopy.ops._args import flat_input_names
 
 from _ops_support import FnCell, int64, raises_exactly
@@ -223,6 +224,14 @@ PREFIXED = [
     ("copy-view-cache", "CopyBlocks",
      lambda b: CopyBlocks(num_caches=2)(f32(4, 2)[:, :1], f32(4, 2), [[0, 1]]), TypeError,
      "caches[0] is a slice or view of a larger tensor: an in-place write would land in a temporary copy of it "
+     "and be lost; pass the whole tensor and select the region with the op's own arguments"),
+    ("batch-async-view-tensor", "MemcpyBatchAsync(h2d)",
+     lambda b: MemcpyBatchAsync("h2d", b, num_tensors=2)(f32(4), f32(8)[4:], int64(0, 16)), TypeError,
+     "tensors[1] is a slice or view of a larger tensor: an in-place write would land in a temporary copy of it "
+     "and be lost; pass the whole tensor and select the region with the op's own arguments"),
+    ("wait-view-tensor", "WaitTransfer",
+     lambda b: WaitTransfer(num_tensors=2)(f32(4, 2)[:, :1], f32(4), int64(16)), TypeError,
+     "tensors[0] is a slice or view of a larger tensor: an in-place write would land in a temporary copy of it "
      "and be lost; pass the whole tensor and select the region with the op's own arguments"),
     ("swap-numpy-cache", "SwapBlocks(d2h)",
      lambda b: SwapBlocks("d2h", b, num_caches=2)(f32(4, 2), np.zeros((4, 2), np.float32), [[0, 0]]), TypeError,

@@ -150,3 +150,12 @@ def check_in_place_target(tensor: Any, argument: str) -> None:
                         f"temporary copy of it and be lost; pass the whole tensor and select the region with "
                         f"the op's own arguments")
     return tensor
+
+
+def check_whole_targets(tensors: Sequence[Any], argument: str) -> None:
+    """:func:`check_in_place_target` for each tensor of an eager call written in place, their types
+    checked before (a Tensor each): the cheap test first, the error's argument name (``argument[i]``)
+    formatted only for a tensor that fails it."""
+    for i, tensor in enumerate(tensors):
+        if not has_whole_storage(tensor):
+            check_in_place_target(tensor, f"{argument}[{i}]")

@@ -15,7 +15,7 @@ import mindspore as ms
 from .._framework import recording_gradients
 from ..host_buffer import HostBuffer
 from ..host_chunks import HostChunks
-from ._args import check_host_buffer, check_in_place_target, check_int, check_open, has_whole_storage
+from ._args import check_host_buffer, check_int, check_open, check_whole_targets
 from ._errors import labelled_errors, relabelled
 from ._primitive import CopyPrimitive, _dense
 from ._samples import Sample, parameter
@@ -86,12 +86,9 @@ class _BlockPrimitive(CopyPrimitive):
                             f"{self.num_caches} caches plus block_mapping, got {caches + 1} arguments")
 
     def _check_eager(self, inputs):
-        # (the caches' types were checked before (_check_tensors); the caches written in place must be whole,
-        # an argument's name is formatted only for its error)
+        # (the caches' types were checked before: _check_tensors)
         if self._op_def.rw_write:
-            for l, cache in enumerate(inputs):
-                if not has_whole_storage(cache):
-                    check_in_place_target(cache, f"caches[{l}]")
+            check_whole_targets(inputs, "caches")
 
 
 class SwapBlocks(OpCell):

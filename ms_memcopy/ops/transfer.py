@@ -28,7 +28,7 @@ import mindspore as ms
 from .. import _kernels_lib
 from ..errors import AclError
 from ..host_buffer import HostBuffer
-from ._args import check_host_buffer, check_in_place_target, check_int, check_open
+from ._args import check_host_buffer, check_in_place_target, check_int, check_open, check_whole_targets
 from ._primitive import CopyPrimitive
 from ._samples import Sample, int64, parameter
 from ._variadic import OpCell
@@ -306,8 +306,7 @@ class _BatchAsyncPrimitive(CopyPrimitive):
     def _check_eager(self, inputs):
         check_open(self.host_buffer)
         if self.direction == "h2d":
-            for i, tensor in enumerate(inputs[:-1]):
-                check_in_place_target(tensor, f"tensors[{i}]")
+            check_whole_targets(inputs[:-1], "tensors")
 
 
 class Memcpy2DAsync(CopyPrimitive):
@@ -422,8 +421,7 @@ class _WaitTransferPrimitive(CopyPrimitive):
         return super().__call__(tuple(tensors), token)
 
     def _check_eager(self, inputs):
-        for i, tensor in enumerate(inputs[:-1]):
-            check_in_place_target(tensor, f"tensors[{i}]")
+        check_whole_targets(inputs[:-1], "tensors")
         if not isinstance(inputs[-1], ms.Tensor):
             raise TypeError(f"token must be a Tensor, not {type(inputs[-1]).__name__}")
 
