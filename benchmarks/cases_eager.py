@@ -9,7 +9,7 @@ from .case import BASELINE, OURS, Case
 from .cases_primitives import SMALL, _host_buffer, _int64, _ops
 
 QUEUED_MATMUL = 128  # queued work: one MatMul of two QUEUED_MATMUL^2 float32 matrices
-FRESH_INPUTS = 64  # every op's sample: sets of new int64 Tensors taken in turns
+FRESH_INPUTS = 64  # new values taken in turns: the offsets and mappings of the rows "new", every op's new int64 Tensors
 
 
 def eager_case():
@@ -17,7 +17,8 @@ def eager_case():
     same tensor, three ways:
 
     - one call at a time, each waiting for MindSpore's queues (as a caller reading the result does):
-      an offset or block mapping new at every call against one repeated;
+      an offset or block mapping new at every call (taken in turn from FRESH_INPUTS) against one
+      repeated;
     - a loop of calls with a new int64 Tensor value each and one wait after the last (what a
       scheduler's loop costs per call);
     - one call behind queued eager work (a MatMul): the time the call takes to return, which is the
@@ -25,6 +26,10 @@ def eager_case():
     - every op of configs/ops, its sample call (ms_memcopy/samples.py) one at a time as above, with the
       sample's inputs repeated and with its int64 Tensor inputs new Tensor objects at every call (see
       _every_op).
+
+    Every int64 Tensor is used once before the timing, so that no row pays MindSpore's first use of a
+    Tensor on a share of its calls; the samples are taken in 20 slices each, the rows' order rotating
+    from one cycle of slices to the next (timing.measure).
     """
     def build(stack):
         o = _ops()
@@ -40,14 +45,28 @@ def eager_case():
         slots = 4096
         buf = _host_buffer(stack, slots * SMALL * 4)
         d2h = o.MemcpyWithCondition("d2h", host_buffer=buf)
-        offsets = [_int64(i * SMALL * 4) for i in range(slots)]
+        # (each row its own int64 Tensors: no row's time depends on which Tensors another row used)
+        loop_offsets, queued_offsets = ([_int64(i * SMALL * 4) for i in range(slots)] for _ in range(2))
+        # A new offset or mapping at every call, from FRESH_INPUTS live ones as a scheduler holds: cycling
+        # through 4096 offset Tensors measured 1.4-1.6x one repeated offset (MindSpore's state of a Tensor
+        # last used thousands of calls before is out of the CPU's caches), through 64 1.0-1.2x.
+        offsets = [_int64(i * SMALL * 4) for i in range(FRESH_INPUTS)]
         caches = [ms.Parameter(g.tensor(np.zeros((64, SMALL), np.float32)), name=f"bench_eager_cache{i}")
                   for i in range(2)]
         copy = o.CopyBlocks(num_caches=2)
         mappings = [np.array([[i % 32, 32 + (i * 7) % 32]], np.int64) for i in range(slots)]
-        tensor_mappings = [g.tensor(m) for m in mappings]
+        loop_mappings, queued_mappings = ([g.tensor(m) for m in mappings] for _ in range(2))
         identity = msops.Identity()
         matmul, square = msops.MatMul(), g.tensor(np.ones((QUEUED_MATMUL, QUEUED_MATMUL), np.float32))
+
+        # Each Tensor used once before the timing: its first use as any op's input costs MindSpore its
+        # device memory (ops.Identity: 57 us on a new tensor against 32 us on a repeated one; ours 29
+        # against 21), which the rows would pay on a share of their calls that depends on their count.
+        for offset in (*offsets, *loop_offsets, *queued_offsets):
+            d2h(x, offset)
+        for mapping in (*loop_mappings, *queued_mappings):
+            copy(*caches, mapping)
+        sync_launches()
 
         def calls(fn):
             state = {"i": 0}
@@ -84,23 +103,23 @@ def eager_case():
             return loop
 
         return {
-            "MemcpyWithCondition d2h, new offset": (OURS, calls(lambda i: d2h(x, offsets[i]))),
+            "MemcpyWithCondition d2h, new offset": (OURS, calls(lambda i: d2h(x, offsets[i % FRESH_INPUTS]))),
             "MemcpyWithCondition d2h, same offset": (OURS, calls(lambda i: d2h(x, offsets[0]))),
-            "CopyBlocks, new mapping": (OURS, calls(lambda i: copy(*caches, mappings[i]))),
+            "CopyBlocks, new mapping": (OURS, calls(lambda i: copy(*caches, mappings[i % FRESH_INPUTS]))),
             "CopyBlocks, same mapping": (OURS, calls(lambda i: copy(*caches, mappings[0]))),
             "ms Identity (eager)": (BASELINE, calls(lambda i: identity(x))),
-            "loop: MemcpyWithCondition d2h, new Tensor offset": (OURS, loop_of_calls(lambda i: d2h(x, offsets[i]))),
-            "loop: CopyBlocks, new Tensor mapping": (OURS, loop_of_calls(lambda i: copy(*caches,
-                                                                                        tensor_mappings[i]))),
+            "loop: MemcpyWithCondition d2h, new Tensor offset": (OURS, loop_of_calls(
+                lambda i: d2h(x, loop_offsets[i]))),
+            "loop: CopyBlocks, new Tensor mapping": (OURS, loop_of_calls(lambda i: copy(*caches, loop_mappings[i]))),
             "loop: ms Identity": (BASELINE, loop_of_calls(lambda i: identity(x))),
             "behind queued work: MemcpyWithCondition d2h, Tensor offset": (
-                OURS, behind_queued_work(lambda i: d2h(x, offsets[i]))),
+                OURS, behind_queued_work(lambda i: d2h(x, queued_offsets[i]))),
             "behind queued work: CopyBlocks, Tensor mapping": (
-                OURS, behind_queued_work(lambda i: copy(*caches, tensor_mappings[i]))),
+                OURS, behind_queued_work(lambda i: copy(*caches, queued_mappings[i]))),
             "behind queued work: ms Identity": (BASELINE, behind_queued_work(lambda i: identity(x))),
             **_every_op(stack),
         }
-    return Case("ops.eager", f"eager call on {SMALL} float32", SMALL * 4, build=build, samples_scale=3, pieces=5,
+    return Case("ops.eager", f"eager call on {SMALL} float32", SMALL * 4, build=build, samples_scale=3, pieces=20,
                 params={"queued_matmul": QUEUED_MATMUL})
 
 

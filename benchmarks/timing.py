@@ -55,6 +55,15 @@ def _slice(iters, pieces, p):
     return iters * (p + 1) // pieces - iters * p // pieces
 
 
+def _rotated(names, turn):
+    """names in the order of slice cycle `turn`: each cycle starts one implementation later than the one
+    before, so that what an implementation leaves behind (MindSpore's worker threads still spinning after
+    a burst of queued eager calls, caches filled with its data) falls on each of the others in turn, not
+    always on the one after it."""
+    start = turn % len(names)
+    return names[start:] + names[:start]
+
+
 def measure(loops, sample_s, samples, pieces=1):
     """{name: {"us": median us per call, "us_min": ..., "us_q1": ..., "us_q3": ..., "iters": ..., "samples": n,
     "us_samples": [us per call of each sample]}} for a dict of loops. Sample k of every implementation is
@@ -63,19 +72,21 @@ def measure(loops, sample_s, samples, pieces=1):
     taken in `pieces` slices in turns with the other implementations' slices (A's first slice, B's first,
     ..., A's second, ...), so that a burst of load from elsewhere on the machine falls on all of them alike
     rather than on the one sampled at that moment (EVERY_CALL: slices of one call each, the calls of all
-    the implementations spread evenly over the round). The calibration runs are not samples: every sample
+    the implementations spread evenly over the round); each cycle of slices starts one implementation
+    later than the one before (:func:`_rotated`). The calibration runs are not samples: every sample
     is taken in a round."""
     plans = {name: calibrate(loop, sample_s)[0] for name, loop in loops.items()}
     if pieces == EVERY_CALL:
         pieces = max(plans.values())
     per_call = {name: [] for name in loops}
-    for _ in range(max(1, samples)):
+    names = list(loops)
+    for k in range(max(1, samples)):
         spent = dict.fromkeys(loops, 0.0)
         for p in range(pieces):
-            for name, loop in loops.items():
+            for name in _rotated(names, k * pieces + p):
                 iters = _slice(plans[name], pieces, p)
                 if iters:
-                    spent[name] += loop(iters)
+                    spent[name] += loops[name](iters)
         for name, elapsed in spent.items():
             per_call[name].append(elapsed / plans[name])
     return {name: {"us": statistics.median(times) * 1e6, "us_min": min(times) * 1e6,

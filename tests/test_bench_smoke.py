@@ -221,6 +221,26 @@ def test_every_call_slices_take_the_calls_of_all_implementations_in_turns():
     assert result["slow"]["us_samples"] == pytest.approx([3000, 3000])
 
 
+def test_each_cycle_of_slices_starts_one_implementation_later():
+    """timing.measure: the implementations' slices are taken in turns, and each cycle of slices starts
+    with the implementation after the one that started the cycle before, so that no implementation is
+    always timed right after the same other one (what it leaves behind would be charged to it)."""
+    from ms_memcopy.benchmarks import timing
+
+    calls = []
+
+    def fake_loop(name):
+        def loop(iters):
+            calls.append(name)
+            return 1e-3 * iters
+        return loop
+
+    names = ["a", "b", "c"]
+    timing.measure({name: fake_loop(name) for name in names}, sample_s=0.01, samples=2, pieces=2)
+    cycles = [calls[-12:][i:i + 3] for i in range(0, 12, 3)]
+    assert cycles == [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]]
+
+
 @pytest.mark.skipif(os.environ.get("MS_MEMCOPY_LONG_TESTS") != "1",
                     reason="a quick run of the block cases; the smoke run checks the document's frame "
                            "(MS_MEMCOPY_LONG_TESTS=1 runs it, .ci/run does)")
