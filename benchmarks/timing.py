@@ -8,6 +8,7 @@ case are taken round-robin (for cases of close calls, each sample in slices take
 burst of load from elsewhere on the machine hits all of them alike. The reported time per call is the
 median over the samples; the minimum is kept too.
 """
+import random
 import statistics
 import time
 
@@ -55,13 +56,14 @@ def _slice(iters, pieces, p):
     return iters * (p + 1) // pieces - iters * p // pieces
 
 
-def _rotated(names, turn):
-    """names in the order of slice cycle `turn`: each cycle starts one implementation later than the one
-    before, so that what an implementation leaves behind (MindSpore's worker threads still spinning after
+def _cycle_order(names, cycle):
+    """names in the order of slice cycle `cycle`: a shuffle seeded by the cycle's number (the same in every
+    run), so that what an implementation leaves behind (MindSpore's worker threads still spinning after
     a burst of queued eager calls, caches filled with its data) falls on each of the others in turn, not
-    always on the one after it."""
-    start = turn % len(names)
-    return names[start:] + names[:start]
+    always on the one after it in a fixed order."""
+    order = list(names)
+    random.Random(cycle).shuffle(order)
+    return order
 
 
 def measure(loops, sample_s, samples, pieces=1):
@@ -72,8 +74,8 @@ def measure(loops, sample_s, samples, pieces=1):
     taken in `pieces` slices in turns with the other implementations' slices (A's first slice, B's first,
     ..., A's second, ...), so that a burst of load from elsewhere on the machine falls on all of them alike
     rather than on the one sampled at that moment (EVERY_CALL: slices of one call each, the calls of all
-    the implementations spread evenly over the round); each cycle of slices starts one implementation
-    later than the one before (:func:`_rotated`). The calibration runs are not samples: every sample
+    the implementations spread evenly over the round); each cycle of slices takes the implementations in
+    an order of its own (:func:`_cycle_order`). The calibration runs are not samples: every sample
     is taken in a round."""
     plans = {name: calibrate(loop, sample_s)[0] for name, loop in loops.items()}
     if pieces == EVERY_CALL:
@@ -83,7 +85,7 @@ def measure(loops, sample_s, samples, pieces=1):
     for k in range(max(1, samples)):
         spent = dict.fromkeys(loops, 0.0)
         for p in range(pieces):
-            for name in _rotated(names, k * pieces + p):
+            for name in _cycle_order(names, k * pieces + p):
                 iters = _slice(plans[name], pieces, p)
                 if iters:
                     spent[name] += loops[name](iters)

@@ -221,24 +221,33 @@ def test_every_call_slices_take_the_calls_of_all_implementations_in_turns():
     assert result["slow"]["us_samples"] == pytest.approx([3000, 3000])
 
 
-def test_each_cycle_of_slices_starts_one_implementation_later():
-    """timing.measure: the implementations' slices are taken in turns, and each cycle of slices starts
-    with the implementation after the one that started the cycle before, so that no implementation is
-    always timed right after the same other one (what it leaves behind would be charged to it)."""
+def test_each_cycle_of_slices_takes_the_implementations_in_an_order_of_its_own():
+    """timing.measure: every cycle of slices takes each implementation once, in an order that changes
+    from cycle to cycle (the same in every run), so that no implementation is always timed right after
+    the same other one (what that one leaves behind would be charged to it)."""
     from ms_memcopy.benchmarks import timing
 
-    calls = []
+    def run():
+        calls = []
 
-    def fake_loop(name):
-        def loop(iters):
-            calls.append(name)
-            return 1e-3 * iters
-        return loop
+        def fake_loop(name):
+            def loop(iters):
+                calls.append(name)
+                return 1e-3 * iters
+            return loop
 
-    names = ["a", "b", "c"]
-    timing.measure({name: fake_loop(name) for name in names}, sample_s=0.01, samples=2, pieces=2)
-    cycles = [calls[-12:][i:i + 3] for i in range(0, 12, 3)]
-    assert cycles == [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]]
+        names = ["a", "b", "c", "d"]
+        timing.measure({name: fake_loop(name) for name in names}, sample_s=0.01, samples=3, pieces=4)
+        measured = calls[-3 * 4 * 4:]
+        return [measured[i:i + 4] for i in range(0, len(measured), 4)]
+
+    cycles = run()
+    assert all(sorted(cycle) == ["a", "b", "c", "d"] for cycle in cycles)
+    flat = [name for cycle in cycles for name in cycle]
+    for name in "abcd":
+        before = {flat[i - 1] for i in range(1, len(flat)) if flat[i] == name}
+        assert len(before) >= 2, f"{name} always follows {before}"
+    assert run() == cycles
 
 
 @pytest.mark.skipif(os.environ.get("MS_MEMCOPY_LONG_TESTS") != "1",
