@@ -28,8 +28,8 @@ def eager_case():
       _every_op).
 
     Every int64 Tensor is used once before the timing, so that no row pays MindSpore's first use of a
-    Tensor on a share of its calls; the samples are taken in 20 slices each, the rows' order rotating
-    from one cycle of slices to the next (timing.measure).
+    Tensor on a share of its calls; the samples are taken in 20 slices each, every cycle of slices
+    taking the rows in an order of its own (timing.measure).
     """
     def build(stack):
         o = _ops()
