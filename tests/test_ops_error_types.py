@@ -233,6 +233,8 @@ PREFIXED = [
      lambda b: WaitTransfer(num_tensors=2)(f32(4, 2)[:, :1], f32(4), int64(16)), TypeError,
      "tensors[0] is a slice or view of a larger tensor: an in-place write would land in a temporary copy of it "
      "and be lost; pass the whole tensor and select the region with the op's own arguments"),
+    ("wait-list-token", "WaitTransfer",
+     lambda b: WaitTransfer(num_tensors=1)(f32(4), [16]), TypeError, "token must be a Tensor, not list"),
     ("swap-numpy-cache", "SwapBlocks(d2h)",
      lambda b: SwapBlocks("d2h", b, num_caches=2)(f32(4, 2), np.zeros((4, 2), np.float32), [[0, 0]]), TypeError,
      "caches[1] must be a Tensor, not ndarray"),
