@@ -80,6 +80,13 @@ DeviceMemoryScope::~DeviceMemoryScope() {
 #endif
 }
 
+DeviceMemoryScope::DeviceMemoryScope(DeviceMemoryScope &&other) noexcept
+    : ranges_(std::move(other.ranges_)), registered_(std::move(other.registered_)), sizes_(std::move(other.sizes_)) {
+  other.ranges_.clear();
+  other.registered_.clear();
+  other.sizes_.clear();
+}
+
 void DeviceMemoryScope::Add(const void *ptr, size_t nbytes) {
   if (ptr != nullptr && nbytes > 0) {
     ranges_.emplace_back(static_cast<char *>(const_cast<void *>(ptr)), nbytes);
@@ -160,6 +167,20 @@ void RegisterTensors(const TensorArg *args, size_t count, DeviceMemoryScope *mem
 
 // The streams HoldUntilLaunchCompletes held during the CPU-target launch running on this thread.
 thread_local std::vector<aclrtStream> *held_streams = nullptr;
+// The device-memory declaration of that launch (TakeLaunchMemory).
+thread_local DeviceMemoryScope *launch_memory = nullptr;
+
+// Sets launch_memory for one launch.
+class LaunchMemory {
+ public:
+  explicit LaunchMemory(DeviceMemoryScope *memory) : outer_(launch_memory) { launch_memory = memory; }
+  ~LaunchMemory() { launch_memory = outer_; }
+  LaunchMemory(const LaunchMemory &) = delete;
+  LaunchMemory &operator=(const LaunchMemory &) = delete;
+
+ private:
+  DeviceMemoryScope *outer_;
+};
 
 // Collects the held streams for one launch and releases them when it ends, completed or failed.
 class HeldStreams {
@@ -197,11 +218,21 @@ void HoldUntilLaunchCompletes(aclrtStream stream) {
 #endif
 }
 
+std::unique_ptr<DeviceMemoryScope> TakeLaunchMemory() {
+  if (launch_memory == nullptr) {
+    return nullptr;
+  }
+  auto taken = std::make_unique<DeviceMemoryScope>(std::move(*launch_memory));
+  launch_memory = nullptr;  // taken once: a second taker declares its own
+  return taken;
+}
+
 void RunOnHostTarget(const OpBody &body, KernelState &state, const TensorArg *args, size_t count) {
   state.device = HostTargetDevice();
   aclrtStream stream = ThreadStream();
   DeviceMemoryScope memory;
   RegisterTensors(args, count, &memory);
+  const LaunchMemory current(&memory);
   HeldStreams held;  // released when this returns or throws, after the launch's stream has completed
   try {
     body.run(state, args, count, stream);

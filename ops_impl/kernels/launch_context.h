@@ -40,6 +40,8 @@ class MSMC_KERNELS_API DeviceMemoryScope {
   ~DeviceMemoryScope();
   DeviceMemoryScope(const DeviceMemoryScope &) = delete;
   DeviceMemoryScope &operator=(const DeviceMemoryScope &) = delete;
+  // Takes over what `other` declared (`other` then declares nothing).
+  DeviceMemoryScope(DeviceMemoryScope &&other) noexcept;
 
   void Reserve(size_t count) { ranges_.reserve(count); }
   void Add(const void *ptr, size_t nbytes);
@@ -72,6 +74,11 @@ MSMC_KERNELS_API void RunOnHostTarget(const OpBody &body, KernelState &state, co
 // stream's thread is woken once, with everything queued and its wait already satisfied. Elsewhere
 // (CANN, or outside such a launch) it does nothing.
 MSMC_KERNELS_API void HoldUntilLaunchCompletes(aclrtStream stream);
+
+// Within a CPU-target launch (RunOnHostTarget): the launch's declaration of its tensors as device
+// memory, which the launch then no longer undeclares when it ends, for work queued on another stream
+// that outlives the launch. Elsewhere (CANN, or outside such a launch), or once taken: nullptr.
+MSMC_KERNELS_API std::unique_ptr<DeviceMemoryScope> TakeLaunchMemory();
 
 }  // namespace msmc
 

@@ -173,13 +173,14 @@ void TransferRing::WaitFor(size_t index, uint64_t generation) {
   SynchronizeEvent(end);
 }
 
-void TransferTicket::Queued(std::shared_ptr<void> owner, TransferRing *ring, size_t index, uint64_t generation) {
+void TransferTicket::Queued(std::shared_ptr<void> owner, TransferRing *ring, size_t index, uint64_t generation,
+                            bool failing) {
   std::lock_guard<std::mutex> lock(mu_);
   owner_ = std::move(owner);
   ring_ = ring;
   index_ = index;
   generation_ = generation;
-  state_ = kQueued;
+  state_ = failing ? kFailing : kQueued;
   cv_.notify_all();
 }
 
@@ -212,7 +213,7 @@ bool TransferTicket::Transferred() {
 
 bool TransferTicket::Done() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (state_ == kPending || !Transferred()) {
+  if (state_ == kPending || state_ == kFailing || !Transferred()) {
     return false;
   }
   if (state_ == kFailed) {
@@ -223,7 +224,7 @@ bool TransferTicket::Done() {
 
 void TransferTicket::Wait() {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return state_ != kPending; });
+  cv_.wait(lock, [this] { return state_ == kQueued || state_ == kFailed; });
   if (ring_ != nullptr) {
     TransferRing *ring = ring_;
     const size_t index = index_;
@@ -257,9 +258,9 @@ TicketScope::TicketScope(TransferTicket *ticket, std::shared_ptr<void> owner) {
 
 TicketScope::~TicketScope() { current_ticket = CurrentTicket{}; }
 
-void NoteTransfer(TransferRing &ring, const TransferRing::Slot &slot) {
+void NoteTransfer(TransferRing &ring, const TransferRing::Slot &slot, bool failing) {
   if (current_ticket.ticket != nullptr) {
-    current_ticket.ticket->Queued(current_ticket.owner, &ring, ring.IndexOf(slot), slot.generation);
+    current_ticket.ticket->Queued(current_ticket.owner, &ring, ring.IndexOf(slot), slot.generation, failing);
     current_ticket.ticket = nullptr;  // one transfer per launch
   }
 }

@@ -84,8 +84,9 @@ class TransferRing {
 // for it alone. Nothing of MindSpore's is called, so neither drains MindSpore's queues.
 class MSMC_KERNELS_API TransferTicket {
  public:
-  // The launch queued its transfer in slot `index` of `ring`; `owner` keeps the ring alive.
-  void Queued(std::shared_ptr<void> owner, TransferRing *ring, size_t index, uint64_t generation);
+  // The launch queued its transfer in slot `index` of `ring`; `owner` keeps the ring alive. `failing`:
+  // the launch failed after taking the slot, and Fail follows with its error (the waiters wait for it).
+  void Queued(std::shared_ptr<void> owner, TransferRing *ring, size_t index, uint64_t generation, bool failing = false);
   // The launch failed with `what` (after Queued when some copies were queued).
   void Fail(const std::string &what);
   // The launch returned: a ticket that no transfer filled fails (not an asynchronous form).
@@ -98,7 +99,7 @@ class MSMC_KERNELS_API TransferTicket {
   void Wait();
 
  private:
-  enum State { kPending, kQueued, kFailed };
+  enum State { kPending, kQueued, kFailing, kFailed };
   bool Transferred();  // with mu_ held: no transfer, or its copies have completed
 
   std::mutex mu_;
@@ -122,8 +123,9 @@ class MSMC_KERNELS_API TicketScope {
 };
 
 // Called by an asynchronous form after it queued its transfer in `slot` of `ring`: tells the ticket of
-// the calling thread's TicketScope, if any.
-void NoteTransfer(TransferRing &ring, const TransferRing::Slot &slot);
+// the calling thread's TicketScope, if any; `failing`: the launch failed after taking the slot (the
+// entry then fails the ticket with the error it raises).
+void NoteTransfer(TransferRing &ring, const TransferRing::Slot &slot, bool failing = false);
 
 }  // namespace msmc
 

@@ -2,8 +2,8 @@
 // polls: a ticket is pending until its launch reports a ring slot, not done while the slot's transfer is
 // queued behind a held stream (a poll never waits: aclhostGetHostWaitCount unchanged), done once it has
 // run, and still done after the slot was reused; a poller on another thread runs against the launches
-// (the sanitizer builds check the ring's lock); a failed launch raises from Done() and Wait(), and a
-// launch that queued no transfer fails its ticket.
+// (the sanitizer builds check the ring's lock); a failed launch raises from Done() and Wait(), also
+// one that failed after taking its slot, and a launch that queued no transfer fails its ticket.
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -28,13 +28,14 @@ void Block(void *gate) {
   }
 }
 
-// A transfer of `ring` on `stream`, reported to `ticket` as an asynchronous form's launch does.
+// A transfer of `ring` on `stream`, reported to `ticket` as an asynchronous form's launch does
+// (`failing`: as a launch whose body failed after it took the slot).
 void Launch(msmc::TransferRing &ring, aclrtStream stream, msmc::TransferTicket *ticket,
-            const std::shared_ptr<void> &owner) {
+            const std::shared_ptr<void> &owner, bool failing = false) {
   msmc::TicketScope scope(ticket, owner);
   msmc::TransferRing::Slot &slot = ring.Acquire();
   ring.Release(slot, stream);
-  msmc::NoteTransfer(ring, slot);
+  msmc::NoteTransfer(ring, slot, failing);
 }
 
 bool Throws(const std::function<void()> &call, const std::string &text) {
@@ -91,6 +92,20 @@ int main() {
   failed.Fail("ms_memcopy X: broken");
   Expect(Throws([&] { failed.Wait(); }, "broken"), "a failed launch raises from Wait()");
   Expect(Throws([&] { (void)failed.Done(); }, "broken"), "and from Done()");
+
+  // A launch that failed after taking its slot: its waiters wait for the entry's error, even once the
+  // slot's transfer has run, and raise it.
+  msmc::TransferTicket failing;
+  Launch(ring, stream, &failing, owner, true);
+  Require(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+  Expect(!failing.Done(), "not done before the entry reported the failure");
+  std::atomic<bool> raised{false};
+  std::thread waiter([&] { raised.store(Throws([&] { failing.Wait(); }, "late")); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  failing.Fail("ms_memcopy Z: late");
+  waiter.join();
+  Expect(raised.load(), "Wait() waits for the failure and raises it");
+  Expect(Throws([&] { (void)failing.Done(); }, "late"), "and Done() raises it");
 
   msmc::TransferTicket empty;
   {

@@ -7,7 +7,7 @@
 // error texts and ACL calls) on the lane's stream, with its own KernelState for that body; its int64
 // output (bytes moved) goes to a scratch buffer of the kernel's on the lane, and the token (the same
 // value) to the op's output on the launching stream, so the framework's output is never written
-// after the launch. The check runs before anything is queued: nothing moves when it fails.
+// after the launch. The body's check runs before it queues any copy: nothing moves when it fails.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -168,9 +168,14 @@ void CheckAsync(const char *op, KernelState &s, const TensorArg *args, size_t co
 }
 
 // The tensors (all but host-value inputs) declared as device memory until the transfer has run (host
-// runtime; nothing with CANN, where they are device memory).
+// runtime; nothing with CANN, where they are device memory): the declaration the launch made, kept
+// past its end, or a new one outside a CPU-target launch.
 std::unique_ptr<DeviceMemoryScope> DeclareTensors(const TensorArg *args, size_t count) {
-  auto memory = std::make_unique<DeviceMemoryScope>();
+  std::unique_ptr<DeviceMemoryScope> memory = TakeLaunchMemory();
+  if (memory != nullptr) {
+    return memory;
+  }
+  memory = std::make_unique<DeviceMemoryScope>();
   memory->Reserve(count);
   for (size_t i = 0; i < count; ++i) {
     if (!args[i].host_values) {
@@ -188,7 +193,6 @@ void RunAsync(const char *op, KernelState &s, const TensorArg *args, size_t coun
   Prepare(form, s, t);
   TensorArg *body_args = BodyArgs(form, t, args, count, true);
   const size_t body_count = BodyCount(form, count);
-  body.check(t.body, body_args, body_count);  // every value known: a mistake stops here, before any event
   const aclrtStream lane = TransferStream(s.device, form.lane);
   HoldUntilLaunchCompletes(lane);
   TransferRing::Slot &slot = t.ring.Acquire();
@@ -196,13 +200,13 @@ void RunAsync(const char *op, KernelState &s, const TensorArg *args, size_t coun
   CheckAcl(aclrtRecordEvent(slot.start, stream), "aclrtRecordEvent");
   CheckAcl(aclrtStreamWaitEvent(lane, slot.start), "aclrtStreamWaitEvent");
   try {
-    body.run(t.body, body_args, body_count, lane);
+    body.run(t.body, body_args, body_count, lane);  // its check comes first: a mistake queues no copy
   } catch (...) {
-    // An ACL failure part way: what was queued runs after the launching stream's work, which may not
-    // have run yet (the CPU target completes it after this returns), so the slot keeps the tensors
-    // declared until the lane has passed its end event.
+    // A failed check, or an ACL failure part way: what was queued runs after the launching stream's
+    // work, which may not have run yet (the CPU target completes it after this returns), so the slot
+    // keeps the tensors declared until the lane has passed the transfer's end.
     t.ring.Release(slot, lane);
-    NoteTransfer(t.ring, slot);
+    NoteTransfer(t.ring, slot, true);
     throw;
   }
   t.ring.Release(slot, lane);
