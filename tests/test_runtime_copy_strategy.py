@@ -144,6 +144,9 @@ def test_calibrated_choice_follows_the_documented_rule():
         assert "calibrated over" in text, text
         assert {("memcpy", 1), ("memcpy", cores)} <= set(measured), text
         assert (kind, threads) in acceptable_choices(measured, cores), text
+        # over buffers of twice the last-level cache each, 8 to 128 MiB (a whole of 64 KiB pieces)
+        cache_mib = int(re.search(r"large wholes from (\d+) MiB", text).group(1))
+        assert int(re.search(r"calibrated over (\d+) MiB", text).group(1)) == min(max(2 * cache_mib, 8), 128), text
     assert "last-level cache" in text
 
 

@@ -1,7 +1,7 @@
 // How the copy engine moves large copies on this machine: with the platform's std::memcpy or with
 // streaming stores (line after line, or four pages at a time), on one thread or split across the copy pool. Decided
-// once per process, at the first large copy, from a short calibration of each way over buffers larger than the
-// last-level cache (tens of milliseconds), unless the environment fixes it:
+// once per process, at the first large copy, from a short calibration of each way over buffers twice the size
+// of the last-level cache (a few tenths of a second), unless the environment fixes it:
 //   MS_MEMCOPY_STREAMING_STORES  "0": memcpy, "1": streaming stores line after line, "interleaved": four
 //                                pages at a time (where the build has them); anything else: calibrated
 //   MS_MEMCOPY_COPY_THREADS      the most threads a large copy may use; set: no thread calibration
