@@ -70,6 +70,11 @@ class RouteRunner : public ms::pynative::PyboostRunner {
         ticket_->Fail(e.what());
       }
       RaiseInFramework(e);  // it leaves MindSpore's device task
+    } catch (...) {
+      if (ticket_ != nullptr) {  // a failing ticket waits for its error: it must never be left without one
+        ticket_->Fail(std::string("ms_memcopy ") + body_.label + ": the launch failed with an unknown error");
+      }
+      throw;
     }
   }
 
