@@ -34,7 +34,8 @@ const int64_t *KnownInt64(const TensorArg &t, const char *argument, size_t expec
 // is returned unchanged, for the check to refuse.
 TensorArg ValuesOnHost(const TensorArg &t, std::vector<int64_t> *storage);
 
-// Writes host_results into an int64 output tensor, without waiting for the stream.
+// Writes host_results into an int64 output tensor, without waiting for the stream (nothing when the
+// state discards its results; the output's size is checked either way).
 void WriteResults(KernelState &s, const TensorArg &out, aclrtStream stream);
 
 // Checks that [offset, offset + span) lies within a HostBuffer of `capacity` bytes; returns offset.

@@ -83,6 +83,9 @@ class KernelState {
   int32_t device = 0;
   std::vector<int64_t> host_results;  // int64 outputs computed on the host (from shapes)
   ResultStaging results;              // ... and written to the device through pinned slots
+  // Nobody reads the int64 output (the synchronous body an asynchronous form runs on its lane):
+  // WriteResults checks its size and writes nothing.
+  bool discard_results = false;
 
  private:
   std::vector<std::pair<std::string, int64_t>> attrs_;

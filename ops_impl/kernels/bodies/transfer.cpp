@@ -4,10 +4,10 @@
 // the lane's transfers. Definitions: configs/ops/transfer.yaml; primitives: ms_memcopy/ops/transfer.py.
 //
 // An asynchronous form runs the body of its synchronous op (found by name: the same check, plan,
-// error texts and ACL calls) on the lane's stream, with its own KernelState for that body; its int64
-// output (bytes moved) goes to a scratch buffer of the kernel's on the lane, and the token (the same
-// value) to the op's output on the launching stream, so the framework's output is never written
-// after the launch. The body's check runs before it queues any copy: nothing moves when it fails.
+// error texts and ACL calls) on the lane's stream, with its own KernelState for that body; that state
+// discards the body's int64 output (bytes moved), and the token (the same value) goes to the op's
+// output on the launching stream, so the framework's output is never written after the launch. The body's check runs
+// before it queues any copy: nothing moves when it fails.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -29,8 +29,8 @@ MSMC_REGISTER_ATTRS(kAttrs);
 
 // How an asynchronous form's arguments map onto its synchronous op's.
 enum class Layout {
-  // The synchronous op's inputs, then its int64 output (replaced by a scratch buffer of the kernel's);
-  // the token is the sum of what the body writes there.
+  // The synchronous op's inputs, then its int64 output (discarded); the token is the sum of the values
+  // the body computes for it.
   kResultLast,
   // MemcpyBatch h2d in place: the form takes (tensors..., offsets), the synchronous body (offsets,
   // outputs...) with the tensors as its outputs; the token is the tensors' bytes.
@@ -78,58 +78,26 @@ const OpBody &SyncBody(const AsyncForm &form) {
   return *body;
 }
 
-// Device memory of the kernel's that the synchronous body writes its int64 results into, on the lane.
-class Scratch {
- public:
-  Scratch() = default;
-  ~Scratch() { Free(); }
-  Scratch(const Scratch &) = delete;
-  Scratch &operator=(const Scratch &) = delete;
-  // At least `values` int64 values (the results of one body, fixed per kernel instance).
-  void *Get(size_t values) {
-    if (values > capacity_) {
-      Free();
-      CheckAcl(aclrtMalloc(&data_, CheckedMul(values, sizeof(int64_t), "results"), ACL_MEM_MALLOC_HUGE_FIRST),
-               "aclrtMalloc");
-      capacity_ = values;
-    }
-    return data_;
-  }
-
- private:
-  void Free() {
-    if (data_ != nullptr) {
-      (void)aclrtFree(data_);
-      data_ = nullptr;
-      capacity_ = 0;
-    }
-  }
-  void *data_ = nullptr;
-  size_t capacity_ = 0;
-};
-
 // Per kernel instance; members are destroyed bottom-up, so the ring waits for the transfers before the
-// body's state and the scratch they use go.
+// body's state they use goes.
 struct TransferState {
-  Scratch scratch;
-  KernelState body;  // the synchronous body's state (its plans and result slots)
+  KernelState body;  // the synchronous body's state (its plans; its results discarded)
   TransferRing ring;
   std::vector<TensorArg> args;
   int64_t results_shape[1] = {1};
 };
 
-// The synchronous body's args from the form's (tensors..., token): see Layout. `launch`: the scratch
-// is allocated (the check passes no data).
-TensorArg *BodyArgs(const AsyncForm &form, TransferState &t, const TensorArg *args, size_t count, bool launch) {
+// The synchronous body's args from the form's (tensors..., token): see Layout. The body's int64 output
+// has a shape and no memory: the body's state discards its results (the token carries them).
+TensorArg *BodyArgs(const AsyncForm &form, TransferState &t, const TensorArg *args, size_t count) {
   if (form.layout == Layout::kTensorsInPlace) {
     t.args.assign(1, args[count - 2]);  // offsets
     t.args.insert(t.args.end(), args, args + count - 2);
     return t.args.data();
   }
   t.results_shape[0] = form.result_per_tensor ? static_cast<int64_t>(count - 2) : 1;
-  const size_t results = static_cast<size_t>(t.results_shape[0]);
   t.args.assign(args, args + count);
-  t.args.back() = TensorArg{launch ? t.scratch.Get(results) : nullptr, t.results_shape, 1, "int64"};
+  t.args.back() = TensorArg{nullptr, t.results_shape, 1, "int64"};
   return t.args.data();
 }
 
@@ -158,13 +126,14 @@ void Prepare(const AsyncForm &form, KernelState &s, TransferState &t) {
     t.body.StoreAttr(name, s.Attr(name));
   }
   t.body.device = s.device;
+  t.body.discard_results = true;
 }
 
 void CheckAsync(const char *op, KernelState &s, const TensorArg *args, size_t count) {
   const AsyncForm &form = Form(op);
   TransferState &t = s.Family<TransferState>();
   Prepare(form, s, t);
-  SyncBody(form).check(t.body, BodyArgs(form, t, args, count, false), BodyCount(form, count));
+  SyncBody(form).check(t.body, BodyArgs(form, t, args, count), BodyCount(form, count));
 }
 
 // The tensors (all but host-value inputs) declared as device memory until the transfer has run (host
@@ -191,7 +160,7 @@ void RunAsync(const char *op, KernelState &s, const TensorArg *args, size_t coun
   const OpBody &body = SyncBody(form);
   TransferState &t = s.Family<TransferState>();
   Prepare(form, s, t);
-  TensorArg *body_args = BodyArgs(form, t, args, count, true);
+  TensorArg *body_args = BodyArgs(form, t, args, count);
   const size_t body_count = BodyCount(form, count);
   const aclrtStream lane = TransferStream(s.device, form.lane);
   HoldUntilLaunchCompletes(lane);
