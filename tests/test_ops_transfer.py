@@ -17,7 +17,9 @@ from mindspore import nn, ops
 
 from ms_memcopy import HostBuffer
 from ms_memcopy import _kernels_lib
+from ms_memcopy import _paths
 from ms_memcopy import runtime as rt
+from ms_memcopy.acl_constants import ACL_MEM_LOCATION_TYPE_DEVICE, ACL_MEM_LOCATION_TYPE_UNREGISTERED
 from ms_memcopy._framework import sync_launches
 from ms_memcopy.ops import (CopyBlocks, CopyBlocksAsync, Memcpy2D, Memcpy2DAsync, MemcpyBatch, MemcpyBatchAsync,
                             SwapBlocks, SwapBlocksAsync, WaitTransfer, transfer)
@@ -164,6 +166,31 @@ def test_the_copies_run_on_the_lane_and_the_wait_orders_the_read():
     wait_transfers()
     buf.close()
 
+
+
+@pytest.mark.skipif(not _paths.uses_host_runtime(), reason="the host runtime's device-memory declarations")
+def test_a_held_transfer_keeps_the_launch_declaration_of_its_tensors():
+    """On the CPU target a launch declares its tensors as device memory while it runs. A synchronous op's
+    declaration ends with its launch; an asynchronous form's ring slot takes it over, so the caches its
+    held lane has yet to write stay declared after the launch has returned."""
+    buf = HostBuffer(2 * 4 * BLOCK_BYTES)
+    sync_k, sync_v = parameters(caches(), "declared_sync")
+    SwapBlocks("h2d", buf, num_caches=2)(sync_k, sync_v, [[0, 1]])
+    sync_launches()
+    assert rt.get_mem_location(sync_k._data_ptr()).type == ACL_MEM_LOCATION_TYPE_UNREGISTERED
+    k, v = parameters(caches(), "declared_async")
+    swap_in = SwapBlocksAsync("h2d", buf, num_caches=2)
+    gate = Gate(1)
+    try:
+        token = swap_in(k, v, [[0, 1]])
+        sync_launches()
+        for cache in (k, v):
+            assert rt.get_mem_location(cache._data_ptr()).type == ACL_MEM_LOCATION_TYPE_DEVICE
+    finally:
+        gate.release()
+    WaitTransfer(num_tensors=2, lane="h2d")(k, v, token).asnumpy()
+    wait_transfers()
+    buf.close()
 
 class SwapOut(nn.Cell):
     """A swap-out of (k, v) and nothing after it: no WaitTransfer, no read."""
