@@ -152,9 +152,6 @@ aclError CompleteLaunchNoThrow(aclrtStream stream) noexcept { return aclrtSynchr
 
 }  // namespace
 
-namespace {
-
-// Declares the launch's tensors (all but host-value inputs) as device memory.
 void RegisterTensors(const TensorArg *args, size_t count, DeviceMemoryScope *memory) {
   memory->Reserve(count);
   for (size_t i = 0; i < count; ++i) {
@@ -164,6 +161,8 @@ void RegisterTensors(const TensorArg *args, size_t count, DeviceMemoryScope *mem
   }
   memory->Register();
 }
+
+namespace {
 
 // The streams HoldUntilLaunchCompletes held during the CPU-target launch running on this thread.
 thread_local std::vector<aclrtStream> *held_streams = nullptr;

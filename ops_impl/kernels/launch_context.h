@@ -54,6 +54,9 @@ class MSMC_KERNELS_API DeviceMemoryScope {
   std::vector<size_t> sizes_;
 };
 
+// Adds the tensors (all but host-value inputs) to `memory` and registers them (DeviceMemoryScope).
+MSMC_KERNELS_API void RegisterTensors(const TensorArg *args, size_t count, DeviceMemoryScope *memory);
+
 // Synchronizes stream; throws AclCallError on failure.
 MSMC_KERNELS_API void Synchronize(aclrtStream stream);
 // Whether the work before event's latest record has completed (aclrtQueryEventStatus), and a wait for

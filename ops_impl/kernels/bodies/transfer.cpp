@@ -145,13 +145,7 @@ std::unique_ptr<DeviceMemoryScope> DeclareTensors(const TensorArg *args, size_t 
     return memory;
   }
   memory = std::make_unique<DeviceMemoryScope>();
-  memory->Reserve(count);
-  for (size_t i = 0; i < count; ++i) {
-    if (!args[i].host_values) {
-      memory->Add(args[i].data, NumBytes(args[i], "tensor"));
-    }
-  }
-  memory->Register();
+  RegisterTensors(args, count, memory.get());
   return memory;
 }
 
