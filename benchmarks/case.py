@@ -17,9 +17,6 @@ class Case:
     # build(stack) -> {impl name: (role, loop)}; allocations are registered on the ExitStack.
     build: Callable = None
     samples_scale: int = 1  # more samples for cases whose ratios are close calls (per-call overheads)
-    # longer samples: for a case judged on many close ratios in every round (each round's ratios then
-    # average over more of the machine's bursts)
-    sample_s_scale: int = 1
     # slices of each sample, taken in turns with the other implementations' (close calls; timing.EVERY_CALL:
     # one call each)
     pieces: int = 1

@@ -28,7 +28,7 @@ def eager_case():
       _every_op).
 
     Every int64 Tensor is used once before the timing, so that no row pays MindSpore's first use of a
-    Tensor on a share of its calls; the samples are taken in 60 slices each, every cycle of slices
+    Tensor on a share of its calls; the samples are taken in 20 slices each, every cycle of slices
     taking the rows in an order of its own (timing.measure).
     """
     def build(stack):
@@ -119,10 +119,7 @@ def eager_case():
             "behind queued work: ms Identity": (BASELINE, behind_queued_work(lambda i: identity(x))),
             **_every_op(stack),
         }
-    # Samples of three times the run's length in 60 slices (runs of about 60 calls of one kind) and the
-    # run's rounds: each round's ~50 ratios average over three times as many of the machine's bursts
-    # as in rounds of the run's length (finding 22).
-    return Case("ops.eager", f"eager call on {SMALL} float32", SMALL * 4, build=build, sample_s_scale=3, pieces=60,
+    return Case("ops.eager", f"eager call on {SMALL} float32", SMALL * 4, build=build, samples_scale=3, pieces=20,
                 params={"queued_matmul": QUEUED_MATMUL})
 
 

@@ -134,8 +134,7 @@ def run(cases, settings, quiet):
                 impls = case.build(stack)
                 if not impls:
                     continue
-                sample_s = settings.sample_s * case.sample_s_scale
-                stats = measure({name: loop for name, (_, loop) in impls.items()}, sample_s,
+                stats = measure({name: loop for name, (_, loop) in impls.items()}, settings.sample_s,
                                 settings.samples * case.samples_scale, case.pieces)
                 measured = {name: (impls[name][0], stats[name]) for name in impls}
         except Exception as e:  # noqa: BLE001  (one broken case must not lose a long run)
@@ -144,7 +143,7 @@ def run(cases, settings, quiet):
             print(f"[{i:3d}/{len(cases)}] {case.group} {case.label}: FAILED: {type(e).__name__}: {e}",
                   file=sys.stderr, flush=True)
             continue
-        results.append(report.summarize(case, measured, sample_s))
+        results.append(report.summarize(case, measured))
         if not quiet:
             print(f"[{i:3d}/{len(cases)}] {case.group:17s} {case.label:45.45s} {report.fmt_size(case.nbytes):>8s} "
                   f"{time.perf_counter() - t0:5.1f} s  (total {time.perf_counter() - start:5.1f} s)",

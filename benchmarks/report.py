@@ -21,9 +21,8 @@ def fmt_us(us):
     return f"{us:.2f}" if us < 10 else f"{us:.1f}" if us < 1000 else f"{us:.0f}"
 
 
-def summarize(case, measured, sample_s=None):
-    """One JSON record: the case, each implementation's time and bandwidth, ours/baseline ratios, and
-    the shortest sample its implementations were calibrated to (sample_s, when given)."""
+def summarize(case, measured):
+    """One JSON record: the case, each implementation's time and bandwidth, ours/baseline ratios."""
     impls = {}
     for name, (role, stats) in measured.items():
         gbps = case.nbytes / (stats["us"] * 1e-6) / 1e9 if stats["us"] > 0 else None
@@ -31,8 +30,7 @@ def summarize(case, measured, sample_s=None):
     ratios = {o: {b: impls[o]["us"] / impls[b]["us"] for b in impls if impls[b]["role"] == "baseline"}
               for o in impls if impls[o]["role"] == OURS}
     return {"group": case.group, "label": case.label, "nbytes": case.nbytes, "count": case.count,
-            "params": case.params, "impls": impls, "ratios": ratios,
-            **({"sample_s": sample_s} if sample_s is not None else {})}
+            "params": case.params, "impls": impls, "ratios": ratios}
 
 
 def ratio_samples(result, ours, baseline):
@@ -114,15 +112,6 @@ def _verdict(target):
     return f"**{status}**" if status in ("met", "missed", "unsure") else status
 
 
-def _longer_samples(meta, results):
-    """' (0.15 s in ops.eager)': the cases calibrated to longer samples than the run's, or ''."""
-    longer = {}
-    for r in results:
-        if r.get("sample_s", 0) > meta["timing"]["sample_s"]:
-            longer.setdefault(round(r["sample_s"], 6), []).append(r["group"])
-    return "".join(f" ({s:.6g} s in {', '.join(sorted(set(groups)))})" for s, groups in sorted(longer.items()))
-
-
 def markdown_document(meta, results, targets):
     """One run as Markdown: how and where it ran, the goals with their verdicts, every group's table
     with each ratio's spread over the rounds of samples."""
@@ -142,8 +131,7 @@ def markdown_document(meta, results, targets):
         *([f"- host runtime copy strategy (chosen at the first large copy): {meta['copy_strategy']}"]
           if meta.get("copy_strategy") else []),
         f"- timing: each implementation of a case is calibrated to samples of at least "
-        f"{meta['timing']['sample_s']} s{_longer_samples(meta, results)}, then sampled "
-        f"{', '.join(map(str, samples))} times in rounds (one sample "
+        f"{meta['timing']['sample_s']} s, then sampled {', '.join(map(str, samples))} times in rounds (one sample "
         "of every implementation per round; in the cases of close calls, each sample in slices taken in turns); "
         "`us` is the median time per call; `x name` is our time / that baseline's time (below 1: faster), the "
         "median over the rounds with its range in brackets",

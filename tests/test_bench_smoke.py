@@ -60,11 +60,6 @@ def test_bench_smoke_writes_results(tmp_path):
     eager = next(r for r in doc["results"] if r["group"] == "ops.eager")
     sampled = {name.split(", ")[0] for name in eager["impls"] if name.startswith("every op: ")}
     assert len(sampled) == len(set(op_defs.all_op_defs()) - samples.GRADIENT_ONLY), sorted(sampled)
-    # The eager case samples 3x as long as the run's samples, and the document's timing line says so.
-    run_sample_s = doc["meta"]["timing"]["sample_s"]
-    assert eager["sample_s"] == pytest.approx(3 * run_sample_s)
-    assert {r["sample_s"] for r in doc["results"] if r["group"] != "ops.eager"} == {run_sample_s}
-    assert f"at least {run_sample_s} s ({eager['sample_s']:.6g} s in ops.eager)" in markdown.read_text()
     assert len({r["params"]["cache_bytes"] for r in doc["results"] if r["group"] == "ops.write"}) == 2
     for record in doc["results"]:
         roles = {v["role"] for v in record["impls"].values()}
