@@ -28,15 +28,22 @@ class OpCell(nn.Cell):
 
 class PickCell(nn.Cell):
     """op applied to some of the inputs (indexes in `picks`): graphs that share one input list, so that
-    each pays the same per-input cost of a graph call and they differ only by their kernel."""
+    each pays the same per-input cost of a graph call and they differ only by their kernel. first_output:
+    the graph returns the first of the op's outputs, so that an op with a tuple of outputs returns one
+    tensor as the others do (MindSpore's step costs more when it returns a tuple: ops.Identity's 3-4%
+    more returned as a 1-tuple, docs/performance.md finding 22)."""
 
-    def __init__(self, op, picks):
+    def __init__(self, op, picks, first_output=False):
         super().__init__()
         self.op = op
         self.picks = tuple(picks)
+        self.first_output = first_output
 
     def construct(self, *xs):
-        return self.op(*[xs[i] for i in self.picks])
+        out = self.op(*[xs[i] for i in self.picks])
+        if self.first_output:
+            return out[0]
+        return out
 
 
 class EmptyCell(nn.Cell):
