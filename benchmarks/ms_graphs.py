@@ -30,7 +30,7 @@ class PickCell(nn.Cell):
     """op applied to some of the inputs (indexes in `picks`): graphs that share one input list, so that
     each pays the same per-input cost of a graph call and they differ only by their kernel. first_output:
     the graph returns the first of the op's outputs, so that an op with a tuple of outputs returns one
-    tensor as the others do (MindSpore's step costs more when it returns a tuple: ops.Identity's 3-4%
+    tensor as the others do (MindSpore's step costs more when it returns a tuple: ops.Identity's 2-4%
     more returned as a 1-tuple, docs/performance.md finding 22)."""
 
     def __init__(self, op, picks, first_output=False):
