@@ -167,7 +167,6 @@ def test_the_copies_run_on_the_lane_and_the_wait_orders_the_read():
     buf.close()
 
 
-
 @pytest.mark.skipif(not _paths.uses_host_runtime(), reason="the host runtime's device-memory declarations")
 def test_a_held_transfer_keeps_the_launch_declaration_of_its_tensors():
     """On the CPU target a launch declares its tensors as device memory while it runs. A synchronous op's
@@ -191,6 +190,7 @@ def test_a_held_transfer_keeps_the_launch_declaration_of_its_tensors():
     WaitTransfer(num_tensors=2, lane="h2d")(k, v, token).asnumpy()
     wait_transfers()
     buf.close()
+
 
 class SwapOut(nn.Cell):
     """A swap-out of (k, v) and nothing after it: no WaitTransfer, no read."""

@@ -6,8 +6,8 @@
 // An asynchronous form runs the body of its synchronous op (found by name: the same check, plan,
 // error texts and ACL calls) on the lane's stream, with its own KernelState for that body; that state
 // discards the body's int64 output (bytes moved), and the token (the same value) goes to the op's
-// output on the launching stream, so the framework's output is never written after the launch. The body's check runs
-// before it queues any copy: nothing moves when it fails.
+// output on the launching stream, so the framework's output is never written after the launch. The
+// body's check runs before it queues any copy: nothing moves when it fails.
 #include <cstring>
 #include <string>
 #include <vector>
