@@ -142,16 +142,26 @@ def test_an_eager_offset_takes_the_documented_python_hops_to_the_kernel(pynative
     op(x, offset)
     kernel, on_the_path = op._kernel, []
 
-    def recording_kernel(*values):
-        frame = sys._getframe(1)
+    def record():
+        frame = sys._getframe(2)
         while frame is not None:
             name = receives(frame, offset)
             if name is not None:
                 on_the_path.insert(0, name)
             frame = frame.f_back
-        return kernel(*values)
 
-    op._kernel = recording_kernel
+    class RecordingKernel:
+        """The KernelInstance's two entries, recording the frames that hold the offset when called."""
+
+        def __call__(self, *values):
+            record()
+            return kernel(*values)
+
+        def try_call(self, *values):
+            record()
+            return kernel.try_call(*values)
+
+    op._kernel = RecordingKernel()
     try:
         op(x, offset)
     finally:

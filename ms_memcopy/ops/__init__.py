@@ -25,9 +25,13 @@ Validation has one place per kind of mistake, each error raised before anything 
 - the op's infer function: dtypes (TypeError), in-place inputs that are not Parameters (TypeError),
   jit_level O2; in an eager call the module's KernelInstance checks an int64 input's dtype (the same
   TypeError) before the body's check;
-- Python, in an eager call, for what the kernel cannot see: argument types before conversion, the
-  dtypes of the other tensors, a block mapping given as numpy or a list (converted), an in-place
-  target that is a slice or view, a closed HostBuffer, the number of inputs.
+- Python, in an eager call, for what the kernel cannot see: argument types before conversion, a block
+  mapping given as numpy or a list (converted), an in-place target that is a slice or view, a closed
+  HostBuffer, the number of inputs. The dtypes of the other tensors, the jit level and whether each
+  tensor read is laid out densely are tested by the KernelInstance's ``try_call`` where C++ reads
+  them cheaply; where it cannot vouch for them it queues nothing, and the call makes every Python
+  check in order (the dtypes, jit_level O2, a dense copy of a strided tensor read), so a mistake
+  raises the same error as before and in the same order.
 
 Every error of these checks reads "ms_memcopy <primitive>(<mode>): <argument> ...", the prefix the
 kernels give theirs (the op's label, :func:`._errors.labelled_errors`).

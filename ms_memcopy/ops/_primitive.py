@@ -2,6 +2,7 @@
 primitive of ms_memcopy.ops is or holds (how it is run and checked: :mod:`ms_memcopy.ops`)."""
 import operator
 from typing import Any, Dict, Set, Tuple
+import mindspore as ms
 from mindspore import nn, ops
 from mindspore.ops.primitive import _run_op
 
@@ -20,7 +21,10 @@ class CopyPrimitive(ops.Custom):
     In graphs MindSpore runs the op's registered kernel. An eager call runs the op's body through the
     module's :class:`KernelInstance` of this primitive (created at the first eager call, released with
     the primitive): int64 inputs go in as host values and the kernel state (result and descriptor
-    rings, events, pinned slots) is reused across calls.
+    rings, events, pinned slots) is reused across calls. In PYNATIVE_MODE a call whose inputs are
+    Tensors that pass ``_check_eager`` goes to the KernelInstance's ``try_call``, which tests in C++
+    what the other Python checks would (dtypes, dense reads) and queues nothing where one might fail;
+    the call then makes every check in order (:mod:`ms_memcopy.ops`).
 
     Subclasses give the attribute values, for an op whose outputs the caller describes
     (``shape: given`` in configs/ops/<family>.yaml) ``given=(shapes, dtypes)``, the bprop, and may
@@ -84,6 +88,13 @@ class CopyPrimitive(ops.Custom):
         # An eager call, from the caller to the module's KernelInstance in this one frame (labelled_errors'
         # relabelling and the launch inlined: this runs at every eager call).
         try:
+            if len(args) == len(self._input_names):
+                # the fast path: the checks that need Python here, the others in the kernel's try_call
+                flat = _flat_inputs(args) if self._has_variadic else args
+                if _all_tensors(flat) and self._eager_check_passes(flat) and not recording_gradients():
+                    outputs = self._kernel_instance().try_call(*args)
+                    if outputs is not None:
+                        return tuple(outputs) if self._variadic_output else outputs[0]
             self._check_call(args)
             if recording_gradients():
                 return self._recorded_call(args)
@@ -103,8 +114,7 @@ class CopyPrimitive(ops.Custom):
 
     def _check_call(self, args):
         if self._has_variadic:
-            # (OpCell passes a variadic input's tensors as one tuple)
-            self._check_tensors([t for group in args for t in (group if isinstance(group, tuple) else (group,))])
+            self._check_tensors(_flat_inputs(args))
             return
         if len(args) < len(self._input_names):
             self._check_arity(args)
@@ -174,6 +184,35 @@ class CopyPrimitive(ops.Custom):
 
     def _check_eager(self, inputs):
         """What the kernel cannot see, on the objects of an eager call (nothing by default)."""
+
+    def _eager_check_passes(self, inputs):
+        """Whether ``_check_eager(inputs)`` passes (the fast path's test: on a failure the call makes
+        every check in order, so that the first one that fails raises)."""
+        try:
+            self._check_eager(inputs)
+        except (ValueError, TypeError):
+            return False
+        return True
+
+
+def _flat_inputs(args):
+    """An eager call's tensors one by one (OpCell passes a variadic input's tensors as one tuple)."""
+    return [t for group in args for t in (group if isinstance(group, tuple) else (group,))]
+
+
+#: The classes of the Tensors eager calls have been given (Tensor and its subclasses, Parameter's among them).
+_TENSOR_CLASSES: Set[type] = {ms.Tensor, ms.Parameter}
+
+
+def _all_tensors(inputs):
+    """Whether every input is a Tensor, without isinstance (which Parameter's class makes slow)."""
+    if _TENSOR_CLASSES.issuperset(map(type, inputs)):
+        return True
+    classes = set(map(type, inputs))
+    if not all(issubclass(c, ms.Tensor) for c in classes):
+        return False
+    _TENSOR_CLASSES.update(classes)
+    return True
 
 
 #: How many type and dtype combinations a primitive remembers as checked (a variadic input can make many).

@@ -17,7 +17,7 @@ from ..host_buffer import HostBuffer
 from ..host_chunks import HostChunks
 from ._args import check_host_buffer, check_int, check_open, check_whole_targets
 from ._errors import labelled_errors, relabelled
-from ._primitive import CopyPrimitive, _dense
+from ._primitive import CopyPrimitive, _all_tensors, _dense
 from ._samples import Sample, parameter
 from ._variadic import OpCell
 
@@ -63,6 +63,11 @@ class _BlockPrimitive(CopyPrimitive):
         try:
             self._check_count(len(caches))
             mapping = block_mapping if isinstance(block_mapping, ms.Tensor) else _host_mapping(block_mapping)
+            # the fast path: the checks that need Python here, the others in the kernel's try_call
+            if _all_tensors(caches) and self._eager_check_passes(caches) and not recording_gradients():
+                outputs = self._kernel_instance().try_call(caches, mapping)
+                if outputs is not None:
+                    return outputs[0]
             self._check_tensors(caches, len(caches) + 1)
             if recording_gradients():  # MindSpore's record reads a Tensor
                 return self._recorded_call((caches, mapping if isinstance(mapping, ms.Tensor) else ms.Tensor(mapping)))

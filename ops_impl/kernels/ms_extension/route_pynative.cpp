@@ -18,7 +18,9 @@
 //
 // The units: route_eager_args (arguments), route_runner (the launch), this one (KernelInstance and the
 // module).
+#include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +34,7 @@
 #include "route_ops.inc"
 #include "route_raise.h"
 #include "route_runner.h"
+#include "utils/ms_context.h"
 
 namespace msmc {
 namespace route {
@@ -60,6 +63,33 @@ class KernelInstance {
   }
 
   py::object Call(const py::args &args) { return Dispatch(op_, body_, state_, Checked(args), nullptr); }
+
+  // The call of inputs that pass every check the primitives make in Python before a call (their eager
+  // fast path, ms_memcopy/ops/_primitive.py), or None with nothing queued when one of those checks
+  // might fail, for the primitive to make them in order and raise their error: outside PYNATIVE_MODE
+  // (the jit level's check), an input that does not convert, a tensor of an unsupported dtype or of
+  // another dtype than its dtype group, or a tensor read that is not laid out densely.
+  py::object TryCall(const py::args &args) {
+    if (!InPynativeMode() || args.size() != static_cast<size_t>(InputCount(op_))) {
+      return py::none();
+    }
+    std::vector<ArgValue> values = init_;
+    try {
+      Convert(op_, args, 0, &values);
+    } catch (const py::error_already_set &) {
+      return py::none();  // (the error is dropped: the primitive's checks, then Call, raise it again)
+    } catch (const std::exception &) {
+      return py::none();
+    }
+    if (!PassesPythonChecks(values)) {
+      return py::none();
+    }
+    WithLabel([&] {
+      CheckVariadicLength(op_, ReaderOf(values));
+      Check(values);
+    });
+    return Dispatch(op_, body_, state_, std::move(values), nullptr);
+  }
 
   // The checks of a call, without the launch.
   void CheckOnly(const py::args &args) { (void)Checked(args); }
@@ -104,6 +134,50 @@ class KernelInstance {
       Check(values);
     });
     return values;
+  }
+
+  // Whether the converted inputs pass the dtype and layout checks the primitives make in Python
+  // (check_dtypes, check_same_dtype and _dense of ms_memcopy/ops): each tensor input of a supported
+  // dtype (its op_def dtype where it has one), the tensors of the dtype group of one dtype, and each
+  // tensor that is read (not written in place) dense. Conservative: false where it cannot tell.
+  bool PassesPythonChecks(const std::vector<ArgValue> &values) const {
+    std::optional<TypeId> group;
+    for (int a = 0; a < InputCount(op_); ++a) {
+      const RouteArg &arg = op_.args[a];
+      if (arg.kind != ArgKind::kTensor && arg.kind != ArgKind::kTensors) {
+        continue;
+      }
+      const ArgValue &v = values[static_cast<size_t>(a)];
+      for (size_t i = 0; i < v.dtypes.size(); ++i) {
+        const TypeId type = v.dtypes[i];
+        if (!IsSupportedOutputDtype(type) || (arg.dtype != mindspore::kTypeUnknown && type != arg.dtype)) {
+          return false;
+        }
+        if (arg.same_dtype) {
+          if (group.has_value() && *group != type) {
+            return false;
+          }
+          group = type;
+        }
+        if (!arg.written && !IsDense(v.tensors[i])) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  static bool IsDense(const ms::Tensor &t) {
+    try {
+      return t.is_defined() && t.tensor() != nullptr && t.is_contiguous();
+    } catch (const std::exception &) {
+      return false;
+    }
+  }
+
+  static bool InPynativeMode() {
+    const auto context = mindspore::MsContext::GetInstance();
+    return context != nullptr && context->get_param<int>(mindspore::MS_CTX_EXECUTION_MODE) == mindspore::kPynativeMode;
   }
 
   // The body's check on the call's shapes and host values (the launch checks again).
@@ -181,6 +255,8 @@ PYBIND11_MODULE(MS_EXTENSION_NAME, m) {
                                           "launches reuse. KernelInstance(op, *init)(*inputs).")
       .def(py::init<const std::string &, const py::args &>())
       .def("__call__", &msmc::route::KernelInstance::Call)
+      .def("try_call", &msmc::route::KernelInstance::TryCall,
+           "The call, or None with nothing queued where the primitive's Python checks must run first.")
       .def("check", &msmc::route::KernelInstance::CheckOnly, "The checks of a call, without the launch.")
       .def_property_readonly("op", &msmc::route::KernelInstance::op_name)
       .def("submit_transfer", &msmc::route::KernelInstance::SubmitTransfer,
