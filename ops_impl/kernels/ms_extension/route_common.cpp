@@ -231,14 +231,16 @@ bool IsSupportedOutputDtype(TypeId type) {
   return std::find(std::begin(kSupportedDtypes), std::end(kSupportedDtypes), type) != std::end(kSupportedDtypes);
 }
 
+bool DtypeAccepted(const RouteArg &arg, TypeId type) {
+  return arg.dtype != mindspore::kTypeUnknown ? type == arg.dtype : IsSupportedOutputDtype(type);
+}
+
 std::string DtypeMismatch(const std::string &argument, const RouteArg &arg, TypeId type) {
-  if (arg.dtype != mindspore::kTypeUnknown) {
-    return type == arg.dtype
-               ? ""
-               : argument + " must be an " + DescribeDtype(arg.dtype) + " tensor, got " + DescribeDtype(type);
-  }
-  if (IsSupportedOutputDtype(type)) {
+  if (DtypeAccepted(arg, type)) {
     return "";
+  }
+  if (arg.dtype != mindspore::kTypeUnknown) {
+    return argument + " must be an " + DescribeDtype(arg.dtype) + " tensor, got " + DescribeDtype(type);
   }
   std::string names;
   for (TypeId supported : kSupportedDtypes) {

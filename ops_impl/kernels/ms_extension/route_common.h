@@ -140,9 +140,12 @@ std::optional<TypeId> DtypeOfTypeName(const std::string &type_name);
 std::string DescribeDtype(TypeId type);
 // True for the dtypes configs/dtypes.yaml supports (those every op accepts and a new output may have).
 bool IsSupportedOutputDtype(TypeId type);
-// Empty when a tensor of dtype `type` may be passed as arg; else the error, in the primitives'
-// words ("offsets must be an int64 tensor, got float32", "x: dtype uint16 is not supported; ...");
-// `argument` names the tensor ("tensors[1]" for an element of a variadic input).
+// Whether a tensor of dtype `type` may be passed as arg: its op_def dtype where it has one, else a
+// supported dtype.
+bool DtypeAccepted(const RouteArg &arg, TypeId type);
+// Empty when DtypeAccepted; else the error, in the primitives' words ("offsets must be an int64
+// tensor, got float32", "x: dtype uint16 is not supported; ..."); `argument` names the tensor
+// ("tensors[1]" for an element of a variadic input).
 std::string DtypeMismatch(const std::string &argument, const RouteArg &arg, TypeId type);
 
 // A framework tensor as a TensorArg. A dtype op_bodies.h has no name for is described in `unnamed`,

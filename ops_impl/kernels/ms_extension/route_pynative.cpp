@@ -150,7 +150,8 @@ class KernelInstance {
       const ArgValue &v = values[static_cast<size_t>(a)];
       for (size_t i = 0; i < v.dtypes.size(); ++i) {
         const TypeId type = v.dtypes[i];
-        if (!IsSupportedOutputDtype(type) || (arg.dtype != mindspore::kTypeUnknown && type != arg.dtype)) {
+        // (supported as well: the Python check asks that of every tensor, one of a fixed dtype too)
+        if (!IsSupportedOutputDtype(type) || !DtypeAccepted(arg, type)) {
           return false;
         }
         if (arg.same_dtype) {
